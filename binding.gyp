@@ -1,0 +1,40 @@
+# node-gyp build of the addon (also what prebuildify runs). Sources and settings come from
+# sources.json, which CMakeLists.txt reads too, so the two builds cannot drift apart.
+{
+  "targets": [
+    {
+      "target_name": "<!(node -p \"require('./sources.json').target\")",
+      "sources": ["<!@(node -p \"require('./sources.json').sources.join(' ')\")"],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "<!@(node -p \"require('./sources.json').include_dirs.join(' ')\")"
+      ],
+      "defines": ["<!@(node -p \"require('./sources.json').defines.join(' ')\")"],
+      "cflags!": ["-fno-exceptions", "-fno-rtti"],
+      "cflags_cc!": ["-fno-exceptions", "-fno-rtti", "-std=gnu++17", "-std=gnu++20"],
+      "cflags_cc": ["-std=c++17", "-fexceptions", "-O3", "-fvisibility=hidden"],
+      "conditions": [
+        ["OS=='mac'", {
+          "sources": ["<!@(node -p \"require('./sources.json').macos_sources.join(' ')\")"],
+          "defines": ["MTO_WITH_METAL=1"],
+          "link_settings": {
+            "libraries": ["<!@(node -p \"require('./sources.json').macos_frameworks.map(f => '-framework ' + f).join(' ')\")"]
+          },
+          "xcode_settings": {
+            "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
+            "GCC_ENABLE_CPP_RTTI": "YES",
+            "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+            "CLANG_ENABLE_OBJC_ARC": "YES",
+            "MACOSX_DEPLOYMENT_TARGET": "<!(node -p \"require('./sources.json').macos_deployment_target\")",
+            "OTHER_CPLUSPLUSFLAGS": ["-O3", "-fvisibility=hidden"]
+          }
+        }],
+        ["OS=='win'", {
+          "msvs_settings": {
+            "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17", "/O2"] }
+          }
+        }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,32 @@
+// Module entry: registers the classes and functions lib/native.ts loads.
+#include <napi.h>
+
+#include "addon_data.h"
+#include "codecs.h"
+#include "device.h"
+#include "tensors.h"
+
+namespace mto::addon {
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  auto* data = new AddonData();
+  env.SetInstanceData(data);  // freed by Node when the environment shuts down
+  Napi::Function tensor = NativeTensor::Init(env);
+  Napi::Function qtensor = NativeQTensor::Init(env);
+  data->tensor_ctor = Napi::Persistent(tensor);
+  data->qtensor_ctor = Napi::Persistent(qtensor);
+  exports.Set("NativeTensor", tensor);
+  exports.Set("NativeQTensor", qtensor);
+  exports.Set("NativeDevice", NativeDevice::Init(env));
+  InitCodecs(env, exports);
+  exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
+  return exports;
+}
+
+}  // namespace mto::addon
+
+static Napi::Object InitModule(Napi::Env env, Napi::Object exports) {
+  return mto::addon::Init(env, exports);
+}
+
+NODE_API_MODULE(metal_tensorops, InitModule)

@@ -1,0 +1,68 @@
+// JS handles for native tensors. They own a shared_ptr to the storage: dispose() drops it at once
+// (an op still running keeps its own reference, so nothing is freed under it) and the finalizer
+// drops it if the user never called dispose(). Bytes are reported to V8 as external memory.
+#pragma once
+#include <napi.h>
+
+#include "core/tensor.h"
+
+namespace mto::addon {
+
+class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object Wrap(Napi::Env env, TensorPtr t);
+  // Unwraps a JS value that must be a live NativeTensor; `arg` names it in errors.
+  static TensorPtr Get(Napi::Value v, const char* arg);
+  static bool Is(Napi::Value v);
+
+  explicit NativeTensor(const Napi::CallbackInfo& info);
+  ~NativeTensor() override;
+
+ private:
+  Napi::Value Read(const Napi::CallbackInfo& info);       // copy in the storage type
+  Napi::Value ToFloat32(const Napi::CallbackInfo& info);  // new Float32Array
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+  Napi::Value Disposed(const Napi::CallbackInfo& info);
+  Napi::Value Bytes(const Napi::CallbackInfo& info);
+  void Release();
+
+  TensorPtr tensor_;
+  int64_t reported_ = 0;
+};
+
+class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  static Napi::Object Wrap(Napi::Env env, QTensorPtr t);
+  static QTensorPtr Get(Napi::Value v, const char* arg);
+  static bool Is(Napi::Value v);
+
+  explicit NativeQTensor(const Napi::CallbackInfo& info);
+  ~NativeQTensor() override;
+
+ private:
+  Napi::Value Codes(const Napi::CallbackInfo& info);
+  Napi::Value Scales(const Napi::CallbackInfo& info);
+  Napi::Value Biases(const Napi::CallbackInfo& info);
+  Napi::Value Dispose(const Napi::CallbackInfo& info);
+  Napi::Value Disposed(const Napi::CallbackInfo& info);
+  Napi::Value Bytes(const Napi::CallbackInfo& info);
+  void Release();
+
+  QTensorPtr tensor_;
+  int64_t reported_ = 0;
+};
+
+// Either kind of tensor as an op operand; throws E_DISPOSED / E_ARG naming `arg`.
+struct HeldOperand {
+  TensorPtr dense;
+  QTensorPtr quant;
+};
+HeldOperand unwrap_operand(Napi::Value v, const char* arg);
+
+// Reads a JS array of positive integers as a shape; throws E_SHAPE naming `arg`.
+Shape read_shape(Napi::Value v, const char* arg);
+Napi::Array shape_to_js(Napi::Env env, const Shape& s);
+
+}  // namespace mto::addon

@@ -1,0 +1,52 @@
+#include "tensor.h"
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "error.h"
+
+namespace mto {
+
+Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
+  // aligned_alloc wants a size that is a multiple of the alignment; never ask for 0 bytes.
+  size_t rounded = (bytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  data_ = std::aligned_alloc(64, rounded);
+  if (!data_) {
+    throw Error(code::OOM, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
+  }
+}
+
+Buffer::~Buffer() { std::free(data_); }
+
+BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_string(const Shape& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (i) out += ", ";
+    out += std::to_string(s[i]);
+  }
+  return out + "]";
+}
+
+QTensorPtr make_qtensor(const Shape& shape, Format f, int block) {
+  auto q = std::make_shared<QTensor>();
+  q->shape = shape;
+  q->format = f;
+  q->block = block;
+  const int64_t rows = q->rows(), cols = q->cols();
+  q->codes = make_buffer(size_t(rows) * row_code_bytes(f, cols));
+  q->scales = make_buffer(size_t(rows) * row_scale_bytes(f, cols, block));
+  if (format_info(f).affine) q->biases = make_buffer(size_t(rows) * row_scale_bytes(f, cols, block));
+  return q;
+}
+
+}  // namespace mto

@@ -1,0 +1,457 @@
+// The cpu backend's attention: FlashAttention-2 with online softmax, never a whole [Lq, Lk] matrix.
+//
+// Work is split into tasks over (batch, kv head, query block[, kv split]). One task handles every
+// query head that shares its kv head (GQA group, as MLX's sdpa_vector does), so each K/V tile is
+// converted or dequantized to float32 once and reused by all G * Bq query rows of the task:
+//
+//   Q (scaled by scale*log2e, float32) [R, D]           R = G heads x Bq queries
+//   for each K/V tile of kTileK keys (skipping tiles past the causal diagonal):
+//     Kt = K_tile^T [D, kTileK]  (float32 scratch)      S = Q Kt                 (gemm)
+//     mask/causal -> -inf; m' = max(m, rowmax S); P = 2^(S - m'); l = l 2^(m - m') + sum P
+//     O = O 2^(m - m') + P V_tile                                                (gemm)
+//   o = O / l   (l == 0, i.e. a row that saw no key, gives zeros)
+//
+// When there are few (batch, kv head, query block) tasks and many keys (decode), the keys are also
+// split across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines
+// them. Everything is portable C++17 written so that the compiler vectorises the inner loops; on
+// x86-64 Linux (GCC/clang with glibc) the hot function is additionally cloned for x86-64-v3
+// (AVX2 + FMA) and picked at load time, since builds target the x86-64 baseline (SSE2).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "../core/error.h"
+#include "ops.h"
+
+#if defined(__GNUC__)
+#define MTO_ATTN_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define MTO_ATTN_INLINE __forceinline
+#else
+#define MTO_ATTN_INLINE inline
+#endif
+
+// Function multiversioning needs ifunc (glibc). Define MTO_NO_MULTIVERSION to build without it.
+#if !defined(MTO_NO_MULTIVERSION) && defined(__x86_64__) && defined(__linux__) && \
+    defined(__GLIBC__) && (defined(__clang__) ? (__clang_major__ >= 14) : (__GNUC__ >= 11))
+#define MTO_ATTN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define MTO_ATTN_CLONES
+#endif
+
+namespace mto::cpu {
+namespace {
+
+constexpr int64_t kTileK = 64;  // keys per K/V tile (a multiple of kNR)
+constexpr int kMR = 4;          // rows of a gemm register block
+constexpr int kNR = 16;         // columns of a gemm register block (keys of S, features of O)
+constexpr float kLog2e = 1.44269504088896340736f;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// Rows of a [rows, D] operand (dense of any dtype, or quantized along D) as float32.
+struct RowSource {
+  const void* dense = nullptr;
+  DType dtype = DType::Float32;
+  bool quantized = false;
+  QuantView view{};
+  int64_t D = 0;
+
+  explicit RowSource(const Operand& op, int64_t d) : D(d) {
+    if (op.dense) {
+      dense = op.dense->buffer->data();
+      dtype = op.dense->dtype;
+    } else {
+      quantized = true;
+      view = op.quant->view();
+    }
+  }
+  bool is_f32() const { return !quantized && dtype == DType::Float32; }
+  const float* f32_row(int64_t row) const { return static_cast<const float*>(dense) + row * D; }
+  // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D).
+  void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
+    if (quantized) {
+      for (int64_t r = 0; r < n; ++r) dequantize_span(view, row0 + r, 0, D, dst + r * ld);
+      return;
+    }
+    const size_t es = dtype_size(dtype);
+    const char* src = static_cast<const char*>(dense) + size_t(row0 * D) * es;
+    if (ld == D) {
+      to_float32(dtype, src, dst, size_t(n * D));
+    } else {
+      for (int64_t r = 0; r < n; ++r) to_float32(dtype, src + size_t(r * D) * es, dst + r * ld, size_t(D));
+    }
+  }
+};
+
+// Everything a task needs, fixed for one attention call.
+struct Plan {
+  const AttentionParams* p = nullptr;
+  const RowSource* q = nullptr;
+  const RowSource* k = nullptr;
+  const RowSource* v = nullptr;
+  const void* mask = nullptr;
+  DType mask_dtype = DType::Bool;
+  int64_t G = 1;        // query heads per kv head
+  int64_t Bq = 1;       // queries per block
+  int64_t nqb = 1;      // query blocks
+  int64_t nsplit = 1;   // kv splits
+  int64_t split_len = 0;  // keys per split (a multiple of kTileK)
+  int64_t Dp = 0;       // D rounded up to kNR
+  int64_t Rmax = 0;     // G * Bq
+  float qscale = 0.f;   // scale * log2(e): scores are kept in the log2 domain
+  float* o = nullptr;
+  float* partial = nullptr;  // nsplit > 1: per (task, split): m[Rmax], l[Rmax], O[Rmax * Dp]
+  int64_t partial_stride() const { return Rmax * (Dp + 2); }
+};
+
+// Per-thread scratch, sized once per parallel_for chunk.
+struct Scratch {
+  std::vector<float> q, kt, vt, s, o, m, l, rowtmp;
+  explicit Scratch(const Plan& pl) {
+    const int64_t D = pl.p->D;
+    q.assign(size_t(pl.Rmax * D), 0.f);
+    kt.assign(size_t(D * kTileK), 0.f);
+    vt.assign(size_t(kTileK * pl.Dp), 0.f);  // padding columns [D, Dp) stay zero
+    s.assign(size_t(pl.Rmax * kTileK), 0.f);
+    o.assign(size_t(pl.Rmax * pl.Dp), 0.f);
+    m.assign(size_t(pl.Rmax), 0.f);
+    l.assign(size_t(pl.Rmax), 0.f);
+    rowtmp.assign(size_t(std::max<int64_t>(D, kTileK)), 0.f);
+  }
+};
+
+// ---- register-blocked gemm: C[M, N] (+)= A[M, K] B[K, N], N a multiple of kNR ----------------
+// The accumulators are a fixed MR x kNR array; with the loops fully unrolled the compiler keeps
+// them in vector registers and the k loop becomes broadcast + multiply-add.
+template <int MR>
+MTO_ATTN_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
+                                const float* __restrict B, int64_t ldb, float* __restrict C,
+                                int64_t ldc, bool accumulate) {
+  float acc[MR][kNR];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < kNR; ++c) acc[r][c] = accumulate ? C[r * ldc + c] : 0.f;
+  for (int64_t kk = 0; kk < K; ++kk) {
+    const float* __restrict b = B + kk * ldb;
+    for (int r = 0; r < MR; ++r) {
+      const float a = A[r * lda + kk];
+      for (int c = 0; c < kNR; ++c) acc[r][c] += a * b[c];
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < kNR; ++c) C[r * ldc + c] = acc[r][c];
+}
+
+MTO_ATTN_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                          const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  for (int64_t n0 = 0; n0 < N; n0 += kNR) {
+    int64_t m0 = 0;
+    for (; m0 + kMR <= M; m0 += kMR)
+      gemm_block<kMR>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
+    const float* a = A + m0 * lda;
+    float* c = C + m0 * ldc + n0;
+    switch (M - m0) {
+      case 3: gemm_block<3>(K, a, lda, B + n0, ldb, c, ldc, accumulate); break;
+      case 2: gemm_block<2>(K, a, lda, B + n0, ldb, c, ldc, accumulate); break;
+      case 1: gemm_block<1>(K, a, lda, B + n0, ldb, c, ldc, accumulate); break;
+      default: break;
+    }
+  }
+}
+
+// 2^x for x <= 0 (also -inf -> 0, NaN -> NaN), relative error ~2e-7. Branch-free and built from
+// plain float/int operations so that loops over it vectorise (std::exp2 does not).
+MTO_ATTN_INLINE float exp2_nonpos(float x) {
+  const float xc = x < -126.f ? -126.f : x;
+  const float t = xc + 12582912.f;  // 1.5 * 2^23: rounds xc to an integer n in t's low bits
+  const float fn = t - 12582912.f;
+  const float f = xc - fn;  // [-0.5, 0.5]
+  // Cephes exp2f polynomial: 2^f = 1 + f P(f).
+  float poly = 1.535336188319500e-4f;
+  poly = poly * f + 1.339887440266574e-3f;
+  poly = poly * f + 9.618437357674640e-3f;
+  poly = poly * f + 5.550332471162809e-2f;
+  poly = poly * f + 2.402264791363012e-1f;
+  poly = poly * f + 6.931472028550421e-1f;
+  poly = poly * f + 1.f;  // Horner: last step is 1 + f * P(f)
+  uint32_t tb;
+  std::memcpy(&tb, &t, 4);
+  const uint32_t scale_bits = (tb - 0x4B400000u + 127u) << 23;  // 2^n
+  float scale;
+  std::memcpy(&scale, &scale_bits, 4);
+  const float r = poly * scale;
+  return x < -126.f ? 0.f : r;
+}
+
+// Scores of one row of a tile get -inf where the mask forbids, or the additive mask (log2 domain).
+MTO_ATTN_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t n, float* s) {
+  const int64_t sj = pl.p->mask_stride[3];
+  switch (pl.mask_dtype) {
+    case DType::Bool: {
+      const uint8_t* mk = static_cast<const uint8_t*>(pl.mask) + base;
+      for (int64_t j = 0; j < n; ++j)
+        if (!mk[(j0 + j) * sj]) s[j] = kNegInf;
+      break;
+    }
+    case DType::Float32: {
+      const float* mk = static_cast<const float*>(pl.mask) + base;
+      for (int64_t j = 0; j < n; ++j) s[j] += mk[(j0 + j) * sj] * kLog2e;
+      break;
+    }
+    case DType::Float16: {
+      const uint16_t* mk = static_cast<const uint16_t*>(pl.mask) + base;
+      for (int64_t j = 0; j < n; ++j) s[j] += half_to_float(mk[(j0 + j) * sj]) * kLog2e;
+      break;
+    }
+    case DType::BFloat16: {
+      const uint16_t* mk = static_cast<const uint16_t*>(pl.mask) + base;
+      for (int64_t j = 0; j < n; ++j) s[j] += bf16_to_float(mk[(j0 + j) * sj]) * kLog2e;
+      break;
+    }
+  }
+}
+
+// Online-softmax update of one row for one tile of nc scores (keys past the tile are -inf already).
+// Returns false when the row has still seen no key (its P row is left all zero).
+MTO_ATTN_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l, float* __restrict orow,
+                                 int64_t Dp) {
+  float mx[kNR];
+  for (int c = 0; c < kNR; ++c) mx[c] = kNegInf;
+  for (int64_t j = 0; j < nc; j += kNR)
+    for (int c = 0; c < kNR; ++c) mx[c] = std::max(mx[c], s[j + c]);
+  float tmax = kNegInf;
+  for (int c = 0; c < kNR; ++c) tmax = std::max(tmax, mx[c]);
+  const float m_new = std::max(*m, tmax);
+  if (m_new == kNegInf) {  // nothing visible yet: exp2(-inf - -inf) would be NaN
+    for (int64_t j = 0; j < nc; ++j) s[j] = 0.f;
+    return false;
+  }
+  float sum[kNR];
+  for (int c = 0; c < kNR; ++c) sum[c] = 0.f;
+  for (int64_t j = 0; j < nc; j += kNR)
+    for (int c = 0; c < kNR; ++c) {
+      const float e = exp2_nonpos(s[j + c] - m_new);
+      s[j + c] = e;
+      sum[c] += e;
+    }
+  float tsum = 0.f;
+  for (int c = 0; c < kNR; ++c) tsum += sum[c];
+  if (m_new != *m) {
+    const float alpha = exp2_nonpos(*m - m_new);  // 0 when m was -inf
+    *l *= alpha;
+    for (int64_t d = 0; d < Dp; ++d) orow[d] *= alpha;
+    *m = m_new;
+  }
+  *l += tsum;
+  return true;
+}
+
+// One task: query block qb of kv head kvh in batch b, keys of split `split`.
+MTO_ATTN_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
+  const AttentionParams& p = *pl.p;
+  const int64_t D = p.D, Dp = pl.Dp, G = pl.G;
+  const int64_t split = task % pl.nsplit;
+  const int64_t task0 = task / pl.nsplit;
+  const int64_t qb = task0 % pl.nqb;
+  const int64_t kvh = (task0 / pl.nqb) % p.Hkv;
+  const int64_t b = task0 / (pl.nqb * p.Hkv);
+  const int64_t i0 = qb * pl.Bq, i1 = std::min(p.Lq, i0 + pl.Bq), nq = i1 - i0;
+  const int64_t R = G * nq;
+  const int64_t off = p.Lk - p.Lq;  // causal: query i sees keys j <= i + off
+
+  int64_t j_begin = split * pl.split_len;
+  int64_t j_end = std::min(p.Lk, j_begin + pl.split_len);
+  if (p.causal) j_end = std::min(j_end, i1 + off);  // the last query of the block sees j < i1 + off
+
+  float* Q = sc.q.data();
+  float* S = sc.s.data();
+  float* O = sc.o.data();
+  float* m = sc.m.data();
+  float* l = sc.l.data();
+  for (int64_t r = 0; r < R; ++r) {
+    m[r] = kNegInf;
+    l[r] = 0.f;
+  }
+  std::fill(O, O + R * Dp, 0.f);
+
+  if (j_end > j_begin) {
+    // Q rows r = g * nq + (i - i0), pre-scaled so that scores come out in the log2 domain.
+    for (int64_t g = 0; g < G; ++g) {
+      const int64_t h = kvh * G + g;
+      pl.q->load((b * p.Hq + h) * p.Lq + i0, nq, Q + g * nq * D, D);
+    }
+    for (int64_t x = 0; x < R * D; ++x) Q[x] *= pl.qscale;
+  }
+
+  const int64_t kv_row0 = (b * p.Hkv + kvh) * p.Lk;
+  float* Kt = sc.kt.data();
+  float* tmp = sc.rowtmp.data();
+  for (int64_t j0 = j_begin; j0 < j_end; j0 += kTileK) {
+    const int64_t n = std::min(kTileK, j_end - j0);
+    const int64_t nc = round_up(n, kNR);
+
+    // Kt[d, j] = K[j0 + j, d], as float32; columns [n, nc) zero.
+    for (int64_t j = 0; j < n; ++j) {
+      const float* krow;
+      if (pl.k->is_f32()) {
+        krow = pl.k->f32_row(kv_row0 + j0 + j);
+      } else {
+        pl.k->load(kv_row0 + j0 + j, 1, tmp, D);
+        krow = tmp;
+      }
+      for (int64_t d = 0; d < D; ++d) Kt[d * kTileK + j] = krow[d];
+    }
+    if (nc > n)
+      for (int64_t d = 0; d < D; ++d)
+        for (int64_t j = n; j < nc; ++j) Kt[d * kTileK + j] = 0.f;
+
+    gemm(R, nc, D, Q, D, Kt, kTileK, S, kTileK, false);
+
+    bool any_live = false;
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t g = r / nq, i = i0 + r % nq, h = kvh * G + g;
+      float* srow = S + r * kTileK;
+      int64_t visible = n;  // keys [0, visible) of the tile pass the causal rule
+      if (p.causal) visible = std::max<int64_t>(0, std::min(n, i + off + 1 - j0));
+      for (int64_t j = visible; j < nc; ++j) srow[j] = kNegInf;
+      if (pl.mask && visible > 0) {
+        const int64_t base = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
+        apply_mask_row(pl, base, j0, visible, srow);
+      }
+      any_live |= softmax_row(srow, nc, m + r, l + r, O + r * Dp, Dp);
+    }
+    if (!any_live) continue;
+
+    // O += P V_tile
+    const float* V;
+    int64_t ldv;
+    if (pl.v->is_f32() && Dp == D) {
+      V = pl.v->f32_row(kv_row0 + j0);
+      ldv = D;
+    } else {
+      pl.v->load(kv_row0 + j0, n, sc.vt.data(), Dp);
+      V = sc.vt.data();
+      ldv = Dp;
+    }
+    gemm(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
+  }
+
+  if (pl.nsplit == 1) {
+    for (int64_t r = 0; r < R; ++r) {
+      const int64_t g = r / nq, i = i0 + r % nq, h = kvh * G + g;
+      float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
+      const float* src = O + r * Dp;
+      if (l[r] > 0.f) {
+        const float inv = 1.f / l[r];
+        for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * inv;
+      } else {
+        for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
+      }
+    }
+  } else {
+    float* part = pl.partial + task * pl.partial_stride();
+    std::copy(m, m + R, part);
+    std::copy(l, l + R, part + pl.Rmax);
+    std::copy(O, O + R * Dp, part + 2 * pl.Rmax);
+  }
+}
+
+// The hot function: every loop it runs is inlined into it, so the x86-64-v3 clone covers them.
+MTO_ATTN_CLONES void run_tasks(const Plan& pl, int64_t t0, int64_t t1) {
+  Scratch sc(pl);
+  for (int64_t t = t0; t < t1; ++t) run_task(pl, sc, t);
+}
+
+// Flash-decoding merge: o = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max_s m_s.
+void merge_splits(const Plan& pl, int64_t task0) {
+  const AttentionParams& p = *pl.p;
+  const int64_t D = p.D, Dp = pl.Dp;
+  const int64_t qb = task0 % pl.nqb;
+  const int64_t kvh = (task0 / pl.nqb) % p.Hkv;
+  const int64_t b = task0 / (pl.nqb * p.Hkv);
+  const int64_t i0 = qb * pl.Bq, nq = std::min(p.Lq, i0 + pl.Bq) - i0;
+  const float* base = pl.partial + task0 * pl.nsplit * pl.partial_stride();
+  for (int64_t r = 0; r < pl.G * nq; ++r) {
+    const int64_t g = r / nq, i = i0 + r % nq, h = kvh * pl.G + g;
+    float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
+    float M = kNegInf;
+    for (int64_t s = 0; s < pl.nsplit; ++s) M = std::max(M, base[s * pl.partial_stride() + r]);
+    for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
+    if (M == kNegInf) continue;  // the row saw no key in any split
+    float L = 0.f;
+    for (int64_t s = 0; s < pl.nsplit; ++s) {
+      const float* part = base + s * pl.partial_stride();
+      if (part[r] == kNegInf) continue;
+      const float w = exp2_nonpos(part[r] - M);
+      L += w * part[pl.Rmax + r];
+      const float* os = part + 2 * pl.Rmax + r * Dp;
+      for (int64_t d = 0; d < D; ++d) dst[d] += w * os[d];
+    }
+    const float inv = 1.f / L;
+    for (int64_t d = 0; d < D; ++d) dst[d] *= inv;
+  }
+}
+
+}  // namespace
+
+void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Operand& v,
+               const AttentionParams& p, float* o) {
+  const int64_t total = p.B * p.Hq * p.Lq * p.D;
+  if (total == 0) return;
+  if (p.Lk == 0) {  // no keys at all: every row sees nothing
+    std::fill(o, o + total, 0.f);
+    return;
+  }
+  const RowSource qs(q, p.D), ks(k, p.D), vs(v, p.D);
+  Plan pl;
+  pl.p = &p;
+  pl.q = &qs;
+  pl.k = &ks;
+  pl.v = &vs;
+  if (p.mask) {
+    pl.mask = p.mask->buffer->data();
+    pl.mask_dtype = p.mask->dtype;
+  }
+  pl.G = p.Hq / p.Hkv;
+  pl.Dp = round_up(p.D, kNR);
+  pl.qscale = p.scale * kLog2e;
+
+  // Query blocks: about 128 rows per task so a converted K/V tile is reused widely, but small
+  // enough to give every thread several tasks.
+  const int64_t threads = pool.size();
+  pl.Bq = std::min(p.Lq, std::max<int64_t>(1, 128 / pl.G));
+  auto count_tasks = [&](int64_t bq) { return p.B * p.Hkv * ((p.Lq + bq - 1) / bq); };
+  while (pl.Bq > 8 && count_tasks(pl.Bq) < 4 * threads) pl.Bq = (pl.Bq + 1) / 2;
+  pl.nqb = (p.Lq + pl.Bq - 1) / pl.Bq;
+  pl.Rmax = pl.G * pl.Bq;
+  const int64_t tasks0 = p.B * p.Hkv * pl.nqb;
+
+  // Flash-decoding: split the keys when there are too few tasks to keep the threads busy.
+  constexpr int64_t kMinSplitKeys = 4 * kTileK;
+  pl.split_len = round_up(p.Lk, kTileK);
+  if (threads > 1 && tasks0 < 2 * threads && p.Lk >= 2 * kMinSplitKeys) {
+    const int64_t want = (4 * threads + tasks0 - 1) / tasks0;
+    const int64_t most = p.Lk / kMinSplitKeys;
+    const int64_t ns = std::min(want, most);
+    pl.split_len = round_up((p.Lk + ns - 1) / ns, kTileK);
+  }
+  pl.nsplit = (p.Lk + pl.split_len - 1) / pl.split_len;
+
+  std::vector<float> partial;
+  if (pl.nsplit > 1) {
+    partial.resize(size_t(tasks0 * pl.nsplit * pl.partial_stride()));
+    pl.partial = partial.data();
+  }
+  pl.o = o;
+  pool.parallel_for(tasks0 * pl.nsplit, 1, [&](int64_t t0, int64_t t1) { run_tasks(pl, t0, t1); });
+  if (pl.nsplit > 1) {
+    pool.parallel_for(tasks0, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) merge_splits(pl, t);
+    });
+  }
+}
+
+}  // namespace mto::cpu
