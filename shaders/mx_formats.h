@@ -38,31 +38,31 @@ inline mto_u32 mto_as_uint(float f) {
 
 // ---- Ids. They equal the values of mto::Format / mto::Element in native/core/formats.h (which
 // static_asserts the match), so a kernel can be specialised on the id the host passes.
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXFP8_E4M3 = 0;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXFP8_E5M2 = 1;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXFP6_E3M2 = 2;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXFP6_E2M3 = 3;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXFP4 = 4;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXINT8 = 5;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXINT4 = 6;
-static MTO_CONSTANT constexpr int MTO_FORMAT_MXINT2 = 7;
-static MTO_CONSTANT constexpr int MTO_FORMAT_AFFINE4 = 8;
-static MTO_CONSTANT constexpr int MTO_FORMAT_AFFINE8 = 9;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXFP8_E4M3 = 0;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXFP8_E5M2 = 1;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXFP6_E3M2 = 2;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXFP6_E2M3 = 3;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXFP4 = 4;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXINT8 = 5;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXINT4 = 6;
+MTO_CONSTANT constexpr int MTO_FORMAT_MXINT2 = 7;
+MTO_CONSTANT constexpr int MTO_FORMAT_AFFINE4 = 8;
+MTO_CONSTANT constexpr int MTO_FORMAT_AFFINE8 = 9;
 
-static MTO_CONSTANT constexpr int MTO_ELEM_FP8_E4M3 = 0;
-static MTO_CONSTANT constexpr int MTO_ELEM_FP8_E5M2 = 1;
-static MTO_CONSTANT constexpr int MTO_ELEM_FP6_E3M2 = 2;
-static MTO_CONSTANT constexpr int MTO_ELEM_FP6_E2M3 = 3;
-static MTO_CONSTANT constexpr int MTO_ELEM_FP4_E2M1 = 4;
-static MTO_CONSTANT constexpr int MTO_ELEM_INT8 = 5;
-static MTO_CONSTANT constexpr int MTO_ELEM_INT4 = 6;
-static MTO_CONSTANT constexpr int MTO_ELEM_INT2 = 7;
-static MTO_CONSTANT constexpr int MTO_ELEM_E8M0 = 8;
+MTO_CONSTANT constexpr int MTO_ELEM_FP8_E4M3 = 0;
+MTO_CONSTANT constexpr int MTO_ELEM_FP8_E5M2 = 1;
+MTO_CONSTANT constexpr int MTO_ELEM_FP6_E3M2 = 2;
+MTO_CONSTANT constexpr int MTO_ELEM_FP6_E2M3 = 3;
+MTO_CONSTANT constexpr int MTO_ELEM_FP4_E2M1 = 4;
+MTO_CONSTANT constexpr int MTO_ELEM_INT8 = 5;
+MTO_CONSTANT constexpr int MTO_ELEM_INT4 = 6;
+MTO_CONSTANT constexpr int MTO_ELEM_INT2 = 7;
+MTO_CONSTANT constexpr int MTO_ELEM_E8M0 = 8;
 
 // MX block size (OCP MX v1.0): one E8M0 scale per 32 elements along the last axis.
-static MTO_CONSTANT constexpr int MTO_MX_BLOCK = 32;
+MTO_CONSTANT constexpr int MTO_MX_BLOCK = 32;
 // E8M0 byte meaning "NaN scale": the whole block decodes to NaN.
-static MTO_CONSTANT constexpr int MTO_E8M0_NAN = 0xFF;
+MTO_CONSTANT constexpr int MTO_E8M0_NAN = 0xFF;
 
 // 2^k as float for a normal exponent (-126 <= k <= 127), built from bits.
 inline float mto_pow2(int k) { return mto_as_float(mto_u32(k + 127) << 23); }

@@ -31,7 +31,9 @@ Napi::Function NativeTensor::Init(Napi::Env env) {
                       InstanceMethod("toFloat32", &NativeTensor::ToFloat32),
                       InstanceMethod("dispose", &NativeTensor::Dispose),
                       InstanceAccessor("disposed", &NativeTensor::Disposed, nullptr),
-                      InstanceAccessor("bytes", &NativeTensor::Bytes, nullptr)});
+                      InstanceAccessor("bytes", &NativeTensor::Bytes, nullptr),
+                      InstanceAccessor("shape", &NativeTensor::ShapeJs, nullptr),
+                      InstanceAccessor("dtype", &NativeTensor::DTypeJs, nullptr)});
 }
 
 NativeTensor::NativeTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeTensor>(info) {
@@ -39,6 +41,8 @@ NativeTensor::NativeTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     throw_error(info.Env(), code::Arg, "NativeTensor is created by the device (dev.tensor())");
   }
   tensor_ = *info[0].As<Napi::External<TensorPtr>>().Data();
+  shape_ = tensor_->shape;
+  dtype_ = tensor_->dtype;
   reported_ = int64_t(tensor_->bytes());
   adjust_memory(info.Env(), reported_);
 }
@@ -106,6 +110,14 @@ Napi::Value NativeTensor::Bytes(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(tensor_ ? tensor_->bytes() : 0));
 }
 
+Napi::Value NativeTensor::ShapeJs(const Napi::CallbackInfo& info) {
+  return shape_to_js(info.Env(), shape_);
+}
+
+Napi::Value NativeTensor::DTypeJs(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), dtype_name(dtype_));
+}
+
 // ---- NativeQTensor ----
 
 Napi::Function NativeQTensor::Init(Napi::Env env) {
@@ -115,7 +127,10 @@ Napi::Function NativeQTensor::Init(Napi::Env env) {
                       InstanceMethod("biases", &NativeQTensor::Biases),
                       InstanceMethod("dispose", &NativeQTensor::Dispose),
                       InstanceAccessor("disposed", &NativeQTensor::Disposed, nullptr),
-                      InstanceAccessor("bytes", &NativeQTensor::Bytes, nullptr)});
+                      InstanceAccessor("bytes", &NativeQTensor::Bytes, nullptr),
+                      InstanceAccessor("shape", &NativeQTensor::ShapeJs, nullptr),
+                      InstanceAccessor("format", &NativeQTensor::FormatJs, nullptr),
+                      InstanceAccessor("blockSize", &NativeQTensor::BlockSize, nullptr)});
 }
 
 NativeQTensor::NativeQTensor(const Napi::CallbackInfo& info)
@@ -125,6 +140,9 @@ NativeQTensor::NativeQTensor(const Napi::CallbackInfo& info)
                 "NativeQTensor is created by the device (dev.quantize(), dev.fromQuantized())");
   }
   tensor_ = *info[0].As<Napi::External<QTensorPtr>>().Data();
+  shape_ = tensor_->shape;
+  format_ = tensor_->format;
+  block_ = tensor_->block;
   reported_ = int64_t(tensor_->bytes());
   adjust_memory(info.Env(), reported_);
 }
@@ -189,6 +207,18 @@ Napi::Value NativeQTensor::Disposed(const Napi::CallbackInfo& info) {
 
 Napi::Value NativeQTensor::Bytes(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), double(tensor_ ? tensor_->bytes() : 0));
+}
+
+Napi::Value NativeQTensor::ShapeJs(const Napi::CallbackInfo& info) {
+  return shape_to_js(info.Env(), shape_);
+}
+
+Napi::Value NativeQTensor::FormatJs(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), format_info(format_).name);
+}
+
+Napi::Value NativeQTensor::BlockSize(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), block_);
 }
 
 // ---- helpers ----

@@ -25,8 +25,13 @@ class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Disposed(const Napi::CallbackInfo& info);
   Napi::Value Bytes(const Napi::CallbackInfo& info);
+  Napi::Value ShapeJs(const Napi::CallbackInfo& info);
+  Napi::Value DTypeJs(const Napi::CallbackInfo& info);
   void Release();
 
+  // Kept past dispose() so a disposed tensor still reports what it was.
+  Shape shape_;
+  DType dtype_ = DType::Float32;
   TensorPtr tensor_;
   int64_t reported_ = 0;
 };
@@ -48,8 +53,14 @@ class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Disposed(const Napi::CallbackInfo& info);
   Napi::Value Bytes(const Napi::CallbackInfo& info);
+  Napi::Value ShapeJs(const Napi::CallbackInfo& info);
+  Napi::Value FormatJs(const Napi::CallbackInfo& info);
+  Napi::Value BlockSize(const Napi::CallbackInfo& info);
   void Release();
 
+  Shape shape_;
+  Format format_ = Format::MXFP4;
+  int block_ = 32;
   QTensorPtr tensor_;
   int64_t reported_ = 0;
 };

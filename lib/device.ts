@@ -1,0 +1,136 @@
+// Device: the object open() returns. It validates arguments, calls the addon and wraps results;
+// which backend runs is decided once, in backend.ts, and reported in `info`.
+import { TensorOpsError, awaitNative, callNative } from './errors';
+import type { NativeDeviceHandle, NativeQTensorHandle, NativeTensorHandle } from './native';
+import { QuantizedTensor, Tensor, handleOf, type TensorOwner } from './tensor';
+import type {
+  AnyDType, AttentionOptions, DType, DeviceInfo, FromQuantizedOptions, LinearOptions,
+  QuantizeOptions, TypedData,
+} from './types';
+import { checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe } from './validate';
+
+type Operand = Tensor | QuantizedTensor;
+
+function tensorHandle(value: unknown, arg: string): NativeTensorHandle {
+  if (value instanceof Tensor) return value[handleOf];
+  throw new TensorOpsError('E_ARG', `${arg} must be a Tensor; got ${describe(value)}`);
+}
+
+function operandHandle(value: unknown, arg: string): NativeTensorHandle | NativeQTensorHandle {
+  if (value instanceof Tensor || value instanceof QuantizedTensor) return value[handleOf];
+  throw new TensorOpsError('E_ARG', `${arg} must be a Tensor or a QuantizedTensor; got ${describe(value)}`);
+}
+
+function toTypedData(data: unknown, dtype: AnyDType): TypedData {
+  if (data instanceof Float32Array || data instanceof Uint16Array || data instanceof Uint8Array) return data;
+  if (Array.isArray(data) && data.every((x) => typeof x === 'number' || typeof x === 'boolean')) {
+    return dtype === 'bool' ? Uint8Array.from(data, Number) : Float32Array.from(data, Number);
+  }
+  throw new TensorOpsError(
+    'E_ARG',
+    `data must be a Float32Array, a Uint16Array (float16/bfloat16 bits), a Uint8Array (bool) ` +
+      `or an array of numbers; got ${describe(data)}`,
+  );
+}
+
+export class Device implements TensorOwner {
+  readonly info: Readonly<DeviceInfo>;
+  readonly #native: NativeDeviceHandle;
+
+  /** @internal Use open(). */
+  constructor(native: NativeDeviceHandle, info: DeviceInfo) {
+    this.#native = native;
+    this.info = Object.freeze({ ...info });
+  }
+
+  #wrap = (h: NativeTensorHandle): Tensor => new Tensor(h, this);
+  #wrapQ = (h: NativeQTensorHandle): QuantizedTensor => new QuantizedTensor(h, this);
+
+  /**
+   * A tensor from host data (copied). Float32Array converts to any float dtype (RNE);
+   * Uint16Array carries float16/bfloat16 bits as they are; Uint8Array makes a 'bool' mask.
+   */
+  tensor(data: TypedData | readonly number[], shape: readonly number[], dtype: AnyDType = 'float32'): Tensor {
+    const dt = checkDType(dtype, 'dtype', true);
+    const dims = checkShape(shape, 'shape');
+    const typed = toTypedData(data, dt);
+    return this.#wrap(callNative(() => this.#native.tensor(typed, dims, dt)));
+  }
+
+  /** Quantizes a dense tensor along its last axis. */
+  async quantize(x: Tensor, options: QuantizeOptions): Promise<QuantizedTensor> {
+    const opts = checkOptions(options, 'options', ['format', 'blockSize']);
+    const format = checkFormat(opts.format, 'options.format');
+    const block = checkBlockSize(format, opts.blockSize);
+    const h = tensorHandle(x, 'x');
+    return this.#wrapQ(await awaitNative(() => this.#native.quantize(h, format, block)));
+  }
+
+  /** Imports already-quantized weights (for example a published model's MXFP4 tensors). */
+  fromQuantized(options: FromQuantizedOptions): QuantizedTensor {
+    const opts = checkOptions(options, 'options', ['format', 'shape', 'codes', 'scales', 'biases', 'blockSize']);
+    const format = checkFormat(opts.format, 'options.format');
+    const block = checkBlockSize(format, opts.blockSize);
+    const dims = checkShape(opts.shape, 'options.shape');
+    if (!format.startsWith('affine') && opts.biases !== undefined) {
+      throw new TensorOpsError('E_ARG', `options.biases is only for affine formats; format is '${format}'`);
+    }
+    return this.#wrapQ(
+      callNative(() =>
+        this.#native.fromQuantized(
+          format, dims, block, opts.codes as Uint8Array, opts.scales as Uint8Array | Uint16Array,
+          opts.biases as Uint16Array | undefined,
+        ),
+      ),
+    );
+  }
+
+  async dequantize(q: QuantizedTensor, dtype: DType = 'float32'): Promise<Tensor> {
+    const dt = checkDType(dtype, 'dtype');
+    const h = operandHandle(q, 'q') as NativeQTensorHandle;
+    if (!(q instanceof QuantizedTensor)) throw new TensorOpsError('E_ARG', 'q must be a QuantizedTensor');
+    return this.#wrap(await awaitNative(() => this.#native.dequantize(h, dt)));
+  }
+
+  async cast(x: Tensor, dtype: DType): Promise<Tensor> {
+    const dt = checkDType(dtype, 'dtype');
+    const h = tensorHandle(x, 'x');
+    return this.#wrap(await awaitNative(() => this.#native.cast(h, dt)));
+  }
+
+  /** y = x @ w^T (+ bias). x [..., K] dense or quantized; w [N, K] dense or quantized. */
+  async linear(x: Operand, w: Operand, options?: LinearOptions): Promise<Tensor> {
+    const opts = checkOptions(options, 'options', ['bias', 'outDtype']);
+    const xh = operandHandle(x, 'x');
+    const wh = operandHandle(w, 'w');
+    const bias = opts.bias === undefined ? null : tensorHandle(opts.bias, 'options.bias');
+    const out = opts.outDtype === undefined ? null : (checkDType(opts.outDtype, 'options.outDtype') as DType);
+    return this.#wrap(await awaitNative(() => this.#native.linear(xh, wh, bias, out)));
+  }
+
+  /** c = a @ b for dense a [..., M, K] and b [K, N] (or b with a's batch dimensions). */
+  async matmul(a: Tensor, b: Tensor): Promise<Tensor> {
+    const ah = tensorHandle(a, 'a');
+    const bh = tensorHandle(b, 'b');
+    return this.#wrap(await awaitNative(() => this.#native.matmul(ah, bh)));
+  }
+
+  /** FlashAttention: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
+  async attention(q: Tensor, k: Operand, v: Operand, options?: AttentionOptions): Promise<Tensor> {
+    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask']);
+    const qh = tensorHandle(q, 'q');
+    const kh = operandHandle(k, 'k');
+    const vh = operandHandle(v, 'v');
+    if (opts.scale !== undefined && (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale))) {
+      throw new TensorOpsError('E_ARG', `options.scale must be a finite number; got ${describe(opts.scale)}`);
+    }
+    if (opts.causal !== undefined && typeof opts.causal !== 'boolean') {
+      throw new TensorOpsError('E_ARG', `options.causal must be a boolean; got ${describe(opts.causal)}`);
+    }
+    const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
+    const scale = (opts.scale as number | undefined) ?? null;
+    return this.#wrap(
+      await awaitNative(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)),
+    );
+  }
+}

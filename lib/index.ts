@@ -1,0 +1,26 @@
+// metal-tensorops: quantized tensors, quantized matmul and FlashAttention for Node.js.
+import { chooseBackend, cpuInfo } from './backend';
+import { Device } from './device';
+import { TensorOpsError, callNative } from './errors';
+import { loadBinding } from './native';
+import type { OpenOptions } from './types';
+import { checkOptions, describe } from './validate';
+
+export { Device } from './device';
+export { TensorOpsError, type ErrorCode } from './errors';
+export { decodeElements, encodeElements, formats, type FormatSpec } from './formats';
+export { QuantizedTensor, Tensor } from './tensor';
+export type * from './types';
+
+/** Opens the best device for this machine (or the one asked for). */
+export async function open(options: OpenOptions = {}): Promise<Device> {
+  const opts = checkOptions(options, 'options', ['backend', 'threads']) as OpenOptions;
+  const threads = opts.threads ?? 0;  // 0: one per hardware thread
+  if (opts.threads !== undefined && (!Number.isInteger(threads) || threads < 1 || threads > 1024)) {
+    throw new TensorOpsError('E_ARG', `options.threads must be an integer from 1 to 1024; got ${describe(opts.threads)}`);
+  }
+  const choice = chooseBackend(opts);
+  const binding = loadBinding();
+  const native = callNative(() => new binding.NativeDevice(threads));
+  return new Device(native, cpuInfo(native.info().threads, choice.fallbackReason));
+}

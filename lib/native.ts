@@ -1,0 +1,96 @@
+// Loads the addon: a prebuild from prebuilds/ or a local build from build/Release (node-gyp-build
+// looks in both). When nothing fits, the error says what was looked for and how to fix it.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { TensorOpsError } from './errors';
+import type { TypedData } from './types';
+
+export interface NativeTensorHandle {
+  read(): TypedData;
+  toFloat32(): Float32Array;
+  dispose(): void;
+  readonly disposed: boolean;
+  readonly bytes: number;
+}
+
+export interface NativeQTensorHandle {
+  codes(): Uint8Array;
+  scales(): Uint8Array | Uint16Array;
+  biases(): Uint16Array | null;
+  dispose(): void;
+  readonly disposed: boolean;
+  readonly bytes: number;
+}
+
+type Operand = NativeTensorHandle | NativeQTensorHandle;
+
+export interface NativeDeviceHandle {
+  info(): { backend: 'cpu'; tier: 'cpu'; threads: number };
+  tensor(data: TypedData, shape: readonly number[], dtype: string): NativeTensorHandle;
+  fromQuantized(
+    format: string, shape: readonly number[], blockSize: number, codes: Uint8Array,
+    scales: Uint8Array | Uint16Array, biases: Uint16Array | undefined,
+  ): NativeQTensorHandle;
+  quantize(x: NativeTensorHandle, format: string, blockSize: number): Promise<NativeQTensorHandle>;
+  dequantize(q: NativeQTensorHandle, dtype: string | null): Promise<NativeTensorHandle>;
+  cast(x: NativeTensorHandle, dtype: string): Promise<NativeTensorHandle>;
+  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null): Promise<NativeTensorHandle>;
+  matmul(a: NativeTensorHandle, b: NativeTensorHandle): Promise<NativeTensorHandle>;
+  attention(
+    q: Operand, k: Operand, v: Operand, scale: number | null, causal: boolean,
+    mask: NativeTensorHandle | null,
+  ): Promise<NativeTensorHandle>;
+}
+
+export interface NativeBinding {
+  NativeDevice: new (threads: number) => NativeDeviceHandle;
+  NativeTensor: abstract new (...args: never[]) => NativeTensorHandle;
+  NativeQTensor: abstract new (...args: never[]) => NativeQTensorHandle;
+  encodeElements(element: string, values: Float32Array): Uint8Array;
+  decodeElements(element: string, codes: Uint8Array): Float32Array;
+  napiVersion: number;
+}
+
+/** The package root, where build/ and prebuilds/ live: dist/cjs/ when built, lib/ under test. */
+export const packageRoot = findPackageRoot(__dirname);
+
+function findPackageRoot(start: string): string {
+  for (let dir = start; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'binding.gyp'))) return dir;
+    if (path.dirname(dir) === dir) return path.resolve(start, '..', '..');
+  }
+}
+
+let binding: NativeBinding | undefined;
+
+export function loadBinding(): NativeBinding {
+  if (binding) return binding;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const load = require('node-gyp-build') as (dir: string) => unknown;
+    binding = load(packageRoot) as NativeBinding;
+    return binding;
+  } catch (err) {
+    throw new TensorOpsError('E_LOAD', loadErrorMessage(err), { cause: err });
+  }
+}
+
+function loadErrorMessage(err: unknown): string {
+  const napi = process.versions.napi ?? 'unknown';
+  const runtime = process.versions.electron
+    ? `Electron ${process.versions.electron}`
+    : `Node.js ${process.versions.node}`;
+  return [
+    `Could not load the metal-tensorops native addon for ${process.platform}-${process.arch} ` +
+      `(${runtime}, Node-API ${napi}; the addon needs Node-API 8 or later).`,
+    `Cause: ${err instanceof Error ? err.message : String(err)}`,
+    'Possible fixes:',
+    '- Reinstall without --ignore-scripts so the install step can pick the prebuilt binary: ' +
+      'npm install metal-tensorops',
+    '- Build from source (needs python3, make and a C++17 compiler; on macOS the Xcode command ' +
+      'line tools): npm rebuild metal-tensorops --build-from-source',
+    '- Electron: the addon is Node-API, so one binary fits every Electron version; make sure your ' +
+      'packager unpacks *.node files from the asar archive (asarUnpack).',
+    `- Looked in ${path.join(packageRoot, 'prebuilds')} and ${path.join(packageRoot, 'build', 'Release')}.`,
+  ].join('\n');
+}

@@ -1,0 +1,132 @@
+// Tensor and QuantizedTensor: thin JS objects over native handles. Storage is native memory,
+// freed by dispose() (or `using`), with a finalizer as the safety net.
+import { TensorOpsError, callNative } from './errors';
+import type { NativeQTensorHandle, NativeTensorHandle } from './native';
+import type { AnyDType, DType, Format, TypedData } from './types';
+import { checkDType } from './validate';
+
+/** @internal The native handle behind a public tensor object. */
+export const handleOf = Symbol('metal-tensorops.handle');
+
+const disposeSymbol: symbol = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('nodejs.dispose');
+
+/** Dequantizes or casts through the device that made the tensor. */
+export interface TensorOwner {
+  dequantize(q: QuantizedTensor, dtype?: DType): Promise<Tensor>;
+  cast(x: Tensor, dtype: DType): Promise<Tensor>;
+}
+
+export class Tensor {
+  readonly shape: readonly number[];
+  readonly dtype: AnyDType;
+  /** @internal */
+  readonly [handleOf]: NativeTensorHandle;
+  readonly #owner: TensorOwner;
+
+  /** @internal Tensors are made by a Device (dev.tensor(), op results). */
+  constructor(handle: NativeTensorHandle, owner: TensorOwner) {
+    this[handleOf] = handle;
+    this.#owner = owner;
+    this.shape = Object.freeze([...(handle as unknown as { shape: number[] }).shape]);
+    this.dtype = (handle as unknown as { dtype: AnyDType }).dtype;
+  }
+
+  get disposed(): boolean {
+    return this[handleOf].disposed;
+  }
+
+  /** Bytes of native memory held. */
+  get bytes(): number {
+    return this[handleOf].bytes;
+  }
+
+  /** A copy in the storage type: Float32Array, Uint16Array (float16/bfloat16 bits) or Uint8Array (bool). */
+  async data(): Promise<TypedData> {
+    return callNative(() => this[handleOf].read());
+  }
+
+  /** A new Float32Array with the values. */
+  async toFloat32(): Promise<Float32Array> {
+    return callNative(() => this[handleOf].toFloat32());
+  }
+
+  /** A new tensor of another dtype (round-to-nearest-even). */
+  async astype(dtype: DType): Promise<Tensor> {
+    return this.#owner.cast(this, checkDType(dtype, 'dtype') as DType);
+  }
+
+  /** Frees the native memory now. Disposing twice is an error (E_DISPOSED); `using` is safe. */
+  dispose(): void {
+    callNative(() => this[handleOf].dispose());
+  }
+
+  [disposeSymbol](): void {
+    if (!this.disposed) this.dispose();
+  }
+
+  toString(): string {
+    return `Tensor(${this.dtype}, [${this.shape.join(', ')}]${this.disposed ? ', disposed' : ''})`;
+  }
+}
+
+export class QuantizedTensor {
+  readonly shape: readonly number[];
+  readonly format: Format;
+  readonly blockSize: number;
+  /** @internal */
+  readonly [handleOf]: NativeQTensorHandle;
+  readonly #owner: TensorOwner;
+
+  /** @internal QuantizedTensors are made by dev.quantize() and dev.fromQuantized(). */
+  constructor(handle: NativeQTensorHandle, owner: TensorOwner) {
+    const h = handle as unknown as { shape: number[]; format: Format; blockSize: number };
+    this[handleOf] = handle;
+    this.#owner = owner;
+    this.shape = Object.freeze([...h.shape]);
+    this.format = h.format;
+    this.blockSize = h.blockSize;
+  }
+
+  get disposed(): boolean {
+    return this[handleOf].disposed;
+  }
+
+  get bytes(): number {
+    return this[handleOf].bytes;
+  }
+
+  /** The packed data plane, row-major (API.md "Packing"). */
+  async codes(): Promise<Uint8Array> {
+    return callNative(() => this[handleOf].codes());
+  }
+
+  /** MX formats: E8M0 bytes, one per block. affine: float16 bits, one per group. */
+  async scales(): Promise<Uint8Array | Uint16Array> {
+    return callNative(() => this[handleOf].scales());
+  }
+
+  /** affine formats: float16 bits, one per group. */
+  async biases(): Promise<Uint16Array> {
+    const b = callNative(() => this[handleOf].biases());
+    if (!b) {
+      throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
+    }
+    return b;
+  }
+
+  async dequantize(dtype: DType = 'float32'): Promise<Tensor> {
+    return this.#owner.dequantize(this, checkDType(dtype, 'dtype') as DType);
+  }
+
+  dispose(): void {
+    callNative(() => this[handleOf].dispose());
+  }
+
+  [disposeSymbol](): void {
+    if (!this.disposed) this.dispose();
+  }
+
+  toString(): string {
+    return `QuantizedTensor(${this.format}, [${this.shape.join(', ')}]${this.disposed ? ', disposed' : ''})`;
+  }
+}

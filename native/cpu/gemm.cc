@@ -1,0 +1,403 @@
+// Blocked, packed float32 GEMM (BLIS loop order) and the small-M row-streaming product.
+//
+// gemm: each task owns a block of output columns (and, when columns alone cannot keep every thread
+// busy, a block of rows). For each depth block it packs B once (the PanelSource converts or decodes
+// it), then walks row blocks: packs A into MR-row slivers and runs the MR x 16 micro-kernel over
+// every (16-column strip, sliver) pair. The 16 x kDepthBlock strip of B stays in L1 while A's
+// slivers stream from L2.
+//
+// Kernels are templates over (MR, vector width) and are instantiated for each ISA (simd.h).
+#include "gemm.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "simd.h"
+
+namespace mto::cpu {
+namespace {
+
+using simd::Vec;
+
+constexpr int64_t kMaxPanelCols = 512;  // nc: one packed B panel is kDepthBlock x 512 (512 KiB)
+constexpr int64_t kRowBlock = 96;       // mc: a packed A block is 96 x kDepthBlock (96 KiB)
+constexpr int64_t kMinTaskFlops = int64_t(1) << 21;  // below this a thread costs more than it saves
+constexpr int64_t kGemvRows = 8;        // W rows gemv_t fetches together
+constexpr int64_t kGemvDepth = 2 * kDepthBlock;  // k-chunk of gemv_t (rows + A chunk fit L1)
+constexpr int64_t kMinGemvElems = int64_t(1) << 16;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A 64-byte aligned view of a growable thread-local buffer (scratch reused across calls: the
+// pool's threads live as long as the device).
+float* scratch(std::vector<float>& v, size_t n) {
+  if (v.size() < n + 16) v.resize(n + 16);
+  uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
+  return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
+}
+
+// ---- micro-kernel ------------------------------------------------------------------------------
+
+// C[0:mr, 0:nr] (row stride ldc) = pa x pb, where pa is an MR-row sliver ([kc][MR]) and pb a
+// 16-column strip ([kc][16]). First depth block: C = product (+ bias); later ones: C += product.
+template <int MR, int W>
+MTO_INLINE void micro_tile(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
+                           int mr, int nr, const float* bias, bool accumulate) {
+  constexpr int NV = kPanelWidth / W;
+  Vec<W> acc[MR][NV];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) simd::splat<W>(acc[i][j], 0.f);
+  for (int64_t k = 0; k < kc; ++k) {
+    Vec<W> b[NV];
+    for (int j = 0; j < NV; ++j) simd::load<W>(b[j], pb + j * W);
+    for (int i = 0; i < MR; ++i) {
+      const float a = pa[i];
+      for (int j = 0; j < NV; ++j) simd::madd<W>(acc[i][j], b[j], a);
+    }
+    pa += MR;
+    pb += kPanelWidth;
+  }
+  if (mr == MR && nr == kPanelWidth) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) {
+        float* p = c + i * ldc + j * W;
+        Vec<W> v;
+        if (accumulate) {
+          simd::load<W>(v, p);
+          simd::add<W>(acc[i][j], v);
+        } else if (bias) {
+          simd::load<W>(v, bias + j * W);
+          simd::add<W>(acc[i][j], v);
+        }
+        simd::store<W>(p, acc[i][j]);
+      }
+    }
+    return;
+  }
+  // Edge tile: only mr x nr of it is C (the rest multiplied zero padding).
+  float tile[MR][kPanelWidth];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NV; ++j) simd::store<W>(&tile[i][j * W], acc[i][j]);
+  for (int i = 0; i < mr; ++i) {
+    float* row = c + i * ldc;
+    for (int j = 0; j < nr; ++j) {
+      float base = accumulate ? row[j] : (bias ? bias[j] : 0.f);
+      row[j] = base + tile[i][j];
+    }
+  }
+}
+
+// C[0:mc, 0:nc] for one packed A block (mc rows) and one packed B panel (nc columns).
+template <int MR, int W>
+MTO_INLINE void block_impl(int64_t kc, int64_t mc, int64_t nc, const float* pa, const float* pb,
+                           float* c, int64_t ldc, const float* bias, bool accumulate) {
+  for (int64_t j = 0; j < nc; j += kPanelWidth) {
+    const int nr = int(std::min<int64_t>(kPanelWidth, nc - j));
+    const float* strip = pb + j * kc;
+    for (int64_t i = 0; i < mc; i += MR) {
+      const int mr = int(std::min<int64_t>(MR, mc - i));
+      micro_tile<MR, W>(kc, pa + i * kc, strip, c + i * ldc + j, ldc, mr, nr,
+                        bias ? bias + j : nullptr, accumulate);
+    }
+  }
+}
+
+// ---- small-M dot products ----------------------------------------------------------------------
+
+// out[r * 8 + m] += dot(rows[r][0:len], a[m * lda + 0:len]) for r < R, m < MB.
+template <int MB, int R, int W>
+MTO_INLINE void dots_tile(const float* const* rows, const float* a, int64_t lda, int64_t len,
+                          float* out) {
+  Vec<W> acc[R][MB];
+  for (int r = 0; r < R; ++r)
+    for (int m = 0; m < MB; ++m) simd::splat<W>(acc[r][m], 0.f);
+  int64_t k = 0;
+  for (; k + W <= len; k += W) {
+    Vec<W> x[MB];
+    for (int m = 0; m < MB; ++m) simd::load<W>(x[m], a + m * lda + k);
+    for (int r = 0; r < R; ++r) {
+      Vec<W> w;
+      simd::load<W>(w, rows[r] + k);
+      for (int m = 0; m < MB; ++m) simd::madd<W>(acc[r][m], w, x[m]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int m = 0; m < MB; ++m) {
+      float s = simd::hsum<W>(acc[r][m]);
+      for (int64_t t = k; t < len; ++t) s += rows[r][t] * a[m * lda + t];
+      out[r * kGemvRows + m] += s;
+    }
+  }
+}
+
+// Dots of kGemvRows W rows (rows past nrows alias row 0; their sums are ignored) with M <= 8 rows
+// of A. Rows of A go 4 at a time, W rows R at a time, keeping R x MB accumulators in registers.
+template <int W>
+MTO_INLINE void dots_impl(const float* const* rows, int nrows, const float* a, int64_t lda,
+                          int64_t M, int64_t len, float* out) {
+  for (int64_t m0 = 0; m0 < M; m0 += 4) {
+    const float* am = a + m0 * lda;
+    float* o = out + m0;
+    switch (std::min<int64_t>(4, M - m0)) {
+      case 1:
+        dots_tile<1, 8, W>(rows, am, lda, len, o);
+        break;
+      case 2:
+        for (int r = 0; r < nrows; r += 4) dots_tile<2, 4, W>(rows + r, am, lda, len, o + r * 8);
+        break;
+      case 3:
+        for (int r = 0; r < nrows; r += 2) dots_tile<3, 2, W>(rows + r, am, lda, len, o + r * 8);
+        break;
+      default:
+        for (int r = 0; r < nrows; r += 2) dots_tile<4, 2, W>(rows + r, am, lda, len, o + r * 8);
+        break;
+    }
+  }
+}
+static_assert(kGemvRows == 8 && kGemvMaxRows <= 8, "dots_impl's output layout is [8][8]");
+
+// ---- per-ISA instantiations --------------------------------------------------------------------
+
+using BlockFn = void (*)(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t,
+                         const float*, bool);
+using DotsFn = void (*)(const float* const*, int, const float*, int64_t, int64_t, int64_t, float*);
+
+struct Kernels {
+  GemmIsa isa;
+  int mr;  // rows of A per micro-kernel call (the packed A sliver height)
+  BlockFn block;
+  DotsFn dots;
+};
+
+// Baseline: SSE2 on x86-64 (16 registers: 3 x 16 accumulators), NEON on arm64 (32 registers:
+// 6 x 16), plain loops elsewhere.
+#if defined(__aarch64__) || defined(_M_ARM64)
+constexpr int kBaseMr = 6;
+#else
+constexpr int kBaseMr = 3;
+#endif
+void block_base(int64_t kc, int64_t mc, int64_t nc, const float* pa, const float* pb, float* c,
+                int64_t ldc, const float* bias, bool acc) {
+  block_impl<kBaseMr, 4>(kc, mc, nc, pa, pb, c, ldc, bias, acc);
+}
+void dots_base(const float* const* rows, int nrows, const float* a, int64_t lda, int64_t M,
+               int64_t len, float* out) {
+  dots_impl<4>(rows, nrows, a, lda, M, len, out);
+}
+constexpr Kernels kBaseKernels{GemmIsa::Baseline, kBaseMr, block_base, dots_base};
+
+#if MTO_X86_DISPATCH
+// AVX2: 16 ymm registers: 6 rows x 2 vectors = 12 accumulators + 2 for B + 1 broadcast.
+MTO_TARGET_AVX2 void block_avx2(int64_t kc, int64_t mc, int64_t nc, const float* pa,
+                                const float* pb, float* c, int64_t ldc, const float* bias,
+                                bool acc) {
+  block_impl<6, 8>(kc, mc, nc, pa, pb, c, ldc, bias, acc);
+}
+MTO_TARGET_AVX2 void dots_avx2(const float* const* rows, int nrows, const float* a, int64_t lda,
+                               int64_t M, int64_t len, float* out) {
+  dots_impl<8>(rows, nrows, a, lda, M, len, out);
+}
+// AVX-512: 32 zmm registers: 12 rows x 1 vector; A is broadcast straight from memory.
+MTO_TARGET_AVX512 void block_avx512(int64_t kc, int64_t mc, int64_t nc, const float* pa,
+                                    const float* pb, float* c, int64_t ldc, const float* bias,
+                                    bool acc) {
+  block_impl<12, 16>(kc, mc, nc, pa, pb, c, ldc, bias, acc);
+}
+MTO_TARGET_AVX512 void dots_avx512(const float* const* rows, int nrows, const float* a,
+                                   int64_t lda, int64_t M, int64_t len, float* out) {
+  dots_impl<16>(rows, nrows, a, lda, M, len, out);
+}
+constexpr Kernels kAvx2Kernels{GemmIsa::Avx2, 6, block_avx2, dots_avx2};
+constexpr Kernels kAvx512Kernels{GemmIsa::Avx512, 12, block_avx512, dots_avx512};
+#endif
+
+GemmIsa cpu_isa() {
+#if MTO_X86_DISPATCH
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  if (avx2 && __builtin_cpu_supports("avx512f")) return GemmIsa::Avx512;
+  if (avx2) return GemmIsa::Avx2;
+#endif
+  return GemmIsa::Baseline;
+}
+
+const Kernels& kernels_for(GemmIsa isa) {
+#if MTO_X86_DISPATCH
+  if (isa == GemmIsa::Avx512) return kAvx512Kernels;
+  if (isa == GemmIsa::Avx2) return kAvx2Kernels;
+#endif
+  (void)isa;
+  return kBaseKernels;
+}
+
+std::atomic<const Kernels*> g_kernels{nullptr};
+
+const Kernels& kernels() {
+  const Kernels* k = g_kernels.load(std::memory_order_acquire);
+  if (!k) {
+    GemmIsa isa = cpu_isa();
+    if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
+      GemmIsa cap = isa;
+      if (!std::strcmp(env, "baseline")) cap = GemmIsa::Baseline;
+      if (!std::strcmp(env, "avx2")) cap = GemmIsa::Avx2;
+      isa = std::min(isa, cap);
+    }
+    k = &kernels_for(isa);
+    g_kernels.store(k, std::memory_order_release);
+  }
+  return *k;
+}
+
+// ---- packing A ---------------------------------------------------------------------------------
+
+// a[0:mc, 0:kc] (row stride lda) -> slivers of MR rows, each [kc][MR], rows past mc zero.
+template <int MR>
+void pack_a_impl(const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
+  for (int64_t i = 0; i < mc; i += MR, dst += kc * MR) {
+    const int mr = int(std::min<int64_t>(MR, mc - i));
+    const float* rows[MR];
+    for (int r = 0; r < MR; ++r) rows[r] = a + (i + std::min(r, mr - 1)) * lda;
+    if (mr == MR) {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int r = 0; r < MR; ++r) dst[k * MR + r] = rows[r][k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int r = 0; r < MR; ++r) dst[k * MR + r] = r < mr ? rows[r][k] : 0.f;
+    }
+  }
+}
+
+void pack_a(int mr, const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
+  switch (mr) {
+    case 3: return pack_a_impl<3>(a, lda, mc, kc, dst);
+    case 6: return pack_a_impl<6>(a, lda, mc, kc, dst);
+    default: return pack_a_impl<12>(a, lda, mc, kc, dst);
+  }
+}
+
+thread_local std::vector<float> tl_panel;  // packed B panel of a gemm task
+thread_local std::vector<float> tl_apack;  // packed A block of a gemm task
+thread_local std::vector<float> tl_rows;   // decoded W row spans (TransposedPanels, gemv_t)
+
+}  // namespace
+
+// ---- public entry points -----------------------------------------------------------------------
+
+void TransposedPanels::pack(int64_t, int64_t n0, int64_t nc, int64_t k0, int64_t kc,
+                            float* dst) const {
+  float* tmp = scratch(tl_rows, size_t(kPanelWidth * kc));
+  for (int64_t s = 0; s < nc; s += kPanelWidth, dst += kPanelWidth * kc) {
+    const int nr = int(std::min<int64_t>(kPanelWidth, nc - s));
+    const float* rows[kPanelWidth];
+    for (int r = 0; r < nr; ++r) rows[r] = rows_.span(n0 + s + r, k0, k0 + kc, tmp + r * kc);
+    if (nr == kPanelWidth) {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int r = 0; r < kPanelWidth; ++r) dst[k * kPanelWidth + r] = rows[r][k];
+    } else {
+      for (int64_t k = 0; k < kc; ++k)
+        for (int r = 0; r < kPanelWidth; ++r) dst[k * kPanelWidth + r] = r < nr ? rows[r][k] : 0.f;
+    }
+  }
+}
+
+void gemm(ThreadPool& pool, const GemmArgs& g, const PanelSource& src) {
+  if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return;
+  if (g.K <= 0) {  // empty sum: C = bias (or 0)
+    for (int64_t b = 0; b < g.batch; ++b)
+      for (int64_t i = 0; i < g.M; ++i) {
+        float* row = g.c + b * g.c_batch_stride + i * g.ldc;
+        for (int64_t j = 0; j < g.N; ++j) row[j] = g.bias ? g.bias[j] : 0.f;
+      }
+    return;
+  }
+  const Kernels& kern = kernels();
+  const int64_t want = pool.size() > 1 ? 2 * int64_t(pool.size()) : 1;  // tasks for balance
+
+  // Column blocks first: each packs its panel once for all rows (decode once per weight).
+  int64_t nc = kMaxPanelCols;
+  while (nc > 64 && g.batch * ceil_div(g.N, nc) < want) nc /= 2;
+  const int64_t ncols = ceil_div(g.N, nc);
+  // Row blocks only when column blocks cannot keep every thread busy (each re-packs its panels).
+  int64_t nrowb = 1;
+  if (g.batch * ncols < want)
+    nrowb = std::min(ceil_div(want, g.batch * ncols), ceil_div(g.M, int64_t(4) * kern.mr));
+  const int64_t mrows = ceil_div(ceil_div(g.M, nrowb), kern.mr) * kern.mr;
+  nrowb = ceil_div(g.M, mrows);
+  const int64_t ntasks = g.batch * ncols * nrowb;
+  const int64_t task_flops = 2 * mrows * std::min(nc, g.N) * g.K;
+  const int64_t grain = std::max<int64_t>(1, kMinTaskFlops / std::max<int64_t>(1, task_flops));
+  const int64_t mc_max = std::max<int64_t>(kRowBlock / kern.mr, 1) * kern.mr;
+
+  pool.parallel_for(ntasks, grain, [&](int64_t t0, int64_t t1) {
+    float* pb = scratch(tl_panel, size_t(kDepthBlock * ceil_div(nc, kPanelWidth) * kPanelWidth));
+    float* pa = scratch(tl_apack, size_t(kDepthBlock * mc_max));
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t b = t / (ncols * nrowb);
+      const int64_t n0 = (t / nrowb) % ncols * nc;
+      const int64_t m_begin = t % nrowb * mrows;
+      const int64_t ncur = std::min(nc, g.N - n0);
+      const int64_t m_end = std::min(g.M, m_begin + mrows);
+      const float* a = g.a + b * g.a_batch_stride;
+      float* c = g.c + b * g.c_batch_stride + n0;
+      for (int64_t k0 = 0; k0 < g.K; k0 += kDepthBlock) {
+        const int64_t kc = std::min(kDepthBlock, g.K - k0);
+        src.pack(b, n0, ncur, k0, kc, pb);
+        for (int64_t m = m_begin; m < m_end; m += mc_max) {
+          const int64_t mc = std::min(mc_max, m_end - m);
+          pack_a(kern.mr, a + m * g.lda + k0, g.lda, mc, kc, pa);
+          kern.block(kc, mc, ncur, pa, pb, c + m * g.ldc, g.ldc,
+                     k0 == 0 && g.bias ? g.bias + n0 : nullptr, k0 > 0);
+        }
+      }
+    }
+  });
+}
+
+void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
+            const RowSpanSource& w, const float* bias, float* c, int64_t ldc) {
+  if (M <= 0 || N <= 0) return;
+  const Kernels& kern = kernels();
+  const int64_t groups = ceil_div(N, kGemvRows);
+  const int64_t grain =
+      std::max<int64_t>(1, kMinGemvElems / (kGemvRows * std::max<int64_t>(K, 1) * M));
+  pool.parallel_for(groups, grain, [&](int64_t g0, int64_t g1) {
+    float* tmp = scratch(tl_rows, size_t(kGemvRows * kGemvDepth));
+    for (int64_t gi = g0; gi < g1; ++gi) {
+      const int64_t n0 = gi * kGemvRows;
+      const int nr = int(std::min<int64_t>(kGemvRows, N - n0));
+      float out[kGemvRows * 8] = {};
+      for (int64_t k0 = 0; k0 < K; k0 += kGemvDepth) {
+        const int64_t k1 = std::min(K, k0 + kGemvDepth);
+        const float* rows[kGemvRows];
+        for (int r = 0; r < nr; ++r) rows[r] = w.span(n0 + r, k0, k1, tmp + r * kGemvDepth);
+        for (int r = nr; r < kGemvRows; ++r) rows[r] = rows[0];
+        kern.dots(rows, nr, a + k0, lda, M, k1 - k0, out);
+      }
+      for (int64_t m = 0; m < M; ++m)
+        for (int r = 0; r < nr; ++r)
+          c[m * ldc + n0 + r] = out[r * kGemvRows + m] + (bias ? bias[n0 + r] : 0.f);
+    }
+  });
+}
+
+GemmIsa gemm_isa() { return kernels().isa; }
+
+GemmIsa set_gemm_isa(GemmIsa isa) {
+  const Kernels& k = kernels_for(std::min(isa, cpu_isa()));
+  g_kernels.store(&k, std::memory_order_release);
+  return k.isa;
+}
+
+const char* gemm_isa_name(GemmIsa isa) {
+  switch (isa) {
+    case GemmIsa::Avx512: return "avx512";
+    case GemmIsa::Avx2: return "avx2";
+    default: return "baseline";
+  }
+}
+
+}  // namespace mto::cpu

@@ -1,0 +1,79 @@
+// The cpu backend's matrix-product core, shared by linear.cc and matmul.cc.
+//
+// C = A @ B (+ bias) in float32. A arrives as float32 rows; B arrives through a source that writes
+// packed float32 panels, so any B (dense float32/float16/bfloat16, transposed or not, quantized)
+// is converted or decoded once per panel into the layout the micro-kernel streams, and the kernel
+// itself knows only float32. For few rows of A (decode-time linear) gemv_t streams each row of
+// W = B^T once instead of packing, because that case is bound by memory bandwidth, not arithmetic.
+#pragma once
+#include <cstdint>
+
+#include "thread_pool.h"
+
+namespace mto::cpu {
+
+// Width of a packed B panel strip (columns of C one micro-kernel call produces).
+constexpr int kPanelWidth = 16;
+// The depth of one packed panel, and the k-chunk of gemv_t: a multiple of every quantization
+// block (32/64/128), so sources of quantized rows are always asked for whole blocks.
+constexpr int64_t kDepthBlock = 256;
+
+// Supplies B[K, N] as packed panels.
+class PanelSource {
+ public:
+  virtual ~PanelSource() = default;
+  // Writes B[k0 : k0+kc, n0 : n0+nc] of batch `b` into dst as ceil(nc / kPanelWidth) strips; strip
+  // s holds kc groups of kPanelWidth floats, group k being B[k0+k, n0 + s*kPanelWidth + j] for
+  // j < kPanelWidth, with 0 for columns at or past n0+nc. k0 is a multiple of kDepthBlock and
+  // k0+kc is one too or equals K. Called concurrently from several threads.
+  virtual void pack(int64_t b, int64_t n0, int64_t nc, int64_t k0, int64_t kc, float* dst) const = 0;
+};
+
+// Supplies rows of W = B^T (linear's weights w[N, K]) as float32 spans.
+class RowSpanSource {
+ public:
+  virtual ~RowSpanSource() = default;
+  // Returns w[n, k0:k1) as float32: a pointer into the weights when they are float32 already,
+  // else `scratch` (room for k1 - k0 floats) after decoding into it. k0 is a multiple of
+  // kDepthBlock; k1 is one too or equals K. Called concurrently from several threads.
+  virtual const float* span(int64_t n, int64_t k0, int64_t k1, float* scratch) const = 0;
+};
+
+// Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel.
+class TransposedPanels final : public PanelSource {
+ public:
+  explicit TransposedPanels(const RowSpanSource& rows) : rows_(rows) {}
+  void pack(int64_t b, int64_t n0, int64_t nc, int64_t k0, int64_t kc, float* dst) const override;
+
+ private:
+  const RowSpanSource& rows_;
+};
+
+// C[b] (M x N, row stride ldc) = A[b] (M x K, row stride lda) @ B[b] (+ bias[N]) for b < batch.
+struct GemmArgs {
+  int64_t batch = 1, M = 0, N = 0, K = 0;
+  const float* a = nullptr;
+  int64_t lda = 0, a_batch_stride = 0;
+  float* c = nullptr;
+  int64_t ldc = 0, c_batch_stride = 0;
+  const float* bias = nullptr;  // float32 [N] or null
+};
+void gemm(ThreadPool& pool, const GemmArgs& g, const PanelSource& b);
+
+// Up to this many rows of A, linear uses gemv_t instead of gemm.
+constexpr int64_t kGemvMaxRows = 8;
+
+// C[M, N] = A[M, K] @ W^T (+ bias[N]) for M <= kGemvMaxRows: every W row span is fetched (decoded)
+// once and dotted with each row of A while it is in L1.
+void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
+            const RowSpanSource& w, const float* bias, float* c, int64_t ldc);
+
+// Which kernels run: chosen once from the CPU (on x86-64 Linux: AVX-512, else AVX2+FMA, else the
+// baseline); the environment variable METAL_TENSOROPS_CPU_ISA=baseline|avx2|avx512 caps it.
+enum class GemmIsa { Baseline = 0, Avx2 = 1, Avx512 = 2 };
+GemmIsa gemm_isa();
+// Tests and benchmarks: select kernels (capped at what this CPU supports); returns the ISA used.
+GemmIsa set_gemm_isa(GemmIsa isa);
+const char* gemm_isa_name(GemmIsa isa);
+
+}  // namespace mto::cpu

@@ -1,0 +1,74 @@
+// Fixed-width float vectors for the cpu kernels, and the switches for x86 ISA dispatch.
+//
+// Kernels are written once against Vec<W> and instantiated per instruction set: with GCC/clang
+// Vec<W> is a compiler vector type, so a kernel inlined into a function compiled for AVX2 (or
+// AVX-512) uses ymm (zmm) registers while the same template elsewhere becomes SSE2/NEON code, and
+// `acc += a * b` is contracted to FMA wherever the target has it (GCC's and clang's default
+// floating-point contraction for C++). Other compilers (MSVC) get a plain struct whose loops
+// they may vectorise: correct everywhere, fast where the compiler allows. No intrinsics headers.
+#pragma once
+#include <cstring>
+
+namespace mto::cpu::simd {
+
+#if defined(__GNUC__) || defined(__clang__)
+#define MTO_INLINE inline __attribute__((always_inline))
+
+template <int W> struct VecT;
+template <> struct VecT<4> { typedef float type __attribute__((vector_size(16))); };
+template <> struct VecT<8> { typedef float type __attribute__((vector_size(32))); };
+template <> struct VecT<16> { typedef float type __attribute__((vector_size(64))); };
+template <int W> using Vec = typename VecT<W>::type;
+
+// Vectors are passed by reference only: by value, a 32/64-byte vector's calling convention would
+// depend on the ISA of the function (GCC's -Wpsabi), and these helpers are always inlined anyway.
+template <int W> MTO_INLINE void splat(Vec<W>& v, float s) { v = Vec<W>{} + s; }
+template <int W> MTO_INLINE void madd(Vec<W>& acc, const Vec<W>& a, float s) { acc += a * s; }
+template <int W> MTO_INLINE void madd(Vec<W>& acc, const Vec<W>& a, const Vec<W>& b) {
+  acc += a * b;
+}
+template <int W> MTO_INLINE void add(Vec<W>& acc, const Vec<W>& a) { acc += a; }
+
+#else  // portable fallback
+#if defined(_MSC_VER)
+#define MTO_INLINE __forceinline
+#else
+#define MTO_INLINE inline
+#endif
+
+template <int W> struct Vec { float v[W]; float operator[](int i) const { return v[i]; } };
+template <int W> MTO_INLINE void splat(Vec<W>& v, float s) { for (int i = 0; i < W; ++i) v.v[i] = s; }
+template <int W> MTO_INLINE void madd(Vec<W>& acc, const Vec<W>& a, float s) {
+  for (int i = 0; i < W; ++i) acc.v[i] += a.v[i] * s;
+}
+template <int W> MTO_INLINE void madd(Vec<W>& acc, const Vec<W>& a, const Vec<W>& b) {
+  for (int i = 0; i < W; ++i) acc.v[i] += a.v[i] * b.v[i];
+}
+template <int W> MTO_INLINE void add(Vec<W>& acc, const Vec<W>& a) {
+  for (int i = 0; i < W; ++i) acc.v[i] += a.v[i];
+}
+#endif
+
+// Unaligned load/store (memcpy compiles to one vector move).
+template <int W> MTO_INLINE void load(Vec<W>& v, const float* p) { std::memcpy(&v, p, sizeof(v)); }
+template <int W> MTO_INLINE void store(float* p, const Vec<W>& v) { std::memcpy(p, &v, sizeof(v)); }
+template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
+  float lanes[W];
+  std::memcpy(lanes, &v, sizeof(v));
+  float s = 0.f;
+  for (int i = 0; i < W; ++i) s += lanes[i];
+  return s;
+}
+
+}  // namespace mto::cpu::simd
+
+// x86-64 with GCC/clang on Linux: kernels are also compiled for AVX2+FMA and AVX-512 and chosen at
+// run time (the portable build targets baseline x86-64, i.e. SSE2). Limited to Linux because that
+// is where it is tested; elsewhere only the baseline kernels exist.
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__)
+#define MTO_X86_DISPATCH 1
+#define MTO_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define MTO_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#else
+#define MTO_X86_DISPATCH 0
+#endif

@@ -1,0 +1,165 @@
+// attention against PyTorch's SDPA (oracle) and a float64 reference: masks, causal alignment,
+// GQA, fully masked rows, float16/bfloat16 inputs and mxfp8 K/V.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { open, type Device } from '../lib/index';
+import { expectClose, randn, rng } from './helpers/compare';
+import { f32, oracleCases, shapeOf } from './helpers/oracle';
+import { attentionRef, roundToHalf, type AttentionDims } from './helpers/reference';
+
+let dev: Device;
+beforeAll(async () => {
+  dev = await open({ backend: 'cpu' });
+});
+
+function dimsOf(c: Record<string, unknown>): AttentionDims {
+  return { B: Number(c.B), Hq: Number(c.Hq), Hkv: Number(c.Hkv), Lq: Number(c.Lq), Lk: Number(c.Lk), D: Number(c.D) };
+}
+
+/** A top-left causal bool mask [Lq, Lk] (the oracle gives that rule as an explicit mask). */
+function topLeftMask(Lq: number, Lk: number): Uint8Array {
+  const m = new Uint8Array(Lq * Lk);
+  for (let i = 0; i < Lq; i++) for (let j = 0; j <= Math.min(i, Lk - 1); j++) m[i * Lk + j] = 1;
+  return m;
+}
+
+describe('attention (oracle: PyTorch SDPA in float64)', () => {
+  for (const c of oracleCases('attention')) {
+    const d = dimsOf(c);
+    const name = `B${d.B} Hq${d.Hq} Hkv${d.Hkv} Lq${d.Lq} Lk${d.Lk} D${d.D} ${c.causal}`;
+    const options = () => ({
+      ...(c.scale === null ? {} : { scale: Number(c.scale) }),
+      ...(c.causal === 'bottom_right' ? { causal: true } : {}),
+      ...(c.causal === 'top_left' ? { mask: dev.tensor(topLeftMask(d.Lq, d.Lk), [d.Lq, d.Lk], 'bool') } : {}),
+    });
+
+    it(`${name}: float32`, async () => {
+      const o = await dev.attention(
+        dev.tensor(f32(c.q), shapeOf(c.q)), dev.tensor(f32(c.k), shapeOf(c.k)), dev.tensor(f32(c.v), shapeOf(c.v)),
+        options(),
+      );
+      expect(o.shape).toEqual(shapeOf(c.o));
+      expectClose(await o.toFloat32(), f32(c.o), 2e-5, name);
+    });
+
+    it(`${name}: float16 inputs`, async () => {
+      const o = await dev.attention(
+        dev.tensor(f32(c.q), shapeOf(c.q), 'float16'), dev.tensor(f32(c.k), shapeOf(c.k), 'float16'),
+        dev.tensor(f32(c.v), shapeOf(c.v), 'float16'), options(),
+      );
+      expect(o.dtype).toBe('float16');
+      expectClose(await o.toFloat32(), f32(c.o), 3e-3, name);
+    });
+  }
+});
+
+describe('attention semantics', () => {
+  const d: AttentionDims = { B: 2, Hq: 4, Hkv: 2, Lq: 19, Lk: 45, D: 64 };
+  const sizes = { q: d.B * d.Hq * d.Lq * d.D, kv: d.B * d.Hkv * d.Lk * d.D };
+  const q = randn(sizes.q, 1), k = randn(sizes.kv, 2), v = randn(sizes.kv, 3);
+  const qShape = [d.B, d.Hq, d.Lq, d.D], kvShape = [d.B, d.Hkv, d.Lk, d.D];
+  const run = (opts = {}, kk = k, vv = v) =>
+    dev.attention(dev.tensor(q, qShape), dev.tensor(kk, kvShape), dev.tensor(vv, kvShape), opts)
+      .then((o) => o.toFloat32());
+
+  it('bottom-right causal with GQA and a custom scale', async () => {
+    expectClose(await run({ causal: true, scale: 0.3 }), attentionRef(q, k, v, d, { causal: true, scale: 0.3 }), 2e-5);
+  });
+
+  it('bool mask broadcast from [B, 1, 1, Lk] and from [Lq, Lk]', async () => {
+    const r = rng(5);
+    const keyMask = Uint8Array.from({ length: d.B * d.Lk }, () => (r() < 0.7 ? 1 : 0));
+    const got = await run({ mask: dev.tensor(keyMask, [d.B, 1, 1, d.Lk], 'bool') });
+    expectClose(got, attentionRef(q, k, v, d, { allowed: (b, _h, _i, j) => keyMask[b * d.Lk + j] === 1 }), 2e-5);
+    const rowMask = Uint8Array.from({ length: d.Lq * d.Lk }, () => (r() < 0.5 ? 1 : 0));
+    const got2 = await run({ mask: dev.tensor(rowMask, [d.Lq, d.Lk], 'bool'), causal: true });
+    expectClose(got2, attentionRef(q, k, v, d, { causal: true, allowed: (_b, _h, i, j) => rowMask[i * d.Lk + j] === 1 }), 2e-5);
+  });
+
+  it('additive float mask [1, Hq, Lq, Lk] including -Infinity', async () => {
+    const bias = randn(d.Hq * d.Lq * d.Lk, 8, 2);
+    for (let i = 0; i < bias.length; i += 5) bias[i] = -Infinity;
+    const got = await run({ mask: dev.tensor(bias, [1, d.Hq, d.Lq, d.Lk]) });
+    const want = attentionRef(q, k, v, d, { bias: (_b, h, i, j) => bias[(h * d.Lq + i) * d.Lk + j] });
+    expectClose(got, want, 2e-5);
+  });
+
+  it('rows that see no key are zeros (mask and causal with Lq > Lk)', async () => {
+    const mask = new Uint8Array(d.Lq * d.Lk).fill(1);
+    mask.fill(0, 3 * d.Lk, 4 * d.Lk);  // query row 3 sees nothing
+    const got = await run({ mask: dev.tensor(mask, [d.Lq, d.Lk], 'bool') });
+    for (let b = 0; b < d.B; b++) for (let h = 0; h < d.Hq; h++) {
+      const row = got.subarray(((b * d.Hq + h) * d.Lq + 3) * d.D, ((b * d.Hq + h) * d.Lq + 4) * d.D);
+      expect(Array.from(row).every((x) => x === 0)).toBe(true);
+    }
+    // Lq > Lk with bottom-right causal: the first Lq - Lk rows see no key.
+    const dd: AttentionDims = { B: 1, Hq: 2, Hkv: 1, Lq: 12, Lk: 5, D: 32 };
+    const qq = randn(2 * 12 * 32, 4), kk = randn(5 * 32, 5), vv = randn(5 * 32, 6);
+    const o = await (await dev.attention(dev.tensor(qq, [1, 2, 12, 32]), dev.tensor(kk, [1, 1, 5, 32]),
+      dev.tensor(vv, [1, 1, 5, 32]), { causal: true })).toFloat32();
+    expect(Array.from(o).every((x) => Number.isFinite(x))).toBe(true);
+    expectClose(o, attentionRef(qq, kk, vv, dd, { causal: true }), 2e-5);
+    expect(Array.from(o.subarray(0, 7 * 32)).every((x) => x === 0)).toBe(true);
+  });
+
+  it('GQA equals explicitly repeated K/V', async () => {
+    const group = d.Hq / d.Hkv;
+    const rep = (x: Float32Array) => {
+      const out = new Float32Array(d.B * d.Hq * d.Lk * d.D);
+      for (let b = 0; b < d.B; b++) for (let h = 0; h < d.Hq; h++) {
+        const src = ((b * d.Hkv + Math.floor(h / group)) * d.Lk) * d.D;
+        out.set(x.subarray(src, src + d.Lk * d.D), (b * d.Hq + h) * d.Lk * d.D);
+      }
+      return out;
+    };
+    const full = [d.B, d.Hq, d.Lk, d.D];
+    const mha = await (await dev.attention(dev.tensor(q, qShape), dev.tensor(rep(k), full), dev.tensor(rep(v), full),
+      { causal: true })).toFloat32();
+    expectClose(await run({ causal: true }), mha, 1e-6);
+  });
+
+  it('is invariant to permuting keys together with values', async () => {
+    const r = rng(9);
+    const perm = Array.from({ length: d.Lk }, (_, i) => i).sort(() => r() - 0.5);
+    const permute = (x: Float32Array) => {
+      const out = new Float32Array(x.length);
+      for (let bh = 0; bh < d.B * d.Hkv; bh++) for (let j = 0; j < d.Lk; j++) {
+        const src = (bh * d.Lk + perm[j]) * d.D;
+        out.set(x.subarray(src, src + d.D), (bh * d.Lk + j) * d.D);
+      }
+      return out;
+    };
+    expectClose(await run({}, permute(k), permute(v)), await run(), 1e-5);
+  });
+
+  it('bfloat16 inputs', async () => {
+    const o = await dev.attention(dev.tensor(q, qShape, 'bfloat16'), dev.tensor(k, kvShape, 'bfloat16'),
+      dev.tensor(v, kvShape, 'bfloat16'), { causal: true });
+    expect(o.dtype).toBe('bfloat16');
+    expectClose(await o.toFloat32(), attentionRef(q, k, v, d, { causal: true }), 3e-2);
+  });
+
+  it('float16 inputs match the float64 reference on the rounded inputs', async () => {
+    const o = await dev.attention(dev.tensor(q, qShape, 'float16'), dev.tensor(k, kvShape, 'float16'),
+      dev.tensor(v, kvShape, 'float16'), { causal: true });
+    expectClose(await o.toFloat32(), attentionRef(roundToHalf(q), roundToHalf(k), roundToHalf(v), d, { causal: true }), 1e-3);
+  });
+
+  for (const format of ['mxfp8', 'mxfp8_e5m2'] as const) {
+    it(`${format} K/V: equals attention over the dequantized K/V`, async () => {
+      const kq = await dev.quantize(dev.tensor(k, kvShape), { format });
+      const vq = await dev.quantize(dev.tensor(v, kvShape), { format });
+      const kd = await (await kq.dequantize()).toFloat32();
+      const vd = await (await vq.dequantize()).toFloat32();
+      const o = await dev.attention(dev.tensor(q, qShape), kq, vq, { causal: true });
+      expectClose(await o.toFloat32(), attentionRef(q, kd, vd, d, { causal: true }), 2e-5);
+    });
+  }
+
+  it('decode shape: Lq = 1 over a long Lk', async () => {
+    const dd: AttentionDims = { B: 1, Hq: 8, Hkv: 2, Lq: 1, Lk: 1500, D: 128 };
+    const qq = randn(8 * 128, 11), kk = randn(2 * 1500 * 128, 12), vv = randn(2 * 1500 * 128, 13);
+    const o = await dev.attention(dev.tensor(qq, [1, 8, 1, 128]), dev.tensor(kk, [1, 2, 1500, 128]),
+      dev.tensor(vv, [1, 2, 1500, 128]), { causal: true });
+    expectClose(await o.toFloat32(), attentionRef(qq, kk, vv, dd, { causal: true }), 2e-5);
+  });
+});

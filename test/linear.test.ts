@@ -1,0 +1,186 @@
+// linear and matmul: oracle quantized matmuls, float64 references for dense and every format,
+// and the event loop staying free while many ops run.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { open, type Device, type DType, type Format } from '../lib/index';
+import { expectClose, randn } from './helpers/compare';
+import { f32, oracleCases, shapeOf, u8 } from './helpers/oracle';
+import { linearRef } from './helpers/reference';
+
+let dev: Device;
+beforeAll(async () => {
+  dev = await open({ backend: 'cpu' });
+});
+
+const MX_FORMAT: Record<string, Format> = {
+  mxfp8_e4m3: 'mxfp8', mxfp8_e5m2: 'mxfp8_e5m2', mxfp6_e2m3: 'mxfp6_e2m3', mxfp4_e2m1: 'mxfp4',
+};
+
+/** Packs one code per element into our layout (API.md "Packing"). */
+function pack(codes: Uint8Array, bits: number): Uint8Array {
+  if (bits === 8) return codes;
+  const out = new Uint8Array((codes.length * bits) / 8);
+  codes.forEach((c, i) => {
+    const bit = i * bits;
+    out[bit >> 3] |= (c << (bit & 7)) & 0xff;
+    if ((bit & 7) + bits > 8) out[(bit >> 3) + 1] |= c >> (8 - (bit & 7));
+  });
+  return out;
+}
+const BITS: Record<string, number> = { mxfp8: 8, mxfp8_e5m2: 8, mxfp6_e2m3: 6, mxfp4: 4 };
+
+describe('quantized linear (oracle)', () => {
+  for (const c of oracleCases('qmatmul_weight')) {
+    const format = MX_FORMAT[c.format as string];
+    const [M, N, K] = [Number(c.M), Number(c.N), Number(c.K)];
+    const tol = (got: Float32Array) => expectClose(got, f32(c.y), 1e-4, `${c.format} ${M}x${N}x${K}`);
+
+    it(`${c.format} M=${M} N=${N} K=${K}: weights quantized by us`, async () => {
+      const w = await dev.quantize(dev.tensor(f32(c.w), [N, K]), { format });
+      const y = await dev.linear(dev.tensor(f32(c.x), [M, K]), w);
+      expect(y.shape).toEqual([M, N]);
+      tol(await y.toFloat32());
+    });
+
+    it(`${c.format} M=${M} N=${N} K=${K}: weights imported with fromQuantized`, async () => {
+      const w = dev.fromQuantized({
+        format, shape: [N, K], codes: pack(u8(c.w_codes), BITS[format]), scales: u8(c.w_scale_codes),
+      });
+      tol(await (await dev.linear(dev.tensor(f32(c.x), [M, K]), w)).toFloat32());
+    });
+  }
+
+  for (const c of oracleCases('qmatmul_both')) {
+    const [M, N, K] = [Number(c.M), Number(c.N), Number(c.K)];
+    it(`both operands mxfp8 M=${M} N=${N} K=${K}`, async () => {
+      const a = await dev.quantize(dev.tensor(f32(c.a), shapeOf(c.a)), { format: 'mxfp8' });
+      const b = await dev.quantize(dev.tensor(f32(c.b), shapeOf(c.b)), { format: 'mxfp8' });
+      const y = await dev.linear(a, b);
+      expect(y.dtype).toBe('float32');
+      expectClose(await y.toFloat32(), f32(c.y), 1e-4, 'mxfp8 x mxfp8');
+    });
+  }
+});
+
+describe('linear against float64', () => {
+  const shapes: [number, number, number][] = [[1, 40, 64], [3, 17, 96], [8, 64, 128], [9, 33, 160], [33, 70, 96], [130, 50, 64]];
+
+  for (const [M, N, K] of shapes) {
+    it(`dense float32 ${M}x${N}x${K} with bias`, async () => {
+      const x = randn(M * K, M), w = randn(N * K, N), bias = randn(N, K);
+      const y = await dev.linear(dev.tensor(x, [M, K]), dev.tensor(w, [N, K]), { bias: dev.tensor(bias, [N]) });
+      expectClose(await y.toFloat32(), linearRef(x, w, M, N, K, bias), 1e-4);
+    });
+  }
+
+  for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8'] as Format[]) {
+    it(`${format} weights: equals x @ dequantize(w)^T for M = 1, 9, 33`, async () => {
+      const N = 48, K = 256;
+      const w = await dev.quantize(dev.tensor(randn(N * K, 11), [N, K]), { format });
+      const wd = await (await w.dequantize()).toFloat32();
+      for (const M of [1, 9, 33]) {
+        const x = randn(M * K, M + 100);
+        const y = await dev.linear(dev.tensor(x, [M, K]), w);
+        expectClose(await y.toFloat32(), linearRef(x, wd, M, N, K), 1e-4, `${format} M=${M}`);
+      }
+    });
+  }
+
+  for (const dtype of ['float16', 'bfloat16'] as DType[]) {
+    it(`${dtype} x and w: float32 accumulation, ${dtype} output`, async () => {
+      const M = 5, N = 24, K = 64;
+      const x = dev.tensor(randn(M * K, 1), [M, K], dtype);
+      const w = dev.tensor(randn(N * K, 2), [N, K], dtype);
+      const y = await dev.linear(x, w);
+      expect(y.dtype).toBe(dtype);
+      expect(await y.data()).toBeInstanceOf(Uint16Array);
+      const ref = linearRef(await x.toFloat32(), await w.toFloat32(), M, N, K);
+      expectClose(await y.toFloat32(), ref, dtype === 'float16' ? 1e-3 : 8e-3);
+      const y32 = await dev.linear(x, w, { outDtype: 'float32' });
+      expectClose(await y32.toFloat32(), ref, 1e-5);
+    });
+  }
+
+  it('leading dimensions of x are kept: [2, 3, K] -> [2, 3, N]', async () => {
+    const K = 32, N = 5;
+    const x = randn(6 * K, 4), w = randn(N * K, 5);
+    const y = await dev.linear(dev.tensor(x, [2, 3, K]), dev.tensor(w, [N, K]));
+    expect(y.shape).toEqual([2, 3, N]);
+    expectClose(await y.toFloat32(), linearRef(x, w, 6, N, K), 1e-5);
+  });
+});
+
+describe('matmul', () => {
+  function matmulRef(a: Float32Array, b: Float32Array, batch: number, M: number, K: number, N: number, bBatched: boolean) {
+    const out = new Float64Array(batch * M * N);
+    for (let t = 0; t < batch; t++) for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += a[(t * M + m) * K + k] * b[(bBatched ? t * K * N : 0) + k * N + n];
+      out[(t * M + m) * N + n] = s;
+    }
+    return out;
+  }
+
+  it('a [M, K] @ b [K, N]', async () => {
+    const [M, K, N] = [37, 70, 45];
+    const a = randn(M * K, 1), b = randn(K * N, 2);
+    const c = await dev.matmul(dev.tensor(a, [M, K]), dev.tensor(b, [K, N]));
+    expect(c.shape).toEqual([M, N]);
+    expectClose(await c.toFloat32(), matmulRef(a, b, 1, M, K, N, false), 1e-4);
+  });
+
+  it('batched a [2, 3, M, K] @ shared b [K, N] and batched b', async () => {
+    const [M, K, N] = [9, 20, 11];
+    const a = randn(6 * M * K, 3), b = randn(K * N, 4), bb = randn(6 * K * N, 5);
+    const c = await dev.matmul(dev.tensor(a, [2, 3, M, K]), dev.tensor(b, [K, N]));
+    expect(c.shape).toEqual([2, 3, M, N]);
+    expectClose(await c.toFloat32(), matmulRef(a, b, 6, M, K, N, false), 1e-4);
+    const c2 = await dev.matmul(dev.tensor(a, [2, 3, M, K]), dev.tensor(bb, [2, 3, K, N]));
+    expectClose(await c2.toFloat32(), matmulRef(a, bb, 6, M, K, N, true), 1e-4);
+  });
+
+  it('float16 operands', async () => {
+    const [M, K, N] = [16, 32, 8];
+    const a = dev.tensor(randn(M * K, 6), [M, K], 'float16');
+    const b = dev.tensor(randn(K * N, 7), [K, N], 'float16');
+    const c = await dev.matmul(a, b);
+    expect(c.dtype).toBe('float16');
+    expectClose(await c.toFloat32(), matmulRef(await a.toFloat32(), await b.toFloat32(), 1, M, K, N, false), 2e-3);
+  });
+});
+
+describe('concurrency', () => {
+  it('200 concurrent linear calls all resolve correctly while a timer keeps firing', async () => {
+    const M = 16, N = 512, K = 1024;
+    const w = await dev.quantize(dev.tensor(randn(N * K, 9), [N, K]), { format: 'mxfp4' });
+    const wd = await (await w.dequantize()).toFloat32();
+    // Row m of call i is a scaled one-hot vector, so y[m, n] = s * w[n, col]: a cheap exact reference
+    // while every call still does the full M x N x K work.
+    const col = (i: number, m: number) => (i * 37 + m * 101) % K;
+    const scale = (i: number, m: number) => 1 + ((i + m) % 5);
+    const inputs = Array.from({ length: 200 }, (_, i) => {
+      const x = new Float32Array(M * K);
+      for (let m = 0; m < M; m++) x[m * K + col(i, m)] = scale(i, m);
+      return dev.tensor(x, [M, K]);
+    });
+    const pending = inputs.map((x) => dev.linear(x, w));
+    // Count timer ticks only while the ops run: the JS thread is then free, or it is blocked.
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 1);
+    const started = performance.now();
+    const results = await Promise.all(pending);
+    const waited = performance.now() - started;
+    clearInterval(timer);
+    expect(waited).toBeGreaterThan(50);
+    expect(ticks).toBeGreaterThanOrEqual(waited / 25);
+    for (const y of results) expect(y.shape).toEqual([M, N]);
+    for (let i = 0; i < results.length; i++) {
+      const y = await results[i].toFloat32();
+      for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+        const want = scale(i, m) * wd[n * K + col(i, m)];
+        if (Math.abs(y[m * N + n] - want) > 1e-6 * (1 + Math.abs(want))) {
+          expect.fail(`call ${i} y[${m}, ${n}] = ${y[m * N + n]}, want ${want}`);
+        }
+      }
+    }
+  });
+});
