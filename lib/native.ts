@@ -64,18 +64,22 @@ function findPackageRoot(start: string): string {
 let binding: NativeBinding | undefined;
 
 export function loadBinding(): NativeBinding {
-  if (binding) return binding;
+  binding ??= loadBindingFrom(packageRoot);
+  return binding;
+}
+
+/** Loads the addon found under `root` (prebuilds/ or build/), or throws E_LOAD saying how to fix it. */
+export function loadBindingFrom(root: string): NativeBinding {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const load = require('node-gyp-build') as (dir: string) => unknown;
-    binding = load(packageRoot) as NativeBinding;
-    return binding;
+    return load(root) as NativeBinding;
   } catch (err) {
-    throw new TensorOpsError('E_LOAD', loadErrorMessage(err), { cause: err });
+    throw new TensorOpsError('E_LOAD', loadErrorMessage(err, root), { cause: err });
   }
 }
 
-function loadErrorMessage(err: unknown): string {
+function loadErrorMessage(err: unknown, root: string): string {
   const napi = process.versions.napi ?? 'unknown';
   const runtime = process.versions.electron
     ? `Electron ${process.versions.electron}`
@@ -91,6 +95,6 @@ function loadErrorMessage(err: unknown): string {
       'line tools): npm rebuild metal-tensorops --build-from-source',
     '- Electron: the addon is Node-API, so one binary fits every Electron version; make sure your ' +
       'packager unpacks *.node files from the asar archive (asarUnpack).',
-    `- Looked in ${path.join(packageRoot, 'prebuilds')} and ${path.join(packageRoot, 'build', 'Release')}.`,
+    `- Looked in ${path.join(root, 'prebuilds')} and ${path.join(root, 'build', 'Release')}.`,
   ].join('\n');
 }

@@ -65,7 +65,14 @@ constexpr int kNumElements = int(sizeof(kElementNames) / sizeof(kElementNames[0]
 // normal is on the element's grid and rounding is monotone, so clamping first equals rounding
 // then saturating, and it also maps inf to the max normal.
 
-inline bool is_nan_bits(uint32_t u) { return (u & 0x7FFFFFFFu) > 0x7F800000u; }
+inline bool is_nan_bits(uint32_t u) { return int32_t(u & 0x7FFFFFFFu) > 0x7F800000; }
+
+// c ? a : b with masks. Plain ?: on values computed by float arithmetic stays a branch (GCC
+// will not if-convert possibly-trapping FP ops), which blocks vectorisation of the block loop.
+inline uint32_t select(bool c, uint32_t a, uint32_t b) {
+  const uint32_t m = 0u - uint32_t(c);
+  return (a & m) | (b & ~m);
+}
 
 // rint(|x| / 2^Q) for float32 magnitude bits `a` with |x| < 2^(Q+23). Adding 2^(Q+23) puts the
 // 2^Q step at the last mantissa place of the sum, so the FPU's round-to-nearest-even addition
@@ -81,59 +88,65 @@ inline uint32_t round_to_step(uint32_t a) {
 // Returns the full code, sign included; NaN is the caller's business.
 template <int EBITS, int MBITS, uint32_t MAXCODE>
 inline uint32_t encode_minifloat(uint32_t u) {
-  constexpr uint32_t kBias = (1u << (EBITS - 1)) - 1u;
-  constexpr uint32_t kRebias = (127u - kBias) << 23;  // float32 exponent minus element exponent
+  constexpr int32_t kBias = (1 << (EBITS - 1)) - 1;
+  constexpr int32_t kRebias = (127 - kBias) << 23;  // float32 exponent minus element exponent
   constexpr int kShift = 23 - MBITS;
-  constexpr uint32_t kMaxBits = (MAXCODE << kShift) + kRebias;  // max normal as float32 bits
-  constexpr uint32_t kMinNormalBits = (1u << 23) + kRebias;     // 2^(1-bias) as float32 bits
+  constexpr int32_t kMaxBits = int32_t(MAXCODE << kShift) + kRebias;  // max normal, f32 bits
+  constexpr int32_t kMinNormalBits = (1 << 23) + kRebias;            // 2^(1-bias), f32 bits
   const uint32_t sign = (u >> 31) << (EBITS + MBITS);
-  const uint32_t a = std::min(u & 0x7FFFFFFFu, kMaxBits);
-  // Normal range: re-bias, then round the dropped mantissa bits to nearest even; a carry into
-  // the exponent is the correct next binade. (Wraps harmlessly when not selected.)
-  const uint32_t normal = (a - kRebias + ((1u << (kShift - 1)) - 1u) + ((a >> kShift) & 1u)) >> kShift;
+  const uint32_t mag = u & 0x7FFFFFFFu;
   // Subnormal range: a multiple of the smallest subnormal 2^(1-bias-MBITS); the count 2^MBITS
-  // (rounding up out of the range) is exactly the min normal code.
-  const uint32_t sub = round_to_step<1 - int(kBias) - MBITS>(a);
-  return sign | (a >= kMinNormalBits ? normal : sub);
+  // (rounding up out of the range) is exactly the min normal code. Computed from the unclamped
+  // magnitude and before any comparison so no branch is needed around the float addition.
+  const uint32_t sub = round_to_step<1 - kBias - MBITS>(mag);
+  // Normal range: re-bias, then round the dropped mantissa bits to nearest even; a carry into
+  // the exponent is the correct next binade. Magnitudes are compared as int32 (they are below
+  // 2^31): SSE2 has signed compares only, so this keeps the block loop vectorisable.
+  const int32_t a = std::min(int32_t(mag), kMaxBits);
+  const int32_t normal = (a - kRebias + ((1 << (kShift - 1)) - 1) + ((a >> kShift) & 1)) >> kShift;
+  return sign | select(int32_t(mag) >= kMinNormalBits, uint32_t(normal), sub);
 }
 
 // Two's complement integer element of BITS bits: q = rint(|x| / 2^Q) capped at LIMIT, signed.
 template <int BITS, int Q, uint32_t LIMIT>
 inline uint32_t encode_int(uint32_t u) {
   // LIMIT * 2^Q as float32 bits (LIMIT < 2^8, so its float is exact).
-  constexpr uint32_t kLimitBits = LIMIT == 1 ? uint32_t(127 + Q) << 23
-                                : LIMIT == 7 ? (uint32_t(129 + Q) << 23) | 0x600000u
-                                             : (uint32_t(133 + Q) << 23) | 0x7E0000u;  // 127
+  constexpr int32_t kLimitBits = LIMIT == 1 ? (127 + Q) << 23
+                               : LIMIT == 7 ? ((129 + Q) << 23) | 0x600000
+                                            : ((133 + Q) << 23) | 0x7E0000;  // 127
   static_assert(LIMIT == 1 || LIMIT == 7 || LIMIT == 127, "limit");
-  const uint32_t q = round_to_step<Q>(std::min(u & 0x7FFFFFFFu, kLimitBits));
+  const uint32_t mag = u & 0x7FFFFFFFu;
+  // Valid below 2^(Q+23); anything above the limit is replaced by LIMIT just after.
+  const uint32_t q_raw = round_to_step<Q>(mag);
+  const uint32_t q = select(int32_t(mag) > kLimitBits, LIMIT, q_raw);
   const uint32_t neg = u >> 31;
   return ((q ^ (0u - neg)) + neg) & ((1u << BITS) - 1u);  // negate when the sign bit is set
 }
 
 // One struct per element: its encoder (NaN -> NaN code or 0) and the codes' width.
 struct EncE4M3 {
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0x7Fu : encode_minifloat<4, 3, 0x7E>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0x7Fu, encode_minifloat<4, 3, 0x7E>(u)); }
 };
 struct EncE5M2 {
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0x7Eu : encode_minifloat<5, 2, 0x7B>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0x7Eu, encode_minifloat<5, 2, 0x7B>(u)); }
 };
 struct EncE3M2 {
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0u : encode_minifloat<3, 2, 0x1F>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_minifloat<3, 2, 0x1F>(u)); }
 };
 struct EncE2M3 {
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0u : encode_minifloat<2, 3, 0x1F>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_minifloat<2, 3, 0x1F>(u)); }
 };
 struct EncE2M1 {
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0u : encode_minifloat<2, 1, 0x7>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_minifloat<2, 1, 0x7>(u)); }
 };
 struct EncInt8 {  // q * 2^-6, q in [-127, 127]
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0u : encode_int<8, -6, 127>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_int<8, -6, 127>(u)); }
 };
 struct EncInt4 {  // q * 2^-2, q in [-7, 7]
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0u : encode_int<4, -2, 7>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_int<4, -2, 7>(u)); }
 };
 struct EncInt2 {  // q, q in [-1, 1]
-  static uint32_t enc(uint32_t u) { return is_nan_bits(u) ? 0u : encode_int<2, 0, 1>(u); }
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_int<2, 0, 1>(u)); }
 };
 
 // E8M0 (unsigned power of two): the nearest 2^k to |v|, ties to the even code; non-finite ->

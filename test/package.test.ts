@@ -1,0 +1,63 @@
+// The package as users get it: one source list for both builds, dual ESM/CJS entry points that
+// share one set of classes, and a loader error that says what to do.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { TensorOpsError } from '../lib/index';
+import { loadBindingFrom } from '../lib/native';
+
+const root = resolve(__dirname, '..');
+const sources = JSON.parse(readFileSync(join(root, 'sources.json'), 'utf8')) as {
+  sources: string[]; macos_sources: string[];
+};
+
+describe('build files', () => {
+  it('sources.json lists every native source file, and only existing ones', () => {
+    const onDisk = ['addon', 'core', 'cpu', 'metal'].flatMap((dir) =>
+      readdirSync(join(root, 'native', dir)).filter((f) => /\.(cc|mm)$/.test(f)).map((f) => `native/${dir}/${f}`));
+    expect([...sources.sources, ...sources.macos_sources].sort()).toEqual(onDisk.sort());
+  });
+
+  it('binding.gyp and CMakeLists.txt take their sources from sources.json only', () => {
+    for (const file of ['binding.gyp', 'CMakeLists.txt']) {
+      const text = readFileSync(join(root, file), 'utf8');
+      expect(text, file).toContain('sources.json');
+      expect(text, file).not.toMatch(/native\/\w+\/\w+\.(cc|mm)/);
+    }
+  });
+});
+
+describe('entry points', () => {
+  it('require() and import() load the built package and share one set of classes', () => {
+    const script = `
+      const cjs = require(${JSON.stringify(join(root, 'dist/cjs/index.js'))});
+      import(${JSON.stringify(join(root, 'dist/esm/index.js'))}).then(async (esm) => {
+        const dev = await esm.open({ backend: 'cpu' });
+        const t = dev.tensor(new Float32Array([1, 2]), [2]);
+        let shared = false;
+        try { t.dispose(); t.dispose(); } catch (e) { shared = e instanceof cjs.TensorOpsError && e.code === 'E_DISPOSED'; }
+        console.log(JSON.stringify({ shared, same: esm.open === cjs.open, backend: dev.info.backend }));
+      });`;
+    const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
+    expect(out).toEqual({ shared: true, same: true, backend: 'cpu' });
+  });
+
+  it('a missing binary gives E_LOAD naming platform, arch, Node-API version and the fixes', () => {
+    const empty = mkdtempSync(join(tmpdir(), 'mto-empty-'));
+    let err: unknown;
+    try {
+      loadBindingFrom(empty);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(TensorOpsError);
+    const e = err as TensorOpsError;
+    expect(e.code).toBe('E_LOAD');
+    expect(e.message).toContain(`${process.platform}-${process.arch}`);
+    expect(e.message).toContain(`Node-API ${process.versions.napi}`);
+    expect(e.message).toContain('--build-from-source');
+    expect(e.message).toContain(empty);
+  });
+});
