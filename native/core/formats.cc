@@ -60,10 +60,10 @@ const char* const kElementNames[] = {"fp8_e4m3", "fp8_e5m2", "fp6_e3m2", "fp6_e2
 constexpr int kNumElements = int(sizeof(kElementNames) / sizeof(kElementNames[0]));
 
 // ---------------------------------------------------------------------------------------------
-// Element encoders, branch-free so the per-block loop stays cheap (quantization runs on every
-// activation in qmatmul). Saturation is a min() on the magnitude bits before rounding: the max
-// normal is on the element's grid and rounding is monotone, so clamping first equals rounding
-// then saturating, and it also maps inf to the max normal.
+// Element encoders, branch-free so the per-block loop vectorises (quantization can run on every
+// activation). Saturation works on the magnitude: the max normal is on the element's grid and
+// rounding is monotone, so clamping before rounding equals rounding then saturating, and it also
+// maps inf to the max normal.
 
 inline bool is_nan_bits(uint32_t u) { return int32_t(u & 0x7FFFFFFFu) > 0x7F800000; }
 
@@ -123,31 +123,20 @@ inline uint32_t encode_int(uint32_t u) {
   return ((q ^ (0u - neg)) + neg) & ((1u << BITS) - 1u);  // negate when the sign bit is set
 }
 
-// One struct per element: its encoder (NaN -> NaN code or 0) and the codes' width.
-struct EncE4M3 {
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0x7Fu, encode_minifloat<4, 3, 0x7E>(u)); }
+// One encoder per element, for the templates below: NaN -> the element's NaN code, or 0 where
+// it has none (API.md), everything else rounded and saturated.
+template <uint32_t NAN_CODE, uint32_t (*ENCODE)(uint32_t)>
+struct Encoder {
+  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), NAN_CODE, ENCODE(u)); }
 };
-struct EncE5M2 {
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0x7Eu, encode_minifloat<5, 2, 0x7B>(u)); }
-};
-struct EncE3M2 {
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_minifloat<3, 2, 0x1F>(u)); }
-};
-struct EncE2M3 {
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_minifloat<2, 3, 0x1F>(u)); }
-};
-struct EncE2M1 {
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_minifloat<2, 1, 0x7>(u)); }
-};
-struct EncInt8 {  // q * 2^-6, q in [-127, 127]
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_int<8, -6, 127>(u)); }
-};
-struct EncInt4 {  // q * 2^-2, q in [-7, 7]
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_int<4, -2, 7>(u)); }
-};
-struct EncInt2 {  // q, q in [-1, 1]
-  static uint32_t enc(uint32_t u) { return select(is_nan_bits(u), 0u, encode_int<2, 0, 1>(u)); }
-};
+using EncE4M3 = Encoder<0x7Fu, encode_minifloat<4, 3, 0x7E>>;  // max 448
+using EncE5M2 = Encoder<0x7Eu, encode_minifloat<5, 2, 0x7B>>;  // max 57344
+using EncE3M2 = Encoder<0u, encode_minifloat<3, 2, 0x1F>>;     // max 28
+using EncE2M3 = Encoder<0u, encode_minifloat<2, 3, 0x1F>>;     // max 7.5
+using EncE2M1 = Encoder<0u, encode_minifloat<2, 1, 0x7>>;      // max 6
+using EncInt8 = Encoder<0u, encode_int<8, -6, 127>>;            // q * 2^-6, q in [-127, 127]
+using EncInt4 = Encoder<0u, encode_int<4, -2, 7>>;              // q * 2^-2, q in [-7, 7]
+using EncInt2 = Encoder<0u, encode_int<2, 0, 1>>;               // q, q in [-1, 1]
 
 // E8M0 (unsigned power of two): the nearest 2^k to |v|, ties to the even code; non-finite ->
 // 0xFF; zero and anything below 2^-127 -> 0 (the smallest scale); above 2^127 -> 254.

@@ -13,9 +13,9 @@
 //
 // When there are few (batch, kv head, query block) tasks and many keys (decode), the keys are also
 // split across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines
-// them. Everything is portable C++17 written so that the compiler vectorises the inner loops; on
-// x86-64 Linux (GCC/clang with glibc) the hot function is additionally cloned for x86-64-v3
-// (AVX2 + FMA) and picked at load time, since builds target the x86-64 baseline (SSE2).
+// them. Portable C++17: the gemm blocks use simd.h's compiler vectors (no intrinsics) and the other
+// loops are written to auto-vectorise; on x86-64 Linux the hot loops are also compiled for AVX2+FMA
+// and AVX-512 and chosen at run time with the same switch as gemm.cc (gemm_isa()).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -23,29 +23,14 @@
 #include <vector>
 
 #include "../core/error.h"
+#include "gemm.h"  // gemm_isa(): the one ISA choice (and its env override) for all cpu kernels
 #include "ops.h"
-
-#if defined(__GNUC__)
-#define MTO_ATTN_INLINE inline __attribute__((always_inline))
-#elif defined(_MSC_VER)
-#define MTO_ATTN_INLINE __forceinline
-#else
-#define MTO_ATTN_INLINE inline
-#endif
-
-// Function multiversioning needs ifunc (glibc). Define MTO_NO_MULTIVERSION to build without it.
-#if !defined(MTO_NO_MULTIVERSION) && defined(__x86_64__) && defined(__linux__) && \
-    defined(__GLIBC__) && (defined(__clang__) ? (__clang_major__ >= 14) : (__GNUC__ >= 11))
-#define MTO_ATTN_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define MTO_ATTN_CLONES
-#endif
+#include "simd.h"
 
 namespace mto::cpu {
 namespace {
 
 constexpr int64_t kTileK = 64;  // keys per K/V tile (a multiple of kNR)
-constexpr int kMR = 4;          // rows of a gemm register block
 constexpr int kNR = 16;         // columns of a gemm register block (keys of S, features of O)
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -125,46 +110,50 @@ struct Scratch {
 };
 
 // ---- register-blocked gemm: C[M, N] (+)= A[M, K] B[K, N], N a multiple of kNR ----------------
-// The accumulators are a fixed MR x kNR array; with the loops fully unrolled the compiler keeps
-// them in vector registers and the k loop becomes broadcast + multiply-add.
-template <int MR>
-MTO_ATTN_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
-                                const float* __restrict B, int64_t ldb, float* __restrict C,
-                                int64_t ldc, bool accumulate) {
-  float acc[MR][kNR];
+// An MR x kNR block of C lives in registers (MR x kNR/W vectors of W floats); each step of k loads
+// one row of B (kNR floats) and multiply-adds it with MR broadcast elements of A.
+template <int MR, int W>
+MTO_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
+                           const float* __restrict B, int64_t ldb, float* __restrict C, int64_t ldc,
+                           bool accumulate) {
+  using V = simd::Vec<W>;
+  constexpr int NV = kNR / W;
+  static_assert(NV * W == kNR, "kNR must be a multiple of the vector width");
+  V acc[MR][NV];
   for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < kNR; ++c) acc[r][c] = accumulate ? C[r * ldc + c] : 0.f;
+    for (int c = 0; c < NV; ++c) {
+      if (accumulate) simd::load<W>(acc[r][c], C + r * ldc + c * W);
+      else simd::splat<W>(acc[r][c], 0.f);
+    }
   for (int64_t kk = 0; kk < K; ++kk) {
-    const float* __restrict b = B + kk * ldb;
+    V b[NV];
+    for (int c = 0; c < NV; ++c) simd::load<W>(b[c], B + kk * ldb + c * W);
     for (int r = 0; r < MR; ++r) {
       const float a = A[r * lda + kk];
-      for (int c = 0; c < kNR; ++c) acc[r][c] += a * b[c];
+      for (int c = 0; c < NV; ++c) simd::madd<W>(acc[r][c], b[c], a);
     }
   }
   for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < kNR; ++c) C[r * ldc + c] = acc[r][c];
+    for (int c = 0; c < NV; ++c) simd::store<W>(C + r * ldc + c * W, acc[r][c]);
 }
 
-MTO_ATTN_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+// MR: rows per register block (the remainder runs one row at a time); W: vector width.
+template <int MR, int W>
+MTO_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                           const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  static_assert(MR >= 1 && MR <= 8, "row block");
   for (int64_t n0 = 0; n0 < N; n0 += kNR) {
     int64_t m0 = 0;
-    for (; m0 + kMR <= M; m0 += kMR)
-      gemm_block<kMR>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
-    const float* a = A + m0 * lda;
-    float* c = C + m0 * ldc + n0;
-    switch (M - m0) {
-      case 3: gemm_block<3>(K, a, lda, B + n0, ldb, c, ldc, accumulate); break;
-      case 2: gemm_block<2>(K, a, lda, B + n0, ldb, c, ldc, accumulate); break;
-      case 1: gemm_block<1>(K, a, lda, B + n0, ldb, c, ldc, accumulate); break;
-      default: break;
-    }
+    for (; m0 + MR <= M; m0 += MR)
+      gemm_block<MR, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
+    for (; m0 < M; ++m0)
+      gemm_block<1, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
   }
 }
 
 // 2^x for x <= 0 (also -inf -> 0, NaN -> NaN), relative error ~2e-7. Branch-free and built from
 // plain float/int operations so that loops over it vectorise (std::exp2 does not).
-MTO_ATTN_INLINE float exp2_nonpos(float x) {
+MTO_INLINE float exp2_nonpos(float x) {
   const float xc = x < -126.f ? -126.f : x;
   const float t = xc + 12582912.f;  // 1.5 * 2^23: rounds xc to an integer n in t's low bits
   const float fn = t - 12582912.f;
@@ -187,7 +176,7 @@ MTO_ATTN_INLINE float exp2_nonpos(float x) {
 }
 
 // Scores of one row of a tile get -inf where the mask forbids, or the additive mask (log2 domain).
-MTO_ATTN_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t n, float* s) {
+MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t n, float* s) {
   const int64_t sj = pl.p->mask_stride[3];
   switch (pl.mask_dtype) {
     case DType::Bool: {
@@ -216,7 +205,7 @@ MTO_ATTN_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, in
 
 // Online-softmax update of one row for one tile of nc scores (keys past the tile are -inf already).
 // Returns false when the row has still seen no key (its P row is left all zero).
-MTO_ATTN_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l, float* __restrict orow,
+MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l, float* __restrict orow,
                                  int64_t Dp) {
   float mx[kNR];
   for (int c = 0; c < kNR; ++c) mx[c] = kNegInf;
@@ -250,7 +239,9 @@ MTO_ATTN_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, floa
 }
 
 // One task: query block qb of kv head kvh in batch b, keys of split `split`.
-MTO_ATTN_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
+// MR: gemm row block, chosen per instruction set (enough accumulators, no spills).
+template <int MR, int W>
+MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
   const AttentionParams& p = *pl.p;
   const int64_t D = p.D, Dp = pl.Dp, G = pl.G;
   const int64_t split = task % pl.nsplit;
@@ -308,7 +299,7 @@ MTO_ATTN_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       for (int64_t d = 0; d < D; ++d)
         for (int64_t j = n; j < nc; ++j) Kt[d * kTileK + j] = 0.f;
 
-    gemm(R, nc, D, Q, D, Kt, kTileK, S, kTileK, false);
+    gemm<MR, W>(R, nc, D, Q, D, Kt, kTileK, S, kTileK, false);
 
     bool any_live = false;
     for (int64_t r = 0; r < R; ++r) {
@@ -336,7 +327,7 @@ MTO_ATTN_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       V = sc.vt.data();
       ldv = Dp;
     }
-    gemm(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
+    gemm<MR, W>(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
   }
 
   if (pl.nsplit == 1) {
@@ -359,10 +350,41 @@ MTO_ATTN_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
   }
 }
 
-// The hot function: every loop it runs is inlined into it, so the x86-64-v3 clone covers them.
-MTO_ATTN_CLONES void run_tasks(const Plan& pl, int64_t t0, int64_t t1) {
+// The hot loops: everything run_task calls is inlined into these, so each instantiation is
+// compiled for the instruction set of its caller.
+template <int MR, int W>
+MTO_INLINE void run_tasks_impl(const Plan& pl, int64_t t0, int64_t t1) {
   Scratch sc(pl);
-  for (int64_t t = t0; t < t1; ++t) run_task(pl, sc, t);
+  for (int64_t t = t0; t < t1; ++t) run_task<MR, W>(pl, sc, t);
+}
+
+// One instantiation per instruction set; gemm_isa() (gemm.h) picks, as for linear and matmul.
+// Baseline, 4-float vectors: 2 rows x 4 vectors of accumulators fit SSE2's 16 registers; NEON
+// has 32, so 4 rows.
+#if defined(__aarch64__) || defined(_M_ARM64)
+constexpr int kBaseMR = 4;
+#else
+constexpr int kBaseMR = 2;
+#endif
+void run_tasks_base(const Plan& pl, int64_t t0, int64_t t1) { run_tasks_impl<kBaseMR, 4>(pl, t0, t1); }
+#if MTO_X86_DISPATCH
+// AVX2: 4 rows x 2 ymm = 8 accumulators of 16 registers.
+MTO_TARGET_AVX2 void run_tasks_avx2(const Plan& pl, int64_t t0, int64_t t1) {
+  run_tasks_impl<4, 8>(pl, t0, t1);
+}
+// AVX-512: 8 rows x 1 zmm of 32 registers.
+MTO_TARGET_AVX512 void run_tasks_avx512(const Plan& pl, int64_t t0, int64_t t1) {
+  run_tasks_impl<8, 16>(pl, t0, t1);
+}
+#endif
+
+void run_tasks(GemmIsa isa, const Plan& pl, int64_t t0, int64_t t1) {
+#if MTO_X86_DISPATCH
+  if (isa == GemmIsa::Avx512) return run_tasks_avx512(pl, t0, t1);
+  if (isa == GemmIsa::Avx2) return run_tasks_avx2(pl, t0, t1);
+#endif
+  (void)isa;
+  run_tasks_base(pl, t0, t1);
 }
 
 // Flash-decoding merge: o = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max_s m_s.
@@ -446,7 +468,9 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
     pl.partial = partial.data();
   }
   pl.o = o;
-  pool.parallel_for(tasks0 * pl.nsplit, 1, [&](int64_t t0, int64_t t1) { run_tasks(pl, t0, t1); });
+  const GemmIsa isa = gemm_isa();
+  pool.parallel_for(tasks0 * pl.nsplit, 1,
+                    [&](int64_t t0, int64_t t1) { run_tasks(isa, pl, t0, t1); });
   if (pl.nsplit > 1) {
     pool.parallel_for(tasks0, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) merge_splits(pl, t);

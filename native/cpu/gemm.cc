@@ -252,22 +252,33 @@ const Kernels& kernels() {
   return *k;
 }
 
-// ---- packing A ---------------------------------------------------------------------------------
+// ---- packing -----------------------------------------------------------------------------------
+
+// Stand-in for rows past the edge of A or W: packing them as zeros keeps the micro-kernel branch-free.
+const float kZeroRow[kDepthBlock] = {};
+
+// dst[k * P + r] = rows[r][k] for r < P, k < kc: P rows interleaved into the packed [kc][P] layout.
+template <int P>
+void interleave_rows(const float* const* rows, int64_t kc, float* dst) {
+  constexpr int P4 = P / 4 * 4;  // rows done by 4 x 4 transposes; the rest one by one
+  const int64_t k4 = kc / 4 * 4;
+  for (int r = 0; r < P4; r += 4)
+    for (int64_t k = 0; k < k4; k += 4)
+      simd::transpose4(rows[r] + k, rows[r + 1] + k, rows[r + 2] + k, rows[r + 3] + k,
+                       dst + k * P + r, P);
+  for (int r = P4; r < P; ++r)
+    for (int64_t k = 0; k < k4; ++k) dst[k * P + r] = rows[r][k];
+  for (int64_t k = k4; k < kc; ++k)
+    for (int r = 0; r < P; ++r) dst[k * P + r] = rows[r][k];
+}
 
 // a[0:mc, 0:kc] (row stride lda) -> slivers of MR rows, each [kc][MR], rows past mc zero.
 template <int MR>
 void pack_a_impl(const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
   for (int64_t i = 0; i < mc; i += MR, dst += kc * MR) {
-    const int mr = int(std::min<int64_t>(MR, mc - i));
     const float* rows[MR];
-    for (int r = 0; r < MR; ++r) rows[r] = a + (i + std::min(r, mr - 1)) * lda;
-    if (mr == MR) {
-      for (int64_t k = 0; k < kc; ++k)
-        for (int r = 0; r < MR; ++r) dst[k * MR + r] = rows[r][k];
-    } else {
-      for (int64_t k = 0; k < kc; ++k)
-        for (int r = 0; r < MR; ++r) dst[k * MR + r] = r < mr ? rows[r][k] : 0.f;
-    }
+    for (int r = 0; r < MR; ++r) rows[r] = i + r < mc ? a + (i + r) * lda : kZeroRow;
+    interleave_rows<MR>(rows, kc, dst);
   }
 }
 
@@ -293,14 +304,9 @@ void TransposedPanels::pack(int64_t, int64_t n0, int64_t nc, int64_t k0, int64_t
   for (int64_t s = 0; s < nc; s += kPanelWidth, dst += kPanelWidth * kc) {
     const int nr = int(std::min<int64_t>(kPanelWidth, nc - s));
     const float* rows[kPanelWidth];
-    for (int r = 0; r < nr; ++r) rows[r] = rows_.span(n0 + s + r, k0, k0 + kc, tmp + r * kc);
-    if (nr == kPanelWidth) {
-      for (int64_t k = 0; k < kc; ++k)
-        for (int r = 0; r < kPanelWidth; ++r) dst[k * kPanelWidth + r] = rows[r][k];
-    } else {
-      for (int64_t k = 0; k < kc; ++k)
-        for (int r = 0; r < kPanelWidth; ++r) dst[k * kPanelWidth + r] = r < nr ? rows[r][k] : 0.f;
-    }
+    for (int r = 0; r < kPanelWidth; ++r)
+      rows[r] = r < nr ? rows_.span(n0 + s + r, k0, k0 + kc, tmp + r * kc) : kZeroRow;
+    interleave_rows<kPanelWidth>(rows, kc, dst);
   }
 }
 
