@@ -44,6 +44,21 @@ describe('entry points', () => {
     expect(out).toEqual({ shared: true, same: true, backend: 'cpu' });
   });
 
+  it('the metal-tensorops command prints the device as JSON, and fails plainly for a backend it cannot open', () => {
+    const cli = join(root, 'dist/cjs/cli.js');
+    const info = JSON.parse(execFileSync(process.execPath, [cli, 'info', '--json', '--backend', 'cpu'], { encoding: 'utf8' }));
+    expect(info).toMatchObject({ backend: 'cpu', tier: 'cpu', arch: process.arch });
+    if (process.platform !== 'darwin') {
+      let stderr = '';
+      try {
+        execFileSync(process.execPath, [cli, '--backend', 'metal'], { encoding: 'utf8', stdio: 'pipe' });
+      } catch (e) {
+        stderr = String((e as { stderr: string }).stderr);
+      }
+      expect(stderr).toMatch(/^TensorOpsError: backend 'metal' was asked for/);
+    }
+  });
+
   it('a missing binary gives E_LOAD naming platform, arch, Node-API version and the fixes', () => {
     const empty = mkdtempSync(join(tmpdir(), 'mto-empty-'));
     let err: unknown;
