@@ -2,12 +2,31 @@
 
 #include <new>
 #include <stdexcept>
+#include <string>
 
 #include "core/error.h"
 #include "errors.h"
 
 namespace mto::addon {
 namespace {
+
+// Runs fn, returning the code of the failure (nullptr on success) and filling `message`.
+template <class Fn>
+const char* run_coded(Fn&& fn, std::string* message) {
+  try {
+    fn();
+    return nullptr;
+  } catch (const mto::Error& e) {
+    *message = e.what();
+    return e.code();
+  } catch (const std::bad_alloc&) {
+    *message = "out of memory while running the op";
+    return code::OOM;
+  } catch (const std::exception& e) {
+    *message = e.what();
+    return code::Backend;
+  }
+}
 
 class OpWorker : public Napi::AsyncWorker {
  public:
@@ -21,14 +40,10 @@ class OpWorker : public Napi::AsyncWorker {
 
  protected:
   void Execute() override {
-    try {
-      work_();
-    } catch (const mto::Error& e) {
-      fail(e.code(), e.what());
-    } catch (const std::bad_alloc&) {
-      fail(code::OOM, "out of memory while running the op");
-    } catch (const std::exception& e) {
-      fail(code::Backend, e.what());
+    std::string message;
+    if (const char* code = run_coded(work_, &message)) {
+      code_ = code;
+      SetError(message);
     }
   }
 
@@ -46,11 +61,6 @@ class OpWorker : public Napi::AsyncWorker {
   }
 
  private:
-  void fail(const char* code, const char* message) {
-    code_ = code;
-    SetError(message);
-  }
-
   Napi::Promise::Deferred deferred_;
   std::function<void()> work_;
   std::function<Napi::Value(Napi::Env)> finish_;
@@ -59,8 +69,22 @@ class OpWorker : public Napi::AsyncWorker {
 
 }  // namespace
 
-Napi::Promise queue_op(Napi::Env env, std::function<void()> work,
+Napi::Promise queue_op(Napi::Env env, double work_estimate, std::function<void()> work,
                        std::function<Napi::Value(Napi::Env)> finish) {
+  if (work_estimate < kInlineWork) {
+    auto deferred = Napi::Promise::Deferred::New(env);
+    std::string message;
+    if (const char* code = run_coded(work, &message)) {
+      deferred.Reject(make_error(env, code, message).Value());
+    } else {
+      try {
+        deferred.Resolve(finish(env));
+      } catch (const Napi::Error& e) {
+        deferred.Reject(e.Value());
+      }
+    }
+    return deferred.Promise();
+  }
   auto* worker = new OpWorker(env, std::move(work), std::move(finish));  // deletes itself
   Napi::Promise promise = worker->Promise();
   worker->Queue();

@@ -53,10 +53,10 @@ TensorPtr run_to(const Shape& shape, DType dtype, Kernel&& kernel) {
   return out;
 }
 
-Napi::Promise resolve_tensor(Napi::Env env, std::function<TensorPtr()> work) {
+Napi::Promise resolve_tensor(Napi::Env env, double work_estimate, std::function<TensorPtr()> work) {
   auto result = std::make_shared<TensorPtr>();
   return queue_op(
-      env, [result, work = std::move(work)] { *result = work(); },
+      env, work_estimate, [result, work = std::move(work)] { *result = work(); },
       [result](Napi::Env e) -> Napi::Value { return NativeTensor::Wrap(e, *result); });
 }
 
@@ -76,7 +76,7 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
     auto pool = pool_;
     auto result = std::make_shared<QTensorPtr>();
     return queue_op(
-        env,
+        env, double(shape_numel(x->shape)),
         [=] {
           QTensorPtr q = make_qtensor(x->shape, f, block);
           cpu::quantize(*pool, *x, *q);
@@ -92,7 +92,7 @@ Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
     QTensorPtr q = NativeQTensor::Get(info[0], "tensor");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     auto pool = pool_;
-    return resolve_tensor(env, [=] {
+    return resolve_tensor(env, double(shape_numel(q->shape)), [=] {
       return run_to(q->shape, dtype, [&](float* out) { cpu::dequantize(*pool, *q, out); });
     });
   });
@@ -103,7 +103,7 @@ Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     TensorPtr x = NativeTensor::Get(info[0], "x");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
-    return resolve_tensor(env, [=] {
+    return resolve_tensor(env, double(x->numel()), [=] {
       return run_to(x->shape, dtype,
                     [&](float* out) { to_float32(x->dtype, x->buffer->data(), out, size_t(x->numel())); });
     });
@@ -119,7 +119,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
     auto pool = pool_;
-    return resolve_tensor(env, [=] {
+    return resolve_tensor(env, double(p.M) * double(p.N) * double(p.K), [=] {
       return run_to(p.out_shape, p.out_dtype, [&](float* y) {
         cpu::linear(*pool, operand(x), operand(w), bias.get(), p, y);
       });
@@ -134,7 +134,7 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     auto pool = pool_;
-    return resolve_tensor(env, [=] {
+    return resolve_tensor(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), [=] {
       return run_to(p.out_shape, p.out_dtype, [&](float* c) { cpu::matmul(*pool, *a, *b, p, c); });
     });
   });
@@ -155,7 +155,8 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
     auto pool = pool_;
-    return resolve_tensor(env, [=] {
+    const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(p.Lk) * double(p.D);
+    return resolve_tensor(env, work, [=] {
       AttentionParams run = p;
       run.mask = mask.get();
       return run_to(p.out_shape, p.out_dtype, [&](float* o) {
