@@ -46,6 +46,18 @@ export interface NativeBinding {
   NativeDevice: new (threads: number) => NativeDeviceHandle;
   NativeTensor: abstract new (...args: never[]) => NativeTensorHandle;
   NativeQTensor: abstract new (...args: never[]) => NativeQTensorHandle;
+  /**
+   * Internal, for bench/ only: the machine's FMA peak and read bandwidth with `threads` threads.
+   * Runs synchronously (blocks the event loop for about a second).
+   */
+  measureRoofline(threads: number, options?: { seconds?: number; readBytes?: number }): {
+    threads: number;
+    fma: { isa: string; lanes: number; gflops: number }[];
+    fmaGflops: number;
+    fmaIsa: string;
+    readGBps: number;
+    readBytes: number;
+  };
   encodeElements(element: string, values: Float32Array): Uint8Array;
   decodeElements(element: string, codes: Uint8Array): Float32Array;
   napiVersion: number;

@@ -4,6 +4,8 @@
 #include "addon_data.h"
 #include "codecs.h"
 #include "device.h"
+#include "internal.h"
+#include "roofline.h"
 #include "tensors.h"
 
 namespace mto::addon {
@@ -19,6 +21,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("NativeQTensor", qtensor);
   exports.Set("NativeDevice", NativeDevice::Init(env));
   InitCodecs(env, exports);
+  InitRoofline(env, exports);  // internal: bench/ only
+  exports.Set("_internal", InitInternal(env));  // tests only: native/core metal host logic
   exports.Set("napiVersion", Napi::Number::New(env, NAPI_VERSION));
   return exports;
 }

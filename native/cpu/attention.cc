@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include "../core/error.h"
@@ -32,10 +33,47 @@ namespace {
 
 constexpr int64_t kTileK = 64;  // keys per K/V tile (a multiple of kNR)
 constexpr int kNR = 16;         // columns of a gemm register block (keys of S, features of O)
+constexpr int64_t kTaskRows = 128;  // query rows (heads x queries) per task: reuse of a K/V tile
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// float16 bits to float32, exact for every code (NaN payloads kept). The same arithmetic as
+// core/dtype.cc, but inline, so it is compiled into each ISA's instantiation of the hot loop, and
+// with the selects written as masks: GCC 12 does not vectorise the ?: form ("control flow").
+MTO_INLINE float half_to_float_inline(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
+  const int32_t em = int32_t(h & 0x7FFFu);                   // exponent and mantissa
+  uint32_t bits = (uint32_t(em) << 13) + (112u << 23);       // normal: re-bias 15 -> 127
+  bits |= 0x7F800000u & (0u - uint32_t(em >= 0x7C00));      // inf/NaN: exponent 255
+  const uint32_t sub = float_bits(float(em) * 5.9604644775390625e-08f);  // em * 2^-24, exact
+  const uint32_t is_sub = 0u - uint32_t(em < 0x0400);        // zero/subnormal
+  bits = (sub & is_sub) | (bits & ~is_sub);
+  return bits_float(bits | sign);
+}
+
+// src[off, off + n) of a dense tensor as float32.
+MTO_INLINE void convert_span(DType t, const void* src, int64_t off, int64_t n, float* __restrict dst) {
+  switch (t) {
+    case DType::Float32:
+      std::memcpy(dst, static_cast<const float*>(src) + off, size_t(n) * sizeof(float));
+      return;
+    case DType::Float16: {
+      const uint16_t* __restrict s = static_cast<const uint16_t*>(src) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float_inline(s[i]);
+      return;
+    }
+    case DType::BFloat16: {
+      const uint16_t* __restrict s = static_cast<const uint16_t*>(src) + off;
+      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
+      return;
+    }
+    case DType::Bool:
+      to_float32(t, static_cast<const uint8_t*>(src) + off, dst, size_t(n));
+      return;
+  }
+}
 
 // Rows of a [rows, D] operand (dense of any dtype, or quantized along D) as float32.
 struct RowSource {
@@ -57,18 +95,12 @@ struct RowSource {
   bool is_f32() const { return !quantized && dtype == DType::Float32; }
   const float* f32_row(int64_t row) const { return static_cast<const float*>(dense) + row * D; }
   // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D).
-  void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
+  MTO_INLINE void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
     if (quantized) {
       for (int64_t r = 0; r < n; ++r) dequantize_span(view, row0 + r, 0, D, dst + r * ld);
       return;
     }
-    const size_t es = dtype_size(dtype);
-    const char* src = static_cast<const char*>(dense) + size_t(row0 * D) * es;
-    if (ld == D) {
-      to_float32(dtype, src, dst, size_t(n * D));
-    } else {
-      for (int64_t r = 0; r < n; ++r) to_float32(dtype, src + size_t(r * D) * es, dst + r * ld, size_t(D));
-    }
+    for (int64_t r = 0; r < n; ++r) convert_span(dtype, dense, (row0 + r) * D, D, dst + r * ld);
   }
 };
 
@@ -93,20 +125,11 @@ struct Plan {
   int64_t partial_stride() const { return Rmax * (Dp + 2); }
 };
 
-// Per-thread scratch, sized once per parallel_for chunk.
+// Per-thread scratch, allocated once per parallel_for chunk; buffers a call does not need stay
+// empty (float32 K/V are read in place).
 struct Scratch {
-  std::vector<float> q, kt, vt, s, o, m, l, rowtmp;
-  explicit Scratch(const Plan& pl) {
-    const int64_t D = pl.p->D;
-    q.assign(size_t(pl.Rmax * D), 0.f);
-    kt.assign(size_t(D * kTileK), 0.f);
-    vt.assign(size_t(kTileK * pl.Dp), 0.f);  // padding columns [D, Dp) stay zero
-    s.assign(size_t(pl.Rmax * kTileK), 0.f);
-    o.assign(size_t(pl.Rmax * pl.Dp), 0.f);
-    m.assign(size_t(pl.Rmax), 0.f);
-    l.assign(size_t(pl.Rmax), 0.f);
-    rowtmp.assign(size_t(std::max<int64_t>(D, kTileK)), 0.f);
-  }
+  std::vector<float> q, kt, ktmp, vt, s, o, m, l;
+  explicit Scratch(const Plan& pl);
 };
 
 // ---- register-blocked gemm: C[M, N] (+)= A[M, K] B[K, N], N a multiple of kNR ----------------
@@ -137,17 +160,94 @@ MTO_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
     for (int c = 0; c < NV; ++c) simd::store<W>(C + r * ldc + c * W, acc[r][c]);
 }
 
-// MR: rows per register block (the remainder runs one row at a time); W: vector width.
+// The last M % MR rows of a gemm: one block of exactly that many rows.
+template <int MR, int W>
+MTO_INLINE void gemm_tail(int64_t rows, int64_t K, const float* A, int64_t lda, const float* B,
+                          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  if constexpr (MR > 1) {
+    if (rows == MR - 1) return gemm_block<MR - 1, W>(K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_tail<MR - 1, W>(rows, K, A, lda, B, ldb, C, ldc, accumulate);
+  }
+}
+
+// MR: rows per register block; W: vector width.
 template <int MR, int W>
 MTO_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                          const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  static_assert(MR >= 1 && MR <= 8, "row block");
+                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   for (int64_t n0 = 0; n0 < N; n0 += kNR) {
     int64_t m0 = 0;
     for (; m0 + MR <= M; m0 += MR)
       gemm_block<MR, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
-    for (; m0 < M; ++m0)
-      gemm_block<1, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
+    if (m0 < M)
+      gemm_tail<MR, W>(M - m0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
+  }
+}
+
+// ---- few query rows (decode): S[r, j] = dot(Q[r], K[j]) straight from K's rows -----------------
+// With R <= kDotRows rows a transposed K tile would cost as much as the product itself, so each
+// key row is read once (from the tensor itself when it is float32) and dotted with all R rows.
+constexpr int64_t kDotRows = 8;
+
+template <int W>
+MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
+  if constexpr (W > 4) {
+    simd::Vec<W / 2> lo, hi;
+    std::memcpy(&lo, &v, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+    simd::add<W / 2>(lo, hi);
+    return hsum_tree<W / 2>(lo);
+  } else {
+    return (v[0] + v[1]) + (v[2] + v[3]);
+  }
+}
+
+// RR rows x KB keys at a time (independent accumulator chains for latency).
+template <int RR, int KB, int W>
+MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __restrict K,
+                           int64_t ldk, float* __restrict S, int64_t lds) {
+  using V = simd::Vec<W>;
+  const int64_t Dv = D / W * W;
+  V acc[RR][KB];
+  for (int r = 0; r < RR; ++r)
+    for (int b = 0; b < KB; ++b) simd::splat<W>(acc[r][b], 0.f);
+  for (int64_t d = 0; d < Dv; d += W) {
+    V kv[KB];
+    for (int b = 0; b < KB; ++b) simd::load<W>(kv[b], K + b * ldk + d);
+    for (int r = 0; r < RR; ++r) {
+      V qv;
+      simd::load<W>(qv, Q + r * D + d);
+      for (int b = 0; b < KB; ++b) simd::madd<W>(acc[r][b], qv, kv[b]);
+    }
+  }
+  for (int r = 0; r < RR; ++r)
+    for (int b = 0; b < KB; ++b) {
+      float s = hsum_tree<W>(acc[r][b]);
+      for (int64_t d = Dv; d < D; ++d) s += Q[r * D + d] * K[b * ldk + d];
+      S[r * lds + b] = s;
+    }
+}
+
+template <int RR, int W>
+MTO_INLINE void dots_rows(int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
+                          float* S, int64_t lds) {
+  constexpr int KB = RR <= 2 ? 4 : RR <= 4 ? 2 : 1;  // keep RR * KB accumulators <= 8
+  int64_t j = 0;
+  for (; j + KB <= n; j += KB) dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+}
+
+template <int W>
+MTO_INLINE void dots(int64_t R, int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
+                     float* S, int64_t lds) {
+  switch (R) {
+    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds);
+    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds);
+    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds);
+    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds);
+    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds);
+    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds);
+    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds);
+    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds);
   }
 }
 
@@ -192,7 +292,7 @@ MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t
     }
     case DType::Float16: {
       const uint16_t* mk = static_cast<const uint16_t*>(pl.mask) + base;
-      for (int64_t j = 0; j < n; ++j) s[j] += half_to_float(mk[(j0 + j) * sj]) * kLog2e;
+      for (int64_t j = 0; j < n; ++j) s[j] += half_to_float_inline(mk[(j0 + j) * sj]) * kLog2e;
       break;
     }
     case DType::BFloat16: {
@@ -204,7 +304,9 @@ MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t
 }
 
 // Online-softmax update of one row for one tile of nc scores (keys past the tile are -inf already).
-// Returns false when the row has still seen no key (its P row is left all zero).
+// Returns false when the row has still seen no key (its P row is left all zero). The max ignores
+// NaN scores, so a tile of only NaN and -inf would look fully masked: l is made NaN instead, and
+// the row's output is NaN as it would be without the online rewrite.
 MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l, float* __restrict orow,
                                  int64_t Dp) {
   float mx[kNR];
@@ -215,7 +317,10 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
   for (int c = 0; c < kNR; ++c) tmax = std::max(tmax, mx[c]);
   const float m_new = std::max(*m, tmax);
   if (m_new == kNegInf) {  // nothing visible yet: exp2(-inf - -inf) would be NaN
-    for (int64_t j = 0; j < nc; ++j) s[j] = 0.f;
+    for (int64_t j = 0; j < nc; ++j) {
+      if (s[j] != s[j]) *l = std::numeric_limits<float>::quiet_NaN();
+      s[j] = 0.f;
+    }
     return false;
   }
   float sum[kNR];
@@ -279,27 +384,28 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
 
   const int64_t kv_row0 = (b * p.Hkv + kvh) * p.Lk;
   float* Kt = sc.kt.data();
-  float* tmp = sc.rowtmp.data();
   for (int64_t j0 = j_begin; j0 < j_end; j0 += kTileK) {
     const int64_t n = std::min(kTileK, j_end - j0);
     const int64_t nc = round_up(n, kNR);
 
-    // Kt[d, j] = K[j0 + j, d], as float32; columns [n, nc) zero.
-    for (int64_t j = 0; j < n; ++j) {
-      const float* krow;
-      if (pl.k->is_f32()) {
-        krow = pl.k->f32_row(kv_row0 + j0 + j);
-      } else {
-        pl.k->load(kv_row0 + j0 + j, 1, tmp, D);
-        krow = tmp;
-      }
-      for (int64_t d = 0; d < D; ++d) Kt[d * kTileK + j] = krow[d];
+    const float* ksrc;  // K[j0 : j0 + n] as float32 rows
+    if (pl.k->is_f32()) {
+      ksrc = pl.k->f32_row(kv_row0 + j0);
+    } else {
+      pl.k->load(kv_row0 + j0, n, sc.ktmp.data(), D);
+      ksrc = sc.ktmp.data();
     }
-    if (nc > n)
-      for (int64_t d = 0; d < D; ++d)
-        for (int64_t j = n; j < nc; ++j) Kt[d * kTileK + j] = 0.f;
-
-    gemm<MR, W>(R, nc, D, Q, D, Kt, kTileK, S, kTileK, false);
+    if (R <= kDotRows) {
+      dots<W>(R, n, D, Q, ksrc, D, S, kTileK);
+    } else {
+      // Kt[d, j] = K[j0 + j, d]; columns [n, nc) zero.
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t d = 0; d < D; ++d) Kt[d * kTileK + j] = ksrc[j * D + d];
+      if (nc > n)
+        for (int64_t d = 0; d < D; ++d)
+          for (int64_t j = n; j < nc; ++j) Kt[d * kTileK + j] = 0.f;
+      gemm<MR, W>(R, nc, D, Q, D, Kt, kTileK, S, kTileK, false);
+    }
 
     bool any_live = false;
     for (int64_t r = 0; r < R; ++r) {
@@ -335,11 +441,11 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       const int64_t g = r / nq, i = i0 + r % nq, h = kvh * G + g;
       float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
       const float* src = O + r * Dp;
-      if (l[r] > 0.f) {
+      if (l[r] == 0.f) {  // saw no key
+        for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
+      } else {
         const float inv = 1.f / l[r];
         for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * inv;
-      } else {
-        for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
       }
     }
   } else {
@@ -347,6 +453,22 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
     std::copy(m, m + R, part);
     std::copy(l, l + R, part + pl.Rmax);
     std::copy(O, O + R * Dp, part + 2 * pl.Rmax);
+  }
+}
+
+Scratch::Scratch(const Plan& pl) {
+  const int64_t D = pl.p->D;
+  try {
+    q.resize(size_t(pl.Rmax * D));
+    if (pl.Rmax > kDotRows) kt.resize(size_t(D * kTileK));
+    if (!pl.k->is_f32()) ktmp.resize(size_t(kTileK * D));
+    if (!(pl.v->is_f32() && pl.Dp == D)) vt.assign(size_t(kTileK * pl.Dp), 0.f);  // [D, Dp) stays 0
+    s.resize(size_t(pl.Rmax * kTileK));
+    o.resize(size_t(pl.Rmax * pl.Dp));
+    m.resize(size_t(pl.Rmax));
+    l.resize(size_t(pl.Rmax));
+  } catch (const std::bad_alloc&) {
+    throw Error(code::OOM, "attention: could not allocate its per-thread scratch");
   }
 }
 
@@ -399,14 +521,17 @@ void merge_splits(const Plan& pl, int64_t task0) {
   for (int64_t r = 0; r < pl.G * nq; ++r) {
     const int64_t g = r / nq, i = i0 + r % nq, h = kvh * pl.G + g;
     float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
-    float M = kNegInf;
-    for (int64_t s = 0; s < pl.nsplit; ++s) M = std::max(M, base[s * pl.partial_stride() + r]);
-    for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
-    if (M == kNegInf) continue;  // the row saw no key in any split
-    float L = 0.f;
+    float M = kNegInf, L = 0.f;
     for (int64_t s = 0; s < pl.nsplit; ++s) {
       const float* part = base + s * pl.partial_stride();
-      if (part[r] == kNegInf) continue;
+      M = std::max(M, part[r]);
+      if (part[pl.Rmax + r] != part[pl.Rmax + r]) L = part[pl.Rmax + r];  // NaN (see softmax_row)
+    }
+    for (int64_t d = 0; d < D; ++d) dst[d] = M == kNegInf ? L : 0.f;  // no key seen: 0 (or NaN)
+    if (M == kNegInf) continue;
+    for (int64_t s = 0; s < pl.nsplit; ++s) {
+      const float* part = base + s * pl.partial_stride();
+      if (part[r] == kNegInf && part[pl.Rmax + r] == 0.f) continue;
       const float w = exp2_nonpos(part[r] - M);
       L += w * part[pl.Rmax + r];
       const float* os = part + 2 * pl.Rmax + r * Dp;
@@ -444,7 +569,7 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
   // Query blocks: about 128 rows per task so a converted K/V tile is reused widely, but small
   // enough to give every thread several tasks.
   const int64_t threads = pool.size();
-  pl.Bq = std::min(p.Lq, std::max<int64_t>(1, 128 / pl.G));
+  pl.Bq = std::min(p.Lq, std::max<int64_t>(1, kTaskRows / pl.G));
   auto count_tasks = [&](int64_t bq) { return p.B * p.Hkv * ((p.Lq + bq - 1) / bq); };
   while (pl.Bq > 8 && count_tasks(pl.Bq) < 4 * threads) pl.Bq = (pl.Bq + 1) / 2;
   pl.nqb = (p.Lq + pl.Bq - 1) / pl.Bq;
@@ -464,7 +589,11 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
 
   std::vector<float> partial;
   if (pl.nsplit > 1) {
-    partial.resize(size_t(tasks0 * pl.nsplit * pl.partial_stride()));
+    try {
+      partial.resize(size_t(tasks0 * pl.nsplit * pl.partial_stride()));
+    } catch (const std::bad_alloc&) {
+      throw Error(code::OOM, "attention: could not allocate the flash-decoding partial results");
+    }
     pl.partial = partial.data();
   }
   pl.o = o;

@@ -29,14 +29,16 @@ class PanelSource {
   virtual void pack(int64_t b, int64_t n0, int64_t nc, int64_t k0, int64_t kc, float* dst) const = 0;
 };
 
-// Supplies rows of W = B^T (linear's weights w[N, K]) as float32 spans.
+// Supplies rows of a row-major matrix as float32 spans: rows of W = B^T for gemm/gemv_t (linear's
+// weights w[N, K]), rows of B for gemv_n (matmul's b[K, N]).
 class RowSpanSource {
  public:
   virtual ~RowSpanSource() = default;
-  // Returns w[n, k0:k1) as float32: a pointer into the weights when they are float32 already,
-  // else `scratch` (room for k1 - k0 floats) after decoding into it. k0 is a multiple of
-  // kDepthBlock; k1 is one too or equals K. Called concurrently from several threads.
-  virtual const float* span(int64_t n, int64_t k0, int64_t k1, float* scratch) const = 0;
+  // Returns row[begin:end) as float32: a pointer into the matrix when it is float32 already, else
+  // `scratch` (room for end - begin floats) after converting or decoding into it. For W rows,
+  // begin is a multiple of kDepthBlock and end is one too or the row's end (so quantized rows are
+  // asked for whole blocks). Called concurrently from several threads.
+  virtual const float* span(int64_t row, int64_t begin, int64_t end, float* scratch) const = 0;
 };
 
 // Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel.
@@ -63,10 +65,16 @@ void gemm(ThreadPool& pool, const GemmArgs& g, const PanelSource& b);
 // Up to this many rows of A, linear uses gemv_t instead of gemm.
 constexpr int64_t kGemvMaxRows = 8;
 
-// C[M, N] = A[M, K] @ W^T (+ bias[N]) for M <= kGemvMaxRows: every W row span is fetched (decoded)
-// once and dotted with each row of A while it is in L1.
+// C[M, N] = A[M, K] @ W^T (+ bias[N]): every W row span is fetched (decoded) once and dotted with
+// each row of A while it is in L1. Any M works; beyond kGemvMaxRows gemm is faster.
 void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
             const RowSpanSource& w, const float* bias, float* c, int64_t ldc);
+
+// C[b] = A[b] @ B[b] (+ bias) with B row-major, for few rows of A (matmul's small-M case): no
+// packing; every row of B streams through once, in long contiguous runs, while the rows of C
+// accumulate in L1. Row k of B[b] is b_rows.span(b * b_batch_rows + k, n0, n1, scratch)
+// (b_batch_rows = 0: every batch shares B).
+void gemv_n(ThreadPool& pool, const GemmArgs& g, const RowSpanSource& b_rows, int64_t b_batch_rows);
 
 // Which kernels run: chosen once from the CPU (on x86-64 Linux: AVX-512, else AVX2+FMA, else the
 // baseline); the environment variable METAL_TENSOROPS_CPU_ISA=baseline|avx2|avx512 caps it.

@@ -3,7 +3,7 @@
 // a becomes float32 rows once; b is packed panel by panel straight from its storage (converted
 // from float16/bfloat16 on the way) by DensePanels, and the gemm core does the rest. With b shared
 // by every batch, the batch folds into M: one [batch * M, K] @ [K, N] product, so b is packed once
-// per panel for all batches.
+// per panel for all batches. With few rows of a, gemv_n streams b's rows instead (no packing).
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -38,6 +38,10 @@ class DensePanels final : public PanelSource {
       float* group = dst + k * kPanelWidth;
       for (int64_t s = 0; s < nc; s += kPanelWidth, group += kc * kPanelWidth) {
         const int64_t nr = std::min<int64_t>(kPanelWidth, nc - s);
+        if (nr == kPanelWidth) {  // constant size: an inlined vector copy, not a libc call
+          std::memcpy(group, row + s, kPanelWidth * sizeof(float));
+          continue;
+        }
         std::memcpy(group, row + s, size_t(nr) * sizeof(float));
         for (int64_t j = nr; j < kPanelWidth; ++j) group[j] = 0.f;
       }
@@ -48,6 +52,24 @@ class DensePanels final : public PanelSource {
   const uint8_t* bytes_;
   DType dtype_;
   int64_t N_, batch_stride_;
+};
+
+// Rows of b viewed as [rows, N] (the batches stacked), any float dtype, for gemv_n.
+class DenseRows final : public RowSpanSource {
+ public:
+  DenseRows(const Tensor& b, int64_t N)
+      : bytes_(static_cast<const uint8_t*>(b.buffer->data())), dtype_(b.dtype), N_(N) {}
+  const float* span(int64_t row, int64_t n0, int64_t n1, float* scratch) const override {
+    const size_t offset = size_t(row * N_ + n0);
+    if (dtype_ == DType::Float32) return reinterpret_cast<const float*>(bytes_) + offset;
+    to_float32(dtype_, bytes_ + offset * dtype_size(dtype_), scratch, size_t(n1 - n0));
+    return scratch;
+  }
+
+ private:
+  const uint8_t* bytes_;
+  DType dtype_;
+  int64_t N_;
 };
 
 }  // namespace
@@ -87,6 +109,10 @@ void matmul(ThreadPool& pool, const Tensor& a, const Tensor& b, const MatmulPara
     g.c_batch_stride = M * N;
   } else {
     g.M = batch * M;  // every batch multiplies the same b: one taller product
+  }
+  if (g.M <= kGemvMaxRows) {  // few rows: stream b once instead of packing it
+    gemv_n(pool, g, DenseRows(b, N), p.b_batched ? K : 0);
+    return;
   }
   gemm(pool, g, DensePanels(b, K, N, p.b_batched));
 }

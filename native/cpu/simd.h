@@ -14,6 +14,9 @@ namespace mto::cpu::simd {
 
 #if defined(__GNUC__) || defined(__clang__)
 #define MTO_INLINE inline __attribute__((always_inline))
+// Fully unrolls a loop over registers (accumulator rows, vectors of a tile). Without it GCC may
+// keep a small array of vectors in memory, or even turn its loads into a memcpy call.
+#define MTO_UNROLL _Pragma("GCC unroll 16")
 
 template <int W> struct VecT;
 template <> struct VecT<4> { typedef float type __attribute__((vector_size(16))); };
@@ -36,6 +39,7 @@ template <int W> MTO_INLINE void add(Vec<W>& acc, const Vec<W>& a) { acc += a; }
 #else
 #define MTO_INLINE inline
 #endif
+#define MTO_UNROLL
 
 template <int W> struct Vec { float v[W]; float operator[](int i) const { return v[i]; } };
 template <int W> MTO_INLINE void splat(Vec<W>& v, float s) { for (int i = 0; i < W; ++i) v.v[i] = s; }
@@ -63,8 +67,8 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
 
 // dst[j * ld + i] = src[i][j] for a 4 x 4 block: rows of 4 consecutive floats become columns.
 // Packing panels is a transpose; shuffles do it 2-3x faster than scalar moves.
-#if defined(__has_builtin)
-#if __has_builtin(__builtin_shufflevector)
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)  // clang, GCC >= 12
 #define MTO_HAS_SHUFFLE 1
 #endif
 #endif

@@ -1,0 +1,283 @@
+// Test-only bindings of native/core's metal host logic (see internal.h). Each function converts
+// plain JS objects to the core types, runs the real code, and returns plain objects.
+#include "internal.h"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/buffer_pool.h"
+#include "core/capabilities.h"
+#include "core/error.h"
+#include "core/pipeline_key.h"
+#include "core/tiers.h"
+#include "errors.h"
+
+namespace mto::addon {
+namespace {
+
+std::string str_field(Napi::Object o, const char* key) {
+  Napi::Value v = o.Get(key);
+  return v.IsString() ? v.As<Napi::String>().Utf8Value() : std::string();
+}
+bool bool_field(Napi::Object o, const char* key) {
+  Napi::Value v = o.Get(key);
+  return v.IsBoolean() && v.As<Napi::Boolean>().Value();
+}
+double num_field(Napi::Object o, const char* key) {
+  Napi::Value v = o.Get(key);
+  return v.IsNumber() ? v.As<Napi::Number>().DoubleValue() : 0;
+}
+
+// "26.2" or "26.2.1" -> OsVersion.
+OsVersion parse_os(const std::string& s) {
+  OsVersion v;
+  std::sscanf(s.c_str(), "%d.%d.%d", &v.major, &v.minor, &v.patch);
+  return v;
+}
+
+// { hasDevice, deviceName, architecture, os: "26.2", rosetta, appleFamily, metal4Family,
+//   unifiedMemory, recommendedWorkingSet, probes: { [tier]: true | "error text" } }
+// A tier missing from `probes` compiles fine when probed.
+Capabilities read_caps(Napi::Value v) {
+  if (!v.IsObject()) throw Error(code::Arg, "caps must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  Capabilities c;
+  c.has_device = bool_field(o, "hasDevice");
+  c.device_name = str_field(o, "deviceName");
+  c.architecture = str_field(o, "architecture");
+  c.os = parse_os(str_field(o, "os"));
+  c.rosetta = bool_field(o, "rosetta");
+  c.apple_family = int(num_field(o, "appleFamily"));
+  c.metal4_family = bool_field(o, "metal4Family");
+  c.unified_memory = bool_field(o, "unifiedMemory");
+  c.recommended_working_set = uint64_t(num_field(o, "recommendedWorkingSet"));
+  return c;
+}
+
+ProbeResult scripted_probe(Napi::Object caps, Tier t) {
+  ProbeResult r;
+  r.state = ProbeResult::State::Ok;
+  Napi::Value probes = caps.Get("probes");
+  if (!probes.IsObject()) return r;
+  Napi::Value p = probes.As<Napi::Object>().Get(tier_name(t));
+  if (p.IsString()) {
+    r.state = ProbeResult::State::Failed;
+    r.message = p.As<Napi::String>().Utf8Value();
+  } else if (p.IsBoolean() && !p.As<Napi::Boolean>().Value()) {
+    r.state = ProbeResult::State::Failed;
+    r.message = "probe failed";
+  }
+  return r;
+}
+
+// selectTier(caps, { backend?, tier? }, { probing = true })
+//   -> { backend, tier, neuralAccelerators, fallbackReason?, probed: [tier...], needsProbe? }
+Napi::Value SelectTier(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    Capabilities caps = read_caps(info[0]);
+    Napi::Object caps_obj = info[0].As<Napi::Object>();
+    TierRequest req;
+    if (info[1].IsObject()) {
+      req.backend = str_field(info[1].As<Napi::Object>(), "backend");
+      req.tier = str_field(info[1].As<Napi::Object>(), "tier");
+    }
+    const bool probing = !(info[2].IsObject() && info[2].As<Napi::Object>().Get("probing").IsBoolean() &&
+                           !info[2].As<Napi::Object>().Get("probing").As<Napi::Boolean>().Value());
+    Napi::Array probed = Napi::Array::New(env);
+    TierChoice c;
+    if (probing) {
+      c = select_tier_probing(caps, req, [&](Tier t) {
+        probed.Set(probed.Length(), tier_name(t));
+        return scripted_probe(caps_obj, t);
+      });
+    } else {
+      c = select_tier(caps, req);
+    }
+    Napi::Object o = Napi::Object::New(env);
+    if (c.needs_probe) {
+      o.Set("needsProbe", tier_name(c.probe_needed));
+      return o;
+    }
+    o.Set("backend", c.backend);
+    o.Set("tier", tier_name(c.tier));
+    o.Set("neuralAccelerators", c.neural_accelerators);
+    if (!c.fallback_reason.empty()) o.Set("fallbackReason", c.fallback_reason);
+    o.Set("probed", probed);
+    return o;
+  });
+}
+
+// describeCaps(caps) -> { generation, neuralAcceleratorHardware, gpuFamily }
+Napi::Value DescribeCaps(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    Capabilities caps = read_caps(info[0]);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("generation", architecture_generation(caps.architecture));
+    o.Set("neuralAcceleratorHardware", gpu_has_neural_accelerators(caps));
+    o.Set("gpuFamily", gpu_family_name(caps));
+    return o;
+  });
+}
+
+// mslVersion(tier) -> { version: "4.0", raw }
+Napi::Value MslVersionOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    Tier t;
+    if (!info[0].IsString() || !parse_tier(info[0].As<Napi::String>().Utf8Value(), &t)) {
+      throw Error(code::Arg, "tier must be a tier name");
+    }
+    MslVersion v = msl_version_for(t);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("version", std::to_string(v.major) + "." + std::to_string(v.minor));
+    o.Set("raw", double(v.raw()));
+    return o;
+  });
+}
+
+size_t read_size(Napi::Value v, const char* arg) {
+  if (!v.IsNumber()) throw Error(code::Arg, std::string(arg) + " must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= 0) || d > 9007199254740991.0 || std::floor(d) != d) {
+    throw Error(code::Arg, std::string(arg) + " must be a non-negative integer");
+  }
+  return size_t(d);
+}
+
+Napi::Value SizeClass(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    return Napi::Number::New(env, double(size_pool_class(read_size(info[0], "bytes"))));
+  });
+}
+
+// poolRun({ cacheLimit, maxOutstanding? }, script) where script items are { acquire: bytes } or
+// { release: i } (i = the script index of the acquire). A fake allocator hands out numbered
+// handles and fails once maxOutstanding handles exist. Returns { steps: [{ handle, bytes, reused }
+// | { error, code }], stats, freed: [handle...] }.
+Napi::Value PoolRun(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    if (!info[0].IsObject() || !info[1].IsArray()) throw Error(code::Arg, "poolRun(options, script)");
+    Napi::Object opts = info[0].As<Napi::Object>();
+    const size_t limit = read_size(opts.Get("cacheLimit"), "cacheLimit");
+    const double max_outstanding = opts.Get("maxOutstanding").IsNumber() ? num_field(opts, "maxOutstanding") : 1e18;
+    size_t next = 1, outstanding = 0;
+    Napi::Array freed = Napi::Array::New(env);
+    SizeClassPool pool(
+        limit,
+        [&](size_t) -> void* {
+          if (double(outstanding) >= max_outstanding) return nullptr;
+          ++outstanding;
+          return reinterpret_cast<void*>(next++);
+        },
+        [&](void* h) {
+          --outstanding;
+          freed.Set(freed.Length(), double(reinterpret_cast<uintptr_t>(h)));
+        });
+    Napi::Array script = info[1].As<Napi::Array>();
+    std::vector<SizeClassPool::Block> blocks(script.Length());
+    Napi::Array steps = Napi::Array::New(env);
+    for (uint32_t i = 0; i < script.Length(); ++i) {
+      Napi::Object op = script.Get(i).As<Napi::Object>();
+      Napi::Object step = Napi::Object::New(env);
+      if (op.Has("acquire")) {
+        try {
+          bool reused = false;
+          blocks[i] = pool.acquire(read_size(op.Get("acquire"), "acquire"), &reused);
+          step.Set("handle", double(reinterpret_cast<uintptr_t>(blocks[i].handle)));
+          step.Set("bytes", double(blocks[i].bytes));
+          step.Set("reused", reused);
+        } catch (const Error& e) {
+          step.Set("error", e.what());
+          step.Set("code", e.code());
+        }
+      } else {
+        const size_t at = read_size(op.Get("release"), "release");
+        if (at >= blocks.size()) throw Error(code::Arg, "release index out of range");
+        pool.release(blocks[at]);
+        blocks[at] = {};
+      }
+      steps.Set(i, step);
+    }
+    const SizeClassPool::Stats s = pool.stats();
+    Napi::Object stats = Napi::Object::New(env);
+    stats.Set("liveBytes", double(s.live_bytes));
+    stats.Set("cachedBytes", double(s.cached_bytes));
+    stats.Set("cachedBlocks", double(s.cached_blocks));
+    stats.Set("allocations", double(s.allocations));
+    stats.Set("reuses", double(s.reuses));
+    stats.Set("frees", double(s.frees));
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("steps", steps);
+    out.Set("stats", stats);
+    out.Set("freed", freed);
+    return out;
+  });
+}
+
+FunctionConstant read_constant(Napi::Value v) {
+  if (!v.IsObject()) throw Error(code::Arg, "each constant must be { index, type, value }");
+  Napi::Object o = v.As<Napi::Object>();
+  FunctionConstant c;
+  const double index = num_field(o, "index");
+  if (index < 0 || index > 65535 || std::floor(index) != index) {
+    throw Error(code::Arg, "constant index must be an integer from 0 to 65535");
+  }
+  c.index = uint32_t(index);
+  const std::string type = str_field(o, "type");
+  if (!parse_constant_type(type, &c.type)) {
+    throw Error(code::Arg, "constant type must be 'bool', 'i16', 'u16', 'i32', 'u32' or 'f32'; got '" + type + "'");
+  }
+  Napi::Value value = o.Get("value");
+  if (c.type == ConstantType::Bool) {
+    if (!value.IsBoolean()) throw Error(code::Arg, "a bool constant needs a boolean value");
+    return FunctionConstant::boolean(c.index, value.As<Napi::Boolean>().Value());
+  }
+  if (!value.IsNumber()) throw Error(code::Arg, "constant value must be a number");
+  const double d = value.As<Napi::Number>().DoubleValue();
+  if (c.type == ConstantType::Float32) return FunctionConstant::f32(c.index, float(d));
+  const bool is_signed = c.type == ConstantType::Int16 || c.type == ConstantType::Int32;
+  const double lo = is_signed ? (c.type == ConstantType::Int16 ? -32768.0 : -2147483648.0) : 0.0;
+  const double hi = c.type == ConstantType::Int16 ? 32767.0 : c.type == ConstantType::UInt16 ? 65535.0
+                  : c.type == ConstantType::Int32 ? 2147483647.0 : 4294967295.0;
+  if (std::floor(d) != d || d < lo || d > hi) {
+    throw Error(code::Arg, "constant " + std::to_string(c.index) + " value does not fit " + type);
+  }
+  c.bits = is_signed ? uint32_t(int32_t(d)) : uint32_t(d);
+  if (c.type == ConstantType::Int16) c.bits &= 0xffff;
+  return c;
+}
+
+// pipelineKey(kernel, [{ index, type, value }]) -> string
+Napi::Value PipelineKey(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    if (!info[0].IsString()) throw Error(code::Arg, "kernel must be a string");
+    std::vector<FunctionConstant> constants;
+    if (info[1].IsArray()) {
+      Napi::Array a = info[1].As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); ++i) constants.push_back(read_constant(a.Get(i)));
+    }
+    return Napi::String::New(env, pipeline_key(info[0].As<Napi::String>().Utf8Value(), constants));
+  });
+}
+
+}  // namespace
+
+Napi::Object InitInternal(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("selectTier", Napi::Function::New(env, SelectTier, "selectTier"));
+  o.Set("describeCaps", Napi::Function::New(env, DescribeCaps, "describeCaps"));
+  o.Set("mslVersion", Napi::Function::New(env, MslVersionOf, "mslVersion"));
+  o.Set("sizeClass", Napi::Function::New(env, SizeClass, "sizeClass"));
+  o.Set("poolRun", Napi::Function::New(env, PoolRun, "poolRun"));
+  o.Set("pipelineKey", Napi::Function::New(env, PipelineKey, "pipelineKey"));
+  return o;
+}
+
+}  // namespace mto::addon

@@ -1,0 +1,9 @@
+// `binding._internal`: the backend-neutral metal host logic (tier selection, buffer pool size
+// classes and reuse, pipeline cache keys) exposed for unit tests only. Not part of the public
+// API; lib/ never calls it.
+#pragma once
+#include <napi.h>
+
+namespace mto::addon {
+Napi::Object InitInternal(Napi::Env env);
+}

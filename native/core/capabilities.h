@@ -1,0 +1,76 @@
+// What a machine offers the metal backend, as plain data. native/metal/device.mm fills it from
+// Metal on a Mac (device.mm, probe.mm); tests fill it by hand. Everything that decides from it
+// (tiers.h) is backend-neutral C++ so it is compiled and unit-tested on every platform.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace mto {
+
+// The metal tiers, fastest first in the order tiers.cc tries them (ARCHITECTURE.md "Metal backend
+// tiers"); Cpu means the cpu backend.
+enum class Tier : uint8_t { Cpu = 0, Simdgroup = 1, TensorOps = 2, TensorOpsMx = 3 };
+constexpr int kTierCount = 4;
+
+const char* tier_name(Tier t);  // "cpu", "simdgroup", "tensorops", "tensorops-mx"
+// Returns false when `name` is not a tier name.
+bool parse_tier(const std::string& name, Tier* out);
+
+struct OsVersion {
+  int major = 0, minor = 0, patch = 0;
+  bool at_least(int maj, int min = 0) const { return major > maj || (major == maj && minor >= min); }
+};
+std::string os_version_string(const OsVersion& v);  // "26.2" or "26.2.1"
+
+// MSL version a tier's kernels and probe compile with. MTLCompileOptions.languageVersion is
+// always set explicitly from this: left unset it defaults to the SDK's version and the TensorOps
+// headers expand to nothing ("use of undeclared identifier 'mpp'", METAL.md).
+struct MslVersion {
+  int major = 0, minor = 0;
+  // MTLLanguageVersion's raw value: (major << 16) + minor, e.g. 4.0 -> 0x40000 (METAL.md).
+  uint32_t raw() const { return (uint32_t(major) << 16) + uint32_t(minor); }
+};
+// simdgroup 3.1 (bfloat needs 3.1; macOS 14), tensorops 4.0 (macOS 26), tensorops-mx 4.1
+// (macOS 27, scale planes). Cpu -> {0, 0}.
+MslVersion msl_version_for(Tier t);
+
+// Outcome of compiling a tier's probe kernel and making its pipeline (probe.mm).
+struct ProbeResult {
+  enum class State : uint8_t { NotRun, Ok, Failed };
+  State state = State::NotRun;
+  std::string message;  // the compiler's or Metal's error text when Failed
+};
+
+struct Capabilities {
+  bool has_device = false;        // MTLCreateSystemDefaultDevice or MTLCopyAllDevices found one
+  std::string device_name;        // "Apple M4 Pro", "Apple Paravirtual device"
+  std::string architecture;       // MTLDevice.architecture.name, "applegpu_g17s"; "" if unknown
+  OsVersion os;                   // the running macOS (device.mm)
+  bool rosetta = false;           // an x86-64 process translated by Rosetta 2
+  // Highest N for which supportsFamily:MTLGPUFamilyAppleN is true (7 = M1, 8 = M2, 9 = M3/M4,
+  // 10 = M5/A19), 0 when none. Apple10 (raw 1010) marks the GPUs with neural accelerators.
+  int apple_family = 0;
+  bool metal4_family = false;     // supportsFamily:MTLGPUFamilyMetal4 (raw 5002)
+  bool unified_memory = false;
+  uint64_t recommended_working_set = 0;  // bytes
+  ProbeResult probe[kTierCount];  // indexed by Tier; probe[Cpu] is unused
+
+  ProbeResult& probe_for(Tier t) { return probe[int(t)]; }
+  const ProbeResult& probe_for(Tier t) const { return probe[int(t)]; }
+};
+
+// GPU generation as MLX parses it from the architecture name (mlx/backend/metal/device.cpp,
+// Device::Device): the two digits before the last character, "applegpu_g17s" -> 17; 0 when the
+// name is too short or those are not digits.
+int architecture_generation(const std::string& arch);
+
+// Whether the GPU has neural accelerators (the matrix units TensorOps lower to). Either signal
+// suffices: family Apple10 (raw 1010, M5/A19; METAL.md, PyTorch GemmMetal gate), or MLX's
+// is_nax_available rule (device.cpp): generation >= 17, or >= 18 for a phone-class GPU (name
+// ending in 'p': the A18 Pro is applegpu_g17p but family Apple9, without them).
+bool gpu_has_neural_accelerators(const Capabilities& caps);
+
+// "apple10", "apple5"; "" when no Apple family is supported.
+std::string gpu_family_name(const Capabilities& caps);
+
+}  // namespace mto

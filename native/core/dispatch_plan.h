@@ -1,0 +1,66 @@
+// Dispatch plans for the Metal kernels of shaders/: for an op, its shapes, formats and the tier,
+// which kernel instance runs, over which grid, with which threadgroup size, what is bound at each
+// buffer index and the exact bytes of the parameter struct.
+//
+// Backend-neutral C++ compiled on every platform. The Metal host encodes exactly this plan
+// (setComputePipelineState for `kernel`, setBuffer/setBytes per slot,
+// dispatchThreadgroups:threadsPerThreadgroup:), and the MSL-on-CPU harness (test/msl) executes
+// exactly this plan, so the harness checks the host's argument layout and geometry too.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capabilities.h"
+#include "dtype.h"
+#include "formats.h"
+#include "pipeline_key.h"
+
+namespace mto::plan {
+
+// What the host binds at one [[buffer(n)]] index.
+enum class Arg : uint8_t {
+  Unused,   // declared by the kernel but never read for this plan: bind any valid buffer
+  Params,   // the plan's `params` bytes (setBytes)
+  X,        // dense input: activations or the tensor being quantized
+  WCodes,   // quantized weight planes
+  WScales,
+  WBiases,
+  Bias,     // linear bias [N], float32
+  Y,        // dense output, float32
+  Codes,    // quantize outputs
+  Scales,
+};
+const char* arg_name(Arg a);
+
+struct BufferSlot {
+  uint32_t index;
+  Arg arg;
+};
+
+struct Dispatch {
+  std::string library;  // shader file stem: "quantize" (shaders/quantize.metal), "qlinear"
+  std::string kernel;   // host name of the kernel instance in that library
+  uint32_t threadgroups[3] = {1, 1, 1};         // grid, in threadgroups
+  uint32_t threads_per_threadgroup[3] = {1, 1, 1};
+  std::vector<BufferSlot> buffers;              // every buffer index the kernel declares
+  std::vector<uint8_t> params;                  // bound at the slot whose arg is Params
+  // Function-constant specialisation of `kernel` (pipeline_key.h). Empty: these kernels are
+  // specialised by template instance, one host name per format and dtype.
+  std::vector<FunctionConstant> constants;
+  Tier tier = Tier::Simdgroup;                  // the tier whose kernels this plan uses
+  std::string fallback_reason;                  // set when the requested tier's kernels are missing
+};
+
+// MX quantization of a dense [rows, cols] tensor (cols a multiple of 32) of dtype x to format f.
+// Throws mto::Error (E_FORMAT, E_DTYPE, E_SHAPE) for what no kernel handles.
+Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
+
+// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32, w quantized with format f and
+// block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
+// tiled kernel. Tiers without their own kernels yet use the simdgroup kernels (Apple7+, which
+// every TensorOps-capable GPU is) and say so in fallback_reason; Tier::Cpu throws E_BACKEND.
+Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
+                     Tier tier);
+
+}  // namespace mto::plan

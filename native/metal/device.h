@@ -1,0 +1,26 @@
+// Picking the GPU and describing it as a Capabilities record (core/capabilities.h). Everything
+// decided from that record lives in backend-neutral C++ (core/tiers.h); this file only asks Metal
+// and the OS. Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#import <Metal/Metal.h>
+
+#include "core/capabilities.h"
+
+namespace mto::metal {
+
+// MTLCreateSystemDefaultDevice, else the first of MTLCopyAllDevices (the default device may be
+// nil in headless contexts, METAL.md); nil when the machine has no Metal device.
+id<MTLDevice> pick_device();
+
+// Everything but the probes (probe.mm fills those). `device` may be nil: then has_device is
+// false and only the OS fields are set.
+Capabilities query_capabilities(id<MTLDevice> device);
+
+// The running macOS. From sysctl kern.osproductversion, falling back to NSProcessInfo (which
+// may report a compatibility version to processes linked against an older SDK).
+OsVersion running_os_version();
+
+// True in an x86-64 process translated by Rosetta 2 (sysctl.proc_translated == 1).
+bool running_under_rosetta();
+
+}  // namespace mto::metal

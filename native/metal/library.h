@@ -1,0 +1,44 @@
+// Compiling MSL at run time and caching compute pipelines per (kernel, function constants).
+// Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#import <Metal/Metal.h>
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/capabilities.h"
+#include "core/pipeline_key.h"
+
+namespace mto::metal {
+
+// Compiles `source` as MSL `version`, with languageVersion always set explicitly (left unset, the
+// TensorOps headers silently expand to nothing, METAL.md) and fast math off (softmax relies on
+// -inf and exact exp; MLX compiles with fast math off too). Returns nil and sets *error to the
+// compiler's message on failure, or when this process cannot ask for `version`.
+id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
+                               std::string* error);
+
+// Pipelines of one library, created on first use and kept for the process (a first compile costs
+// tens of ms per kernel, METAL.md). Thread-safe.
+class PipelineCache {
+ public:
+  PipelineCache(id<MTLDevice> device, id<MTLLibrary> library);
+
+  // The pipeline for `kernel` specialised with `constants`; throws Error(E_BACKEND) carrying
+  // Metal's message when the function is missing or the pipeline cannot be made.
+  id<MTLComputePipelineState> get(const std::string& kernel, const std::vector<FunctionConstant>& constants);
+  size_t size() const;
+
+ private:
+  id<MTLComputePipelineState> build(const std::string& key, const std::string& kernel,
+                                    const std::vector<FunctionConstant>& constants);
+
+  id<MTLDevice> device_;
+  id<MTLLibrary> library_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, id<MTLComputePipelineState>> pipelines_;
+};
+
+}  // namespace mto::metal

@@ -1,0 +1,125 @@
+// MSL compilation and the pipeline cache (library.h).
+#include "library.h"
+
+#import <Foundation/Foundation.h>
+
+#include "core/error.h"
+#include "metal_constants.h"
+#include "objc_strings.h"
+
+namespace mto::metal {
+namespace {
+
+// Whether this process may ask for MSL `v`. The version numbers are raw values
+// (metal_constants.h), so the macOS they need is checked here by hand.
+bool language_version_usable(MslVersion v, std::string* why) {
+  if (v.major > 4 || (v.major == 4 && v.minor >= 1)) {
+    if (@available(macOS 27.0, *)) return true;
+    *why = "MSL 4.1 needs macOS 27 or later";
+    return false;
+  }
+  if (v.major == 4) {
+    if (@available(macOS 26.0, *)) return true;
+    // On a real macOS 26 this means the process sees a compatibility version (main executable
+    // linked against an older SDK); the message says so because the OS version alone would not.
+    *why = "MSL 4.0 needs macOS 26 or later, and this process does not see macOS 26 APIs";
+    return false;
+  }
+  if (v.major == 3 && v.minor >= 2) {
+    if (@available(macOS 15.0, *)) return true;
+    *why = "MSL 3.2 needs macOS 15 or later";
+    return false;
+  }
+  return true;  // up to 3.1: our deployment target (macOS 14) has it
+}
+
+MTLDataType data_type(ConstantType t) {
+  switch (t) {
+    case ConstantType::Bool: return MTLDataTypeBool;
+    case ConstantType::Int16: return MTLDataTypeShort;
+    case ConstantType::UInt16: return MTLDataTypeUShort;
+    case ConstantType::Int32: return MTLDataTypeInt;
+    case ConstantType::UInt32: return MTLDataTypeUInt;
+    case ConstantType::Float32: return MTLDataTypeFloat;
+  }
+  return MTLDataTypeNone;
+}
+
+MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& constants) {
+  MTLFunctionConstantValues* values = [MTLFunctionConstantValues new];
+  for (const FunctionConstant& c : constants) {
+    // setConstantValue copies from a pointer to a value of the constant's own width.
+    const bool b = c.bits != 0;
+    const uint16_t h = uint16_t(c.bits);
+    const void* p = c.type == ConstantType::Bool ? static_cast<const void*>(&b)
+                    : (c.type == ConstantType::Int16 || c.type == ConstantType::UInt16)
+                        ? static_cast<const void*>(&h)
+                        : static_cast<const void*>(&c.bits);
+    [values setConstantValue:p type:data_type(c.type) atIndex:c.index];
+  }
+  return values;
+}
+
+}  // namespace
+
+id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
+                               std::string* error) {
+  if (!language_version_usable(version, error)) return nil;
+  @autoreleasepool {
+    MTLCompileOptions* options = [MTLCompileOptions new];
+    options.languageVersion = language_version(version);
+    options.fastMathEnabled = NO;  // deprecated from macOS 15 in favour of mathMode; same effect
+    NSError* err = nil;
+    id<MTLLibrary> library = [device newLibraryWithSource:to_ns(source) options:options error:&err];
+    if (!library) *error = error_text(err, "newLibraryWithSource:options:error: returned nil");
+    return library;
+  }
+}
+
+PipelineCache::PipelineCache(id<MTLDevice> device, id<MTLLibrary> library)
+    : device_(device), library_(library) {}
+
+id<MTLComputePipelineState> PipelineCache::get(const std::string& kernel,
+                                               const std::vector<FunctionConstant>& constants) {
+  const std::string key = pipeline_key(kernel, constants);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pipelines_.find(key);
+  if (it != pipelines_.end()) return it->second;
+  id<MTLComputePipelineState> pipeline = build(key, kernel, constants);
+  pipelines_.emplace(key, pipeline);
+  return pipeline;
+}
+
+size_t PipelineCache::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pipelines_.size();
+}
+
+id<MTLComputePipelineState> PipelineCache::build(const std::string& key, const std::string& kernel,
+                                                 const std::vector<FunctionConstant>& constants) {
+  id<MTLComputePipelineState> pipeline = nil;
+  std::string failure;
+  @autoreleasepool {  // the C++ exception is thrown after the pool is popped
+    NSError* err = nil;
+    id<MTLFunction> function =
+        constants.empty() ? [library_ newFunctionWithName:to_ns(kernel)]
+                          : [library_ newFunctionWithName:to_ns(kernel)
+                                           constantValues:constant_values(constants)
+                                                    error:&err];
+    if (!function) {
+      failure = "Metal kernel " + key + " is not in the library: " + error_text(err, "no function of that name");
+    } else {
+      pipeline = [device_ newComputePipelineStateWithFunction:function error:&err];
+      // A pipeline with no threads per threadgroup cannot be dispatched (llama.cpp rejects these too).
+      if (!pipeline || pipeline.maxTotalThreadsPerThreadgroup == 0) {
+        failure = "could not create the Metal pipeline " + key + ": " +
+                  error_text(err, "maxTotalThreadsPerThreadgroup is 0");
+        pipeline = nil;
+      }
+    }
+  }
+  if (!pipeline) throw Error(code::Backend, failure);
+  return pipeline;
+}
+
+}  // namespace mto::metal

@@ -1,0 +1,127 @@
+#!/usr/bin/env node
+// `npm run check:metal`: type-checks the Objective-C++ Metal host code (native/metal/*.mm) on a
+// machine without Apple's SDK, following ../shared/design/VERIFY.md: clang targets macOS 14 on
+// arm64, compiles against our declarations of the Metal and Foundation subset we use
+// (test/metal-sdk/, each declaration with its macOS availability), and turns the two mistakes
+// that otherwise only show on a Mac into errors: a selector that does not exist
+// (-Werror=objc-method-access) and a macOS 26/27 API used outside `if (@available(...))`
+// (-Werror=unguarded-availability-new). C++ standard headers come from Debian's arm64 cross
+// packages so libstdc++'s architecture checks pass.
+//
+//   node scripts/check-metal.mjs                 check every native/metal/*.mm
+//   node scripts/check-metal.mjs FILE.mm...      check these files (tests check modified copies)
+//   node scripts/check-metal.mjs --extract-msl DIR
+//                                                write the MSL sources embedded in native/metal
+//                                                (marked `// msl-source: NAME std=metalX.Y`) to
+//                                                DIR/NAME.metal plus DIR/manifest.json, for the
+//                                                macOS workflow's offline `xcrun metal` compile
+//
+// Exit status: 0 when every file passes; 1 when any fails (the compiler's messages are printed);
+// 2 when the toolchain is missing (the message says what to install).
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const metalDir = join(root, 'native', 'metal');
+const sdkDir = join(root, 'test', 'metal-sdk');
+const crossInclude = '/usr/aarch64-linux-gnu/include';
+const crossCxx = `${crossInclude}/c++/12`;
+const INSTALL_HINT =
+  'install it with: apt-get install -y clang-19 libc6-dev-arm64-cross libstdc++-12-dev-arm64-cross';
+
+function findClang() {
+  const candidates = process.env.CLANGXX ? [process.env.CLANGXX] : ['clang++-19', 'clang++-20', 'clang++-18', 'clang++'];
+  for (const cc of candidates) {
+    const r = spawnSync(cc, ['--version'], { encoding: 'utf8' });
+    if (r.status === 0) return cc;
+  }
+  return undefined;
+}
+
+function clangArgs(file) {
+  return [
+    '-x', 'objective-c++', '-std=c++17', '-fsyntax-only',
+    '-target', 'arm64-apple-macos14.0',           // sources.json macos_deployment_target
+    '-fobjc-arc', '-fblocks', '-fexceptions',     // as binding.gyp / CMakeLists.txt build them
+    '-nostdinc++', '-nostdlibinc',
+    // With a darwin target clang predefines these as nullability keywords, which breaks glibc's
+    // __nonnull((1)) macro; glibc's wide-char and locale declarations need _GNU_SOURCE.
+    '-U__nonnull', '-U__nullable', '-D_GNU_SOURCE',
+    '-isystem', crossCxx, '-isystem', `${crossCxx}/aarch64-linux-gnu`, '-isystem', crossInclude,
+    '-I', sdkDir, '-I', join(root, 'native'), '-I', join(root, 'shaders'),
+    '-Wall', '-Wextra', '-Werror',
+    '-Werror=unguarded-availability', '-Werror=unguarded-availability-new',
+    '-Werror=objc-method-access',
+    '-Wno-nullability-completeness',
+    file,
+  ];
+}
+
+function extractMsl(outDir) {
+  mkdirSync(outDir, { recursive: true });
+  const marker = /\/\/ msl-source: (\w+) std=(metal\d+\.\d+)\n(?:\/\/[^\n]*\n)*[^\n]*R"msl\(([\s\S]*?)\)msl"/g;
+  const manifest = [];
+  for (const name of readdirSync(metalDir).filter((f) => /\.(h|mm)$/.test(f)).sort()) {
+    const text = readFileSync(join(metalDir, name), 'utf8');
+    for (const m of text.matchAll(marker)) {
+      const file = `${m[1]}.metal`;
+      writeFileSync(join(outDir, file), m[3].replace(/^\n/, ''));
+      manifest.push({ name: m[1], std: m[2], file, from: `native/metal/${name}` });
+    }
+  }
+  writeFileSync(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  for (const e of manifest) console.log(`${e.file}  (-std=${e.std}, from ${e.from})`);
+  return manifest.length > 0 ? 0 : 1;
+}
+
+function main(argv) {
+  const at = argv.indexOf('--extract-msl');
+  if (at >= 0) {
+    if (!argv[at + 1]) {
+      console.error('check:metal: --extract-msl needs a directory');
+      return 2;
+    }
+    return extractMsl(resolve(argv[at + 1]));
+  }
+  const clang = findClang();
+  if (!clang) {
+    console.error(`check:metal: no clang++ found; ${INSTALL_HINT}`);
+    return 2;
+  }
+  if (!existsSync(`${crossCxx}/vector`) || !existsSync(`${crossInclude}/stdlib.h`)) {
+    console.error(`check:metal: the arm64 C and C++ headers are missing (${crossCxx}); ${INSTALL_HINT}`);
+    return 2;
+  }
+  const files = argv.length > 0
+    ? argv.map((f) => resolve(f))
+    : readdirSync(metalDir).filter((f) => f.endsWith('.mm')).sort().map((f) => join(metalDir, f));
+  if (files.length === 0) {
+    console.error('check:metal: no .mm files to check');
+    return 1;
+  }
+  let failed = 0;
+  for (const file of files) {
+    const r = spawnSync(clang, clangArgs(file), { encoding: 'utf8' });
+    const shown = relative(process.cwd(), file) || file;
+    const output = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
+    if (r.status === 0 && output === '') {
+      console.log(`ok      ${shown}`);
+    } else {
+      failed += 1;
+      console.log(`FAILED  ${shown}`);
+      console.error(output || r.error?.message || `${clang} exited with ${r.status}`);
+    }
+  }
+  const summary = `check:metal: ${files.length - failed} of ${files.length} files type-check ` +
+    `(${clang}, arm64-apple-macos14.0, declarations from test/metal-sdk)`;
+  if (failed > 0) {
+    console.error(`${summary}; ${failed} FAILED`);
+    return 1;
+  }
+  console.log(summary);
+  return 0;
+}
+
+process.exitCode = main(process.argv.slice(2));

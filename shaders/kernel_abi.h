@@ -1,0 +1,29 @@
+// What crosses the boundary between host code and kernels, for both languages: fixed-width scalar
+// types for parameter structs, and the macro that names a kernel instance in the Metal library.
+//
+// Parameter structs hold only 4-byte integers, so their layout is the same in MSL and in C++
+// (native/core/dispatch_plan.cc static_asserts the sizes). Buffer indices are macros, not
+// constants, so they expand to plain integer literals inside [[buffer(n)]].
+#ifndef MTO_SHADERS_KERNEL_ABI_H
+#define MTO_SHADERS_KERNEL_ABI_H
+
+#if defined(__METAL_VERSION__)
+#include <metal_stdlib>
+typedef int mto_i32;
+#else
+#include <cstdint>
+typedef std::int32_t mto_i32;
+#endif
+
+// MTO_KERNEL_INSTANCE("host_name", function, template arguments...) instantiates a templated
+// [[kernel]] under the name the host asks the library for. The MSL-on-CPU harness (test/msl)
+// compiles kernels as C++, where an explicit instantiation cannot carry attributes: there the
+// shim's MTOH_KERNEL_INSTANCE instantiates the kernel and registers it under the same name.
+#if defined(MTOH_HARNESS)
+#define MTO_KERNEL_INSTANCE(name, func, ...) MTOH_KERNEL_INSTANCE(name, func, __VA_ARGS__)
+#else
+#define MTO_KERNEL_INSTANCE(name, func, ...) \
+  template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
+#endif
+
+#endif  // MTO_SHADERS_KERNEL_ABI_H

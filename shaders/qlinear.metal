@@ -1,0 +1,157 @@
+// Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the simdgroup tier (Apple7+),
+// every format of API.md, float32 activations and output, float32 accumulation. Weights are
+// dequantized inside the kernel by mx_dequant.h (the decoders of mx_formats.h, shared with the
+// cpu backend). Shapes and slots: qlinear_params.h; which kernel runs: native/core/dispatch_plan.cc.
+//
+//   qlinear_decode (M <= 8, token generation) is bound by memory bandwidth: each SIMD-group
+//   streams 4 weight rows once, every lane a contiguous run of codes, dots the decoded run with
+//   all M rows of x and reduces with simd_sum at the end (the shape of MLX's qmv_fast, with the
+//   M rows sharing each weight read as its wide variant does).
+//   qlinear_gemm (larger M) is bound by arithmetic: 32 x 32 tiles of y, x and dequantized w staged
+//   in threadgroup memory 64 columns of K at a time, four SIMD-groups each accumulating a 16 x 16
+//   quarter in simdgroup_matrix 8x8 tiles (the structure of llama.cpp's kernel_mul_mm).
+#include <metal_stdlib>
+
+#include "mx_dequant.h"
+#include "qlinear_params.h"
+
+using namespace metal;
+
+template <int FMT>
+[[kernel]] void qlinear_decode(
+    device const float* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
+    device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
+    device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
+    device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
+    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
+    uint group [[threadgroup_position_in_grid]],
+    ushort simd [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  // Codes per lane per step: 8 (8, 6 or 4 bytes) or, for 2-bit formats, 16 (4 bytes). Either
+  // divides 32, so a run never crosses a block and K (a multiple of 32) ends on a run boundary.
+  constexpr int RUN = mto_format_bits(FMT) == 2 ? 16 : 8;
+  constexpr int ROWS = QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
+  static_assert(ROWS == 4, "rows are reduced as one float4");
+  const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
+  const uint n0 = (group * QLINEAR_DECODE_SIMDGROUPS + simd) * ROWS;
+
+  float acc[QLINEAR_DECODE_MAX_M][ROWS];
+  for (int m = 0; m < QLINEAR_DECODE_MAX_M; ++m)
+    for (int r = 0; r < ROWS; ++r) acc[m][r] = 0.0f;
+
+  for (uint k = uint(lane) * RUN; k < K; k += 32 * RUN) {
+    float w[ROWS][RUN];
+    for (int r = 0; r < ROWS; ++r) {
+      // Rows past N (in the last threadgroup) re-read row N - 1 and are never stored.
+      const uint n = min(n0 + uint(r), N - 1);
+      mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), w[r]);
+    }
+    for (uint m = 0; m < M; ++m) {
+      const device float* xm = x + ulong(m) * K + k;
+      float xv[RUN];
+      for (int i = 0; i < RUN; ++i) xv[i] = xm[i];
+      for (int r = 0; r < ROWS; ++r) {
+        float s = 0.0f;
+        for (int i = 0; i < RUN; ++i) s += xv[i] * w[r][i];
+        acc[m][r] += s;
+      }
+    }
+  }
+
+  for (uint m = 0; m < M; ++m) {
+    const float4 sum = simd_sum(float4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
+    if (lane == 0) {
+      for (int r = 0; r < ROWS; ++r) {
+        const uint n = n0 + uint(r);
+        if (n < N) y[ulong(m) * N + n] = sum[r] + (p.has_bias ? bias[n] : 0.0f);
+      }
+    }
+  }
+}
+
+template <int FMT>
+[[kernel]] void qlinear_gemm(
+    device const float* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
+    device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
+    device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
+    device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
+    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
+    uint2 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]],
+    ushort simd [[simdgroup_index_in_threadgroup]]) {
+  constexpr int BM = QLINEAR_GEMM_BM, BN = QLINEAR_GEMM_BN, BK = QLINEAR_GEMM_BK;
+  constexpr int THREADS = 32 * QLINEAR_GEMM_SIMDGROUPS;
+  constexpr int LD = BK + 4;   // staged row stride: the pad staggers rows across memory banks
+  constexpr int RUN = 16;      // values one thread stages per tile and operand (inside one block)
+  static_assert(BM * BK == THREADS * RUN && BN * BK == THREADS * RUN, "loader covers the tiles");
+  static_assert(BM == 32 && BN == 32 && QLINEAR_GEMM_SIMDGROUPS == 4, "2 x 2 SIMD-groups of 16 x 16");
+
+  threadgroup float xs[BM][LD];
+  threadgroup float ws[BN][LD];
+  threadgroup float ys[BM][BN];
+
+  const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
+  const uint m0 = group.y * BM, n0 = group.x * BN;
+  const uint lr = tid / (BK / RUN), lc = (tid % (BK / RUN)) * RUN;  // this thread's staging run
+  const uint sm = (simd / 2) * 16, sn = (simd % 2) * 16;            // this SIMD-group's quarter
+
+  simdgroup_float8x8 acc[2][2];
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) acc[i][j] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+
+  for (uint k0 = 0; k0 < K; k0 += BK) {
+    // The tiles of the previous step must be consumed before they are overwritten.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // Stage x and dequantized w; rows past M or N and columns past K (the K tail) are zeros, so
+    // they add nothing to the products.
+    const uint k = k0 + lc;
+    const uint m = m0 + lr;
+    const bool x_in = m < M && k < K;
+    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? x[ulong(m) * K + k + uint(i)] : 0.0f;
+    const uint n = n0 + lr;
+    if (n < N && k < K) {
+      mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), &ws[lr][lc]);
+    } else {
+      for (int i = 0; i < RUN; ++i) ws[lr][lc + i] = 0.0f;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+
+    for (int kk = 0; kk < BK; kk += 8) {
+      simdgroup_float8x8 a[2], b[2];
+      for (int i = 0; i < 2; ++i) simdgroup_load(a[i], &xs[sm + 8 * i][kk], LD);
+      // w is staged as rows of W; the right operand is W^T, so load it transposed.
+      for (int j = 0; j < 2; ++j) simdgroup_load(b[j], &ws[sn + 8 * j][kk], LD, ulong2(0, 0), true);
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) simdgroup_multiply_accumulate(acc[i][j], a[i], b[j], acc[i][j]);
+    }
+  }
+
+  // Through threadgroup memory, so that edge tiles store only the elements inside y.
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j) simdgroup_store(acc[i][j], &ys[sm + 8 * i][sn + 8 * j], BN);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint e = tid; e < uint(BM * BN); e += THREADS) {
+    const uint r = e / BN, c = e % BN;
+    const uint my = m0 + r, ny = n0 + c;
+    if (my < M && ny < N) y[ulong(my) * N + ny] = ys[r][c] + (p.has_bias ? bias[ny] : 0.0f);
+  }
+}
+
+#define MTO_QLINEAR_FORMAT(fmt, name)                                       \
+  MTO_KERNEL_INSTANCE("qlinear_decode_" name "_f32", qlinear_decode, fmt)   \
+  MTO_KERNEL_INSTANCE("qlinear_gemm_" name "_f32", qlinear_gemm, fmt)
+
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP6_E3M2, "mxfp6_e3m2")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP6_E2M3, "mxfp6_e2m3")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP4, "mxfp4")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXINT8, "mxint8")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXINT4, "mxint4")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_MXINT2, "mxint2")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_AFFINE4, "affine4")
+MTO_QLINEAR_FORMAT(MTO_FORMAT_AFFINE8, "affine8")

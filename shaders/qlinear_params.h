@@ -1,0 +1,39 @@
+// The quantized linear kernels (shaders/qlinear.metal): buffer slots, tile geometry and
+// parameters, declared once for the kernels and the host (native/core/dispatch_plan.cc).
+//
+// y[M, N] = x[M, K] @ dequantize(w)[N, K]^T (+ bias[N]), float32 accumulation.
+#ifndef MTO_SHADERS_QLINEAR_PARAMS_H
+#define MTO_SHADERS_QLINEAR_PARAMS_H
+
+#include "kernel_abi.h"
+
+#define QLINEAR_BUFFER_X 0         // activations [M, K], row-major
+#define QLINEAR_BUFFER_W_CODES 1   // packed weight codes, N rows of K * bits / 8 bytes
+#define QLINEAR_BUFFER_W_SCALES 2  // MX: E8M0 bytes [N, K/32]; affine: float16 [N, K/group]
+#define QLINEAR_BUFFER_W_BIASES 3  // affine: float16 [N, K/group]; MX: unused (bind any buffer)
+#define QLINEAR_BUFFER_BIAS 4      // float32 [N] when has_bias; else unused (bind any buffer)
+#define QLINEAR_BUFFER_Y 5         // float32 [M, N]
+#define QLINEAR_BUFFER_PARAMS 6    // QLinearParams (setBytes)
+
+// Decode kernel (M <= QLINEAR_DECODE_MAX_M): each SIMD-group owns ROWS_PER_SIMDGROUP weight rows
+// and streams them once for all M rows of x; a threadgroup is SIMDGROUPS SIMD-groups.
+#define QLINEAR_DECODE_MAX_M 8
+#define QLINEAR_DECODE_SIMDGROUPS 2
+#define QLINEAR_DECODE_ROWS_PER_SIMDGROUP 4
+
+// Tiled kernel: a threadgroup computes a BM x BN tile of y, stepping through K by BK with x and
+// dequantized w staged in threadgroup memory; its SIMDGROUPS SIMD-groups (2 x 2) each own a
+// 16 x 16 quarter as 2 x 2 simdgroup_matrix 8x8 accumulators.
+#define QLINEAR_GEMM_BM 32
+#define QLINEAR_GEMM_BN 32
+#define QLINEAR_GEMM_BK 64
+#define QLINEAR_GEMM_SIMDGROUPS 4
+
+struct QLinearParams {
+  mto_i32 M, N, K;   // K a multiple of 32 (and of group_size)
+  mto_i32 group_size;  // affine group (32, 64 or 128); 32 for MX formats
+  mto_i32 has_bias;    // 1: add bias[n]
+  mto_i32 reserved[3];  // keeps the struct 32 bytes
+};
+
+#endif  // MTO_SHADERS_QLINEAR_PARAMS_H

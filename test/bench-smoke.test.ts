@@ -1,0 +1,130 @@
+// The benchmark must not rot: its quickest mode (--smoke: tiny shapes, a few repetitions) runs
+// here and its JSON document is checked for structure and for the correctness checks it makes
+// against the peer. Nothing here judges speed: speed is what `npm run bench` reports.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const root = resolve(__dirname, '..');
+const require = createRequire(__filename);
+
+interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null }
+interface Case {
+  id: string; op: string; phase: string | null; weights: string | null; threads: number;
+  ours: Timing; peer: (Timing & { op: string; error?: string }) | null; peerMissing?: string;
+  ratio: number | null; limit: string; fractionOfLimit: number | null;
+  scaling: { speedup: number } | null;
+  check: Record<string, number | string | boolean> | null;
+  targets: unknown[];
+}
+interface Doc {
+  mode: string; threads: number;
+  machine: { cpu: string; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; oneThread: { fmaGflops: number } } };
+  peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number };
+  cases: Case[];
+  summary: { checksFailed: number };
+}
+
+function bench(args: string[]): Doc {
+  const out = execFileSync(process.execPath, [join(root, 'bench/run.mjs'), '--smoke', '--json', '--threads', '2', ...args], {
+    cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 100_000, maxBuffer: 64 << 20,
+  });
+  return JSON.parse(out) as Doc;
+}
+
+function peerLoads(): boolean {
+  try {
+    require('onnxruntime-node');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('npm run bench -- --smoke --json', () => {
+  let doc: Doc;
+  beforeAll(() => {
+    doc = bench([]);
+  }, 110_000);
+
+  it('describes the machine and its measured limits', () => {
+    expect(doc.mode).toBe('smoke');
+    expect(doc.threads).toBe(2);
+    expect(doc.machine.cpu.length).toBeGreaterThan(0);
+    expect(doc.machine.cores).toBeGreaterThan(0);
+    expect(doc.machine.node).toBe(process.version);
+    expect(doc.machine.peaks.fmaGflops).toBeGreaterThan(0);
+    expect(doc.machine.peaks.oneThread.fmaGflops).toBeGreaterThan(0);
+    expect(doc.machine.peaks.readGBps).toBeGreaterThan(0);
+    expect(typeof doc.machine.peaks.fmaIsa).toBe('string');
+  });
+
+  it('runs every case of issue 6 (at tiny shapes), each with our timing', () => {
+    const ids = doc.cases.map((c) => c.id);
+    for (const phase of ['decode', 'prefill']) {
+      for (const f of ['float32', 'float16', 'mxfp4', 'mxfp8', 'mxint8', 'affine4']) {
+        expect(ids.some((id) => id.startsWith(`linear ${phase} `) && id.endsWith(` ${f}`)), `${phase} ${f}`).toBe(true);
+      }
+    }
+    expect(ids.filter((id) => id.startsWith('attention prefill'))).toHaveLength(1);
+    expect(ids.filter((id) => id.startsWith('attention decode'))).toHaveLength(2);
+    expect(ids.filter((id) => id.startsWith('quantize'))).toHaveLength(2);
+    expect(ids.filter((id) => id.startsWith('overhead'))).toHaveLength(1);
+    for (const c of doc.cases) {
+      expect(c.ours.medianMs, c.id).toBeGreaterThan(0);
+      expect(c.ours.reps, c.id).toBeGreaterThanOrEqual(1);
+      expect(['fma', 'bandwidth', 'latency'], c.id).toContain(c.limit);
+      if (c.limit !== 'latency') expect(c.fractionOfLimit, c.id).toBeGreaterThan(0);
+      if (c.phase === 'prefill') expect(c.scaling?.speedup, c.id).toBeGreaterThan(0);
+    }
+  });
+
+  it('our results pass every check (float32 and mxint8 linear equal the peer on the same weights)', () => {
+    expect(doc.summary.checksFailed).toBe(0);
+    for (const c of doc.cases) if (c.check) expect(c.check.ok, `${c.id}: ${JSON.stringify(c.check)}`).toBe(true);
+  });
+
+  it('compares with onnxruntime in the same run when it loads', () => {
+    expect(doc.peer.available).toBe(peerLoads());
+    if (!doc.peer.available) return;
+    expect(doc.peer.intraOpThreads).toBe(2);
+    for (const c of doc.cases.filter((x) => x.op === 'linear' || x.op === 'attention' || x.op === 'overhead')) {
+      expect(c.peer?.error, c.id).toBeUndefined();
+      expect(c.peer?.medianMs, c.id).toBeGreaterThan(0);
+      expect(c.ratio, c.id).toBeGreaterThan(0);
+    }
+    for (const c of doc.cases.filter((x) => x.op === 'attention')) {
+      expect(c.check?.maxAbsDiff, c.id).toBeLessThanOrEqual(1e-4);
+    }
+    for (const c of doc.cases.filter((x) => x.op === 'linear' && (x.weights === 'float32' || x.weights === 'mxint8'))) {
+      expect(c.check?.peerHasOurWeights, c.id).toBe(true);
+      expect(c.check?.oursVsPeerRelRms, c.id).toBeLessThanOrEqual(1e-5);
+    }
+  });
+
+  it('renders as a Markdown table (bench/table.mjs)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mto-bench-'));
+    const file = join(dir, 'smoke.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const md = execFileSync(process.execPath, [join(root, 'bench/table.mjs'), file], { encoding: 'utf8' });
+    expect(md).toMatch(/^\| case \| ours \| ORT \|/m);
+    expect(md.split('\n').filter((l) => l.startsWith('| linear ')).length).toBe(doc.cases.filter((c) => c.op === 'linear').length);
+  });
+});
+
+describe('npm run bench without the peer', () => {
+  it('still runs our side and says the peer is missing', () => {
+    const doc = bench(['--no-peer', '--filter', 'attention decode,overhead']);
+    expect(doc.peer.available).toBe(false);
+    expect(doc.peer.reason).toMatch(/--no-peer/);
+    expect(doc.cases.map((c) => c.op).sort()).toEqual(['attention', 'attention', 'overhead']);
+    for (const c of doc.cases) {
+      expect(c.peer).toBeNull();
+      expect(c.peerMissing).toMatch(/not available/);
+      expect(c.ours.medianMs).toBeGreaterThan(0);
+    }
+  }, 110_000);
+});

@@ -1,0 +1,92 @@
+// `npm run check:metal` must pass on the real native/metal sources and must bite: a copy with a
+// selector that does not exist and a copy with a macOS-26-only API outside `@available` both
+// fail with the compiler's message. Without this, a passing check would prove nothing.
+// Needs clang-19 and Debian's arm64 cross headers (.ci/run installs them); a missing toolchain
+// fails this suite rather than skipping it. On macOS it is skipped (and counted as skipped):
+// there Apple's own clang compiles the real files against the real SDK (npm ci), and
+// .github/workflows/macos.yml builds and runs them (scripts/metal-host-report.mjs).
+import { spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = resolve(__dirname, '..');
+const script = join(root, 'scripts', 'check-metal.mjs');
+const scratch = mkdtempSync(join(tmpdir(), 'mto-check-metal-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function checkMetal(...args: string[]) {
+  const r = spawnSync(process.execPath, [script, ...args], { cwd: root, encoding: 'utf8' });
+  return { status: r.status, output: `${r.stdout}${r.stderr}` };
+}
+
+/** A copy of native/metal with `edit` applied to device.mm; returns the copy's device.mm. */
+function editedCopy(name: string, edit: (source: string) => string): string {
+  const dir = join(scratch, name);
+  cpSync(join(root, 'native', 'metal'), dir, { recursive: true });
+  const file = join(dir, 'device.mm');
+  const before = readFileSync(file, 'utf8');
+  const after = edit(before);
+  expect(after, 'the edit must change the file').not.toBe(before);
+  writeFileSync(file, after);
+  return file;
+}
+
+// The raw-value query of family Metal4 in device.mm, which the edits below rewrite.
+const metal4Query = 'caps.metal4_family = [device supportsFamily:metal4_family()];';
+
+describe.skipIf(process.platform === 'darwin')('npm run check:metal', () => {
+  it('type-checks every native/metal/*.mm against the declarations in test/metal-sdk', () => {
+    const r = checkMetal();
+    expect(r.output).not.toMatch(/no clang\+\+ found|headers are missing/);
+    expect(r.status, r.output).toBe(0);
+    const files = readdirSync(join(root, 'native', 'metal')).filter((f) => f.endsWith('.mm'));
+    expect(files.length).toBeGreaterThanOrEqual(3);
+    for (const f of files) expect(r.output).toContain(`ok      native/metal/${f}`);
+  });
+
+  it('fails on a selector that does not exist, showing the compiler message', () => {
+    const file = editedCopy('wrong-selector', (s) => s.replace(metal4Query,
+      'caps.metal4_family = [device supportFamily:metal4_family()];'));
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toContain('FAILED');
+    expect(r.output).toMatch(/instance method 'supportFamily:' not found/);
+  });
+
+  it('fails on a macOS 26 API used outside @available, and passes once it is guarded', () => {
+    const unguarded = editedCopy('unguarded', (s) => s.replace(metal4Query,
+      'caps.metal4_family = [device supportsFamily:MTLGPUFamilyMetal4];'));
+    const r = checkMetal(unguarded);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'MTLGPUFamilyMetal4' is only available on macOS 26\.0 or newer/);
+    expect(r.output).toContain('unguarded-availability');
+
+    // The same call inside the guard is accepted: the check bites on the missing guard, not on
+    // the API.
+    const guarded = editedCopy('guarded', (s) => s.replace(metal4Query,
+      'if (@available(macOS 26.0, *)) caps.metal4_family = [device supportsFamily:MTLGPUFamilyMetal4];'));
+    const ok = checkMetal(guarded);
+    expect(ok.status, ok.output).toBe(0);
+  });
+
+  it('fails on a macOS 26 language version assigned without a guard', () => {
+    const file = editedCopy('language-version', (s) => s.replace(metal4Query,
+      `${metal4Query}\n  MTLCompileOptions* o = [MTLCompileOptions new];\n  o.languageVersion = MTLLanguageVersion4_0;`));
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'MTLLanguageVersion4_0' is only available on macOS 26\.0/);
+  });
+
+  it('extracts the embedded MSL probe sources with their language versions', () => {
+    const out = join(scratch, 'msl');
+    const r = checkMetal('--extract-msl', out);
+    expect(r.status, r.output).toBe(0);
+    const manifest = JSON.parse(readFileSync(join(out, 'manifest.json'), 'utf8')) as { name: string; std: string }[];
+    expect(manifest.map((m) => `${m.name} ${m.std}`)).toEqual([
+      'probe_simdgroup metal3.1', 'probe_tensorops metal4.0', 'probe_tensorops_mx metal4.1',
+    ]);
+    expect(readFileSync(join(out, 'probe_tensorops.metal'), 'utf8')).toContain('matmul2d_descriptor(16, 16');
+  });
+});

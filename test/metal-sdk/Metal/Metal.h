@@ -1,0 +1,134 @@
+// Declarations of the Metal subset native/metal/*.mm uses, for `npm run check:metal` on Linux
+// (test/metal-sdk/README.md). Written from Apple's Metal documentation and the public headers'
+// signatures, each with the macOS version it was introduced in (METAL.md lists the raw values).
+// Not Apple's headers; add a declaration here, with its availability, before using it.
+#pragma once
+#include <Foundation/Foundation.h>
+
+NS_ASSUME_NONNULL_BEGIN
+
+@protocol MTLDevice;
+@protocol MTLLibrary;
+@protocol MTLFunction;
+@protocol MTLComputePipelineState;
+
+// MTLDevice.h: MTLGPUFamily (macOS 10.15). Families are cumulative: an Apple10 GPU also answers
+// YES for Apple9 and below.
+NS_ENUM(NSInteger, MTLGPUFamily) {
+  MTLGPUFamilyApple1 MTO_SDK_MACOS(10.15) = 1001,
+  MTLGPUFamilyApple2 MTO_SDK_MACOS(10.15) = 1002,
+  MTLGPUFamilyApple3 MTO_SDK_MACOS(10.15) = 1003,
+  MTLGPUFamilyApple4 MTO_SDK_MACOS(10.15) = 1004,
+  MTLGPUFamilyApple5 MTO_SDK_MACOS(10.15) = 1005,
+  MTLGPUFamilyApple6 MTO_SDK_MACOS(10.15) = 1006,
+  MTLGPUFamilyApple7 MTO_SDK_MACOS(11.0) = 1007,
+  MTLGPUFamilyApple8 MTO_SDK_MACOS(13.0) = 1008,
+  MTLGPUFamilyApple9 MTO_SDK_MACOS(14.0) = 1009,
+  MTLGPUFamilyApple10 MTO_SDK_MACOS(26.0) = 1010,
+  MTLGPUFamilyMac2 MTO_SDK_MACOS(10.15) = 2002,
+  MTLGPUFamilyCommon1 MTO_SDK_MACOS(10.15) = 3001,
+  MTLGPUFamilyCommon2 MTO_SDK_MACOS(10.15) = 3002,
+  MTLGPUFamilyCommon3 MTO_SDK_MACOS(10.15) = 3003,
+  MTLGPUFamilyMetal3 MTO_SDK_MACOS(13.0) = 5001,
+  MTLGPUFamilyMetal4 MTO_SDK_MACOS(26.0) = 5002,
+} MTO_SDK_MACOS(10.15);
+
+// MTLArchitecture (macOS 14.0): name is "applegpu_g17s" and the like.
+MTO_SDK_MACOS(14.0)
+@interface MTLArchitecture : NSObject <NSCopying>
+@property(nonnull, readonly) NSString *name;
+@end
+
+// MTLLibrary.h: MTLLanguageVersion raw values are (major << 16) + minor.
+NS_ENUM(NSUInteger, MTLLanguageVersion) {
+  MTLLanguageVersion2_4 MTO_SDK_MACOS(12.0) = (2 << 16) + 4,
+  MTLLanguageVersion3_0 MTO_SDK_MACOS(13.0) = (3 << 16) + 0,
+  MTLLanguageVersion3_1 MTO_SDK_MACOS(14.0) = (3 << 16) + 1,
+  MTLLanguageVersion3_2 MTO_SDK_MACOS(15.0) = (3 << 16) + 2,
+  MTLLanguageVersion4_0 MTO_SDK_MACOS(26.0) = (4 << 16) + 0,
+} MTO_SDK_MACOS(10.11);
+
+NS_ENUM(NSInteger, MTLMathMode) {
+  MTLMathModeSafe = 0,
+  MTLMathModeRelaxed = 1,
+  MTLMathModeFast = 2,
+} MTO_SDK_MACOS(15.0);
+
+MTO_SDK_MACOS(10.11)
+@interface MTLCompileOptions : NSObject <NSCopying>
+@property(nullable, readwrite, copy) NSDictionary<NSString *, NSObject *> *preprocessorMacros;
+@property(readwrite, nonatomic) BOOL fastMathEnabled MTO_SDK_MACOS_DEPRECATED(10.11, 15.0);
+@property(readwrite, nonatomic) MTLMathMode mathMode MTO_SDK_MACOS(15.0);
+@property(readwrite, nonatomic) MTLLanguageVersion languageVersion MTO_SDK_MACOS(10.11);
+@end
+
+// MTLArgument.h: MTLDataType, the subset used for function constants.
+NS_ENUM(NSUInteger, MTLDataType) {
+  MTLDataTypeNone = 0,
+  MTLDataTypeFloat = 3,
+  MTLDataTypeHalf = 16,
+  MTLDataTypeInt = 29,
+  MTLDataTypeUInt = 33,
+  MTLDataTypeShort = 37,
+  MTLDataTypeUShort = 41,
+  MTLDataTypeChar = 45,
+  MTLDataTypeUChar = 49,
+  MTLDataTypeBool = 53,
+} MTO_SDK_MACOS(10.11);
+
+// MTLFunctionConstantValues.h (macOS 10.12)
+MTO_SDK_MACOS(10.12)
+@interface MTLFunctionConstantValues : NSObject <NSCopying>
+- (void)setConstantValue:(const void *)value type:(MTLDataType)type atIndex:(NSUInteger)index;
+@end
+
+@protocol MTLFunction <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(readonly) NSString *name;
+@end
+
+@protocol MTLLibrary <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(readonly) NSArray<NSString *> *functionNames;
+- (nullable id<MTLFunction>)newFunctionWithName:(NSString *)functionName;
+- (nullable id<MTLFunction>)newFunctionWithName:(NSString *)name
+                                 constantValues:(MTLFunctionConstantValues *)constantValues
+                                          error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(10.12);
+@end
+
+// MTLComputePipeline.h
+@protocol MTLComputePipelineState <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(readonly) NSUInteger maxTotalThreadsPerThreadgroup;
+@property(readonly) NSUInteger threadExecutionWidth;
+@end
+
+// MTLDevice.h
+@protocol MTLDevice <NSObject>
+@property(nonnull, readonly) NSString *name;
+@property(readonly) uint64_t registryID MTO_SDK_MACOS(10.13);
+@property(readonly, nonnull) MTLArchitecture *architecture MTO_SDK_MACOS(14.0);
+@property(readonly) BOOL hasUnifiedMemory MTO_SDK_MACOS(10.15);
+@property(readonly) uint64_t recommendedMaxWorkingSetSize MTO_SDK_MACOS(10.12);
+@property(readonly) NSUInteger maxBufferLength MTO_SDK_MACOS(10.14);
+@property(readonly) NSUInteger maxThreadgroupMemoryLength MTO_SDK_MACOS(10.13);
+@property(readonly, getter=isLowPower) BOOL lowPower MTO_SDK_MACOS(10.11);
+@property(readonly, getter=isHeadless) BOOL headless MTO_SDK_MACOS(10.11);
+- (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily MTO_SDK_MACOS(10.15);
+- (nullable id<MTLLibrary>)newLibraryWithSource:(NSString *)source
+                                        options:(nullable MTLCompileOptions *)options
+                                          error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(10.11);
+- (nullable id<MTLComputePipelineState>)
+    newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                                  error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(10.11);
+@end
+
+extern "C" {
+id<MTLDevice> _Nullable MTLCreateSystemDefaultDevice(void) MTO_SDK_MACOS(10.11) NS_RETURNS_RETAINED;
+NSArray<id<MTLDevice>> *MTLCopyAllDevices(void) MTO_SDK_MACOS(10.11) NS_RETURNS_RETAINED;
+}
+
+NS_ASSUME_NONNULL_END
