@@ -6,13 +6,16 @@ export default class ClosingLineReporter implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<unknown>): void {
     let passed = 0, failed = unhandledErrors.length, skipped = 0;
     for (const module of modules) {
-      if (module.state() === 'failed' && [...module.children.allTests()].length === 0) failed++;
+      let failedTests = 0;
       for (const test of module.children.allTests()) {
         const state = test.result().state;
         if (state === 'passed') passed++;
-        else if (state === 'failed') failed++;
+        else if (state === 'failed') failedTests++;
         else skipped++;
       }
+      // A file that failed outside any test (a throwing beforeAll, an import error) counts as one
+      // failure, so its skipped tests can never read as a clean run.
+      failed += failedTests || (module.state() === 'failed' ? 1 : 0);
     }
     process.stdout.write(`\ntests: ${passed} passed, ${failed} failed, ${skipped} skipped\n`);
   }

@@ -1,0 +1,129 @@
+// Builds the MSL suite driver (test/msl/build/msl-driver): the harness runtime, every
+// shaders/*.metal compiled as C++ through the shim (plus each planted-fault variant of
+// faults/faults.json), the dispatch plans and the cpu backend as the reference.
+//
+// Incremental: an object is rebuilt when it is missing, when its compile command changed, or when
+// a file its dependency list (-MD) names is newer. Generated sources are rewritten only when their
+// text changes. The build directory is disposable (test/msl/build/ is ignored by git).
+//
+//   node test/msl/build.mjs        prints the driver's path on success
+// Environment: MSL_CXX (default clang++-19), MSL_JOBS (default: CPU count).
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename, dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import { generate } from './gen/gen_kernels.mjs';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+export const root = resolve(here, '../..');
+export const buildDir = join(here, 'build');
+export const driverPath = join(buildDir, 'msl-driver');
+export const faults = JSON.parse(readFileSync(join(here, 'faults/faults.json'), 'utf8'));
+
+const cxx = process.env.MSL_CXX || 'clang++-19';
+const common = ['-O2', '-g0', '-pthread', '-fno-fast-math', '-Wall', '-Wno-unused-function'];
+// Kernels: MSL 3.1 is C++14-based, so C++17 in a kernel is an error here too; unknown MSL
+// attributes ([[buffer(n)]] ...) are read by the generator, not by clang.
+const kernelFlags = [...common, '-std=c++14', '-Werror=c++17-extensions', '-Wno-unknown-attributes',
+  '-Wno-unused-variable', '-D__METAL_VERSION__=310', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders'];
+const hostFlags = [...common, '-std=c++17', '-Inative', '-Ishaders', '-Itest/msl/runtime'];
+
+const list = (dir, ext) => readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
+
+function writeIfChanged(path, text) {
+  if (existsSync(path) && readFileSync(path, 'utf8') === text) return;
+  writeFileSync(path, text);
+}
+
+/** The generated translation units: one per shader library and one per planted fault. */
+function generateKernels() {
+  const genDir = join(buildDir, 'gen');
+  mkdirSync(genDir, { recursive: true });
+  const out = [];
+  // The product kernels, and the harness's own test kernels.
+  for (const file of [...list('shaders', '.metal'), ...list('test/msl/selftest', '.metal')]) {
+    const library = basename(file, '.metal');
+    const dest = join(genDir, `${library}.cc`);
+    writeIfChanged(dest, generate(readFileSync(join(root, file), 'utf8'), { file, library, variant: '' }));
+    out.push(dest);
+  }
+  for (const f of faults) {
+    const library = basename(f.file, '.metal');
+    const dest = join(genDir, `${library}__${f.name}.cc`);
+    writeIfChanged(dest, generate(readFileSync(join(root, f.file), 'utf8'),
+      { file: f.file, library, variant: f.name, find: f.find, replace: f.replace }));
+    out.push(dest);
+  }
+  return out;
+}
+
+function upToDate(obj, cmdFile, cmd) {
+  if (!existsSync(obj) || !existsSync(cmdFile) || readFileSync(cmdFile, 'utf8') !== cmd) return false;
+  const dep = obj.replace(/\.o$/, '.d');
+  if (!existsSync(dep)) return false;
+  const built = statSync(obj).mtimeMs;
+  const deps = readFileSync(dep, 'utf8').replace(/\\\n/g, ' ').split(':').slice(1).join(':').trim().split(/\s+/);
+  return deps.every((d) => !d || (existsSync(resolve(root, d)) && statSync(resolve(root, d)).mtimeMs <= built));
+}
+
+async function compile(src, flags) {
+  const rel = relative(root, resolve(root, src));
+  const obj = join(buildDir, 'obj', rel.replace(/^test\/msl\/build\//, '').replace(/[/.]/g, '_') + '.o');
+  // -MD, not -MMD: the shim headers are marked as system headers, which -MMD would leave out.
+  const args = [...flags, '-MD', '-c', rel, '-o', obj];
+  const cmdFile = obj.replace(/\.o$/, '.cmd');
+  const cmd = [cxx, ...args].join(' ');
+  if (upToDate(obj, cmdFile, cmd)) return { obj, built: false };
+  const { stderr } = await run(cxx, args, { cwd: root, maxBuffer: 64 << 20 }).catch((e) => {
+    throw new Error(`compiling ${rel} failed:\n${e.stderr || e.message}`);
+  });
+  if (stderr) process.stderr.write(stderr);  // warnings: shown, not fatal
+  writeFileSync(cmdFile, cmd);
+  return { obj, built: true };
+}
+
+/** Runs tasks with at most `n` in flight. */
+async function pool(tasks, n) {
+  const results = [];
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(n, tasks.length) }, async () => {
+    while (next < tasks.length) {
+      const i = next++;
+      results[i] = await tasks[i]();
+    }
+  }));
+  return results;
+}
+
+export async function build() {
+  mkdirSync(join(buildDir, 'obj'), { recursive: true });
+  const kernels = generateKernels();
+  const host = [
+    ...list('test/msl/runtime', '.cc'), ...list('test/msl/driver', '.cc'),
+    // The reference: the cpu backend and the backend-neutral core, dispatch plans included.
+    ...list('native/core', '.cc'), ...list('native/cpu', '.cc'),
+  ];
+  const tasks = [
+    // Biggest first, so the two cores stay busy to the end.
+    ...kernels.map((k) => () => compile(k, kernelFlags)),
+    ...host.map((s) => () => compile(s, hostFlags)),
+  ];
+  const jobs = Number(process.env.MSL_JOBS) || availableParallelism();
+  const objs = await pool(tasks, jobs);
+  if (objs.some((o) => o.built) || !existsSync(driverPath)) {
+    await run(cxx, ['-pthread', ...objs.map((o) => o.obj), '-o', driverPath], { cwd: root, maxBuffer: 64 << 20 })
+      .catch((e) => { throw new Error(`linking the MSL driver failed:\n${e.stderr || e.message}`); });
+  }
+  return driverPath;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  build().then((p) => console.log(p), (e) => {
+    console.error(e.message);
+    process.exit(1);
+  });
+}

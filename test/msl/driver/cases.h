@@ -1,0 +1,53 @@
+// Test cases of the MSL suite: each builds a dispatch plan for an op, runs it in the harness and
+// compares the outputs with the cpu backend.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "plan_runner.h"
+
+namespace mtoh_driver {
+
+// Outcome of comparing a run's outputs with the reference.
+struct Comparison {
+  bool ok = true;
+  int64_t mismatches = 0;
+  double max_abs_err = 0;
+  double worst_ratio = 0;  // max |got - ref| / tolerance (<= 1 passes); 0 for exact comparisons
+  std::string first_mismatch;
+};
+using Compare = std::function<Comparison(const std::map<mto::plan::Arg, Bytes>& outputs)>;
+
+struct CaseResult {
+  std::string name, op, kernel, grid, threads;
+  bool ok = false;
+  std::string error_kind;  // harness kind, "mismatch", "nondeterministic" or "plan"
+  std::string message;
+  Comparison compare;
+  double ms = 0;
+};
+
+struct Case {
+  std::string name;  // "quantize/mxfp4/f32/3x96", "linear/affine4.g64/M33/N37/K96/bias"
+  std::function<CaseResult(const std::string& variant)> run;
+};
+
+// Runs `plan` twice -- guarded regions end-aligned and threads in order, then start-aligned and
+// threads in reverse with different poisons -- and compares both runs with the reference and with
+// each other (a kernel that depends on scheduling, or reads memory it never wrote, differs).
+CaseResult run_plan_case(const std::string& op, const mto::plan::Dispatch& plan,
+                         const std::string& variant, const std::map<mto::plan::Arg, Bytes>& inputs,
+                         const std::map<mto::plan::Arg, size_t>& output_sizes, const Compare& compare);
+
+std::vector<Case> quantize_cases();
+std::vector<Case> linear_cases();
+std::vector<Case> table_cases();     // shader-side format traits against native/core/formats.cc
+std::vector<Case> selftest_cases();  // the harness itself (test/msl/selftest/selftest.metal)
+std::vector<Case> plan_cases();      // what the dispatch plans refuse
+
+std::string to_json(const CaseResult& r);
+
+}  // namespace mtoh_driver

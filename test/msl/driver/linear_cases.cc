@@ -1,0 +1,140 @@
+// Quantized linear on the GPU (shaders/qlinear.metal) against the cpu backend's linear:
+// max |y - ref| <= 1e-4 * (1 + |ref|), for every format (affine with each group size), M on both
+// sides of the decode/tiled switch and at tile edges, N and K not multiples of the tiles.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "cases.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "cpu/ops.h"
+#include "data.h"
+
+namespace mtoh_driver {
+namespace {
+
+using mto::plan::Arg;
+
+constexpr double kTolerance = 1e-4;  // float32 activations and accumulation
+
+struct LinearShape {
+  int64_t M, N, K;
+  int block;
+  bool bias;
+};
+
+Bytes bytes_of(const mto::Buffer& b) {
+  const auto* p = static_cast<const unsigned char*>(b.data());
+  return Bytes(p, p + b.bytes());
+}
+
+mto::Tensor dense(const std::vector<float>& v, mto::Shape shape) {
+  mto::Tensor t;
+  t.shape = std::move(shape);
+  t.dtype = mto::DType::Float32;
+  t.buffer = mto::make_buffer(v.size() * sizeof(float));
+  std::memcpy(t.buffer->data(), v.data(), v.size() * sizeof(float));
+  return t;
+}
+
+Comparison close(const Bytes& got_bytes, const std::vector<float>& ref, int64_t N) {
+  Comparison c;
+  std::vector<float> got(ref.size());
+  std::memcpy(got.data(), got_bytes.data(), got.size() * sizeof(float));
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = got[i], w = ref[i];
+    const double tol = kTolerance * (1.0 + std::fabs(w));
+    const double err = std::fabs(g - w);
+    const bool good = (std::isnan(g) && std::isnan(w)) || err <= tol;
+    if (std::isfinite(err)) {
+      c.max_abs_err = std::max(c.max_abs_err, err);
+      c.worst_ratio = std::max(c.worst_ratio, err / tol);
+    }
+    if (good) continue;
+    if (c.mismatches++ == 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "y[%lld, %lld]: kernel %.9g, cpu %.9g (tolerance %.3g)",
+                    (long long)(int64_t(i) / N), (long long)(int64_t(i) % N), g, w, tol);
+      c.first_mismatch = buf;
+    }
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+CaseResult run_case(mto::Format f, LinearShape s, const std::string& name, const std::string& variant) {
+  const uint64_t seed = seed_of(name);
+  const mto::Tensor x = dense(normal_data(s.M * s.K, seed), {s.M, s.K});
+  // Weight rows at different magnitudes, so scales differ from row to row and block to block.
+  std::vector<float> wv = normal_data(s.N * s.K, seed + 1);
+  Rng rng(seed + 2);
+  for (int64_t b = 0; b < s.N * s.K / 32; ++b) {
+    const float scale = std::ldexp(1.0f, rng.range(-4, 4));
+    for (int i = 0; i < 32; ++i) wv[size_t(b * 32 + i)] *= scale;
+  }
+  const mto::Tensor wd = dense(wv, {s.N, s.K});
+  const mto::Tensor bias = dense(normal_data(s.N, seed + 3), {s.N});
+
+  mto::cpu::ThreadPool pool(1);
+  mto::QTensorPtr w = mto::make_qtensor({s.N, s.K}, f, s.block);
+  mto::cpu::quantize(pool, wd, *w);
+  const mto::Operand xo{&x, nullptr}, wo{nullptr, w.get()};
+  const mto::Tensor* bias_ptr = s.bias ? &bias : nullptr;
+  const mto::LinearParams lp = mto::check_linear(xo, wo, bias_ptr, std::nullopt);
+  std::vector<float> ref(size_t(s.M * s.N));
+  mto::cpu::linear(pool, xo, wo, bias_ptr, lp, ref.data());
+
+  std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(*x.buffer)},
+                                 {Arg::WCodes, bytes_of(*w->codes)},
+                                 {Arg::WScales, bytes_of(*w->scales)}};
+  if (w->biases) inputs[Arg::WBiases] = bytes_of(*w->biases);
+  if (s.bias) inputs[Arg::Bias] = bytes_of(*bias.buffer);
+
+  const mto::plan::Dispatch plan =
+      mto::plan::plan_linear(f, s.block, mto::DType::Float32, s.M, s.N, s.K, s.bias, mto::Tier::Simdgroup);
+  return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * sizeof(float)}},
+                       [&](const std::map<Arg, Bytes>& out) { return close(out.at(Arg::Y), ref, s.N); });
+}
+
+}  // namespace
+
+std::vector<Case> linear_cases() {
+  struct Config {
+    mto::Format format;
+    int block;
+    int64_t K;  // a multiple of the block; not of the 64-wide K tile where the block allows
+  };
+  const Config configs[] = {
+      {mto::Format::MXFP8_E4M3, 32, 96}, {mto::Format::MXFP8_E5M2, 32, 96},
+      {mto::Format::MXFP6_E3M2, 32, 96}, {mto::Format::MXFP6_E2M3, 32, 96},
+      {mto::Format::MXFP4, 32, 96},      {mto::Format::MXINT8, 32, 96},
+      {mto::Format::MXINT4, 32, 96},     {mto::Format::MXINT2, 32, 96},
+      {mto::Format::AFFINE4, 32, 96},    {mto::Format::AFFINE4, 64, 192},
+      {mto::Format::AFFINE4, 128, 384},  {mto::Format::AFFINE8, 32, 160},
+      {mto::Format::AFFINE8, 64, 192},   {mto::Format::AFFINE8, 128, 384},
+  };
+  std::vector<Case> cases;
+  auto add = [&](const Config& c, LinearShape s) {
+    std::string name = std::string("linear/") + mto::format_info(c.format).name;
+    if (mto::format_info(c.format).affine) name += ".g" + std::to_string(c.block);
+    name += "/M" + std::to_string(s.M) + "/N" + std::to_string(s.N) + "/K" + std::to_string(s.K) +
+            (s.bias ? "/bias" : "");
+    cases.push_back({name, [=](const std::string& variant) { return run_case(c.format, s, name, variant); }});
+  };
+  for (const Config& c : configs) {
+    // M = 1, 3, 8: the decode kernel; 9, 33: the tiled kernel with a partial last row tile.
+    // N = 37: a partial last tile in both kernels (rows of 8 and 32).
+    for (int64_t M : {1, 3, 8, 9, 33}) add(c, {M, 37, c.K, c.block, M == 3 || M == 33});
+  }
+  // K long enough for several decode steps and K tiles, whole N tiles.
+  for (mto::Format f : {mto::Format::MXFP8_E4M3, mto::Format::MXFP6_E2M3, mto::Format::MXFP4,
+                        mto::Format::MXINT2}) {
+    add({f, 32, 544}, {2, 64, 544, 32, false});
+    add({f, 32, 544}, {40, 64, 544, 32, true});
+  }
+  return cases;
+}
+
+}  // namespace mtoh_driver

@@ -1,0 +1,102 @@
+// The MSL suite driver: runs the kernels of shaders/ in the harness through the dispatch plans and
+// prints one JSON document with a result per case (test/msl/msl.test.ts reads it).
+//
+//   msl-driver [--variant NAME] [--filter TEXT[,TEXT...]] [--jobs N] [--list]
+// --variant runs a planted-fault build of the kernels (test/msl/faults/faults.json); --filter
+// keeps the cases whose name contains any of the texts. Exit status 0 when every case passed.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cases.h"
+#include "core/error.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == ',') {
+      if (i > start) out.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace mtoh_driver;
+  std::string variant;
+  std::vector<std::string> filters;
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  bool list = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--variant" && i + 1 < argc) variant = argv[++i];
+    else if (a == "--filter" && i + 1 < argc) filters = split(argv[++i]);
+    else if (a == "--jobs" && i + 1 < argc) jobs = unsigned(std::max(1, std::atoi(argv[++i])));
+    else if (a == "--list") list = true;
+    else {
+      std::fprintf(stderr, "usage: %s [--variant NAME] [--filter TEXT[,TEXT...]] [--jobs N] [--list]\n", argv[0]);
+      return 2;
+    }
+  }
+
+  std::vector<Case> cases;
+  for (auto& group : {selftest_cases(), table_cases(), plan_cases(), quantize_cases(), linear_cases()})
+    for (const auto& c : group)
+      if (filters.empty() || std::any_of(filters.begin(), filters.end(), [&](const std::string& f) {
+            return c.name.find(f) != std::string::npos;
+          }))
+        cases.push_back(c);
+  if (list) {
+    for (const auto& c : cases) std::printf("%s\n", c.name.c_str());
+    return 0;
+  }
+
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<CaseResult> results(cases.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < cases.size();) {
+      const auto start = std::chrono::steady_clock::now();
+      CaseResult r;
+      try {
+        r = cases[i].run(variant);
+      } catch (const mto::Error& e) {
+        r.ok = false;
+        r.error_kind = "plan";
+        r.message = std::string(e.code()) + ": " + e.what();
+      } catch (const std::exception& e) {
+        r.ok = false;
+        r.error_kind = "exception";
+        r.message = e.what();
+      }
+      r.name = cases[i].name;
+      r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      results[i] = std::move(r);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (unsigned j = 0; j < std::min<size_t>(jobs, cases.size()); ++j) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  size_t passed = 0;
+  std::printf("{\"variant\": \"%s\", \"seconds\": %.3f, \"cases\": [\n", variant.c_str(), seconds);
+  for (size_t i = 0; i < results.size(); ++i) {
+    passed += results[i].ok ? 1 : 0;
+    std::printf("  %s%s\n", to_json(results[i]).c_str(), i + 1 < results.size() ? "," : "");
+  }
+  std::printf("], \"passed\": %zu, \"failed\": %zu}\n", passed, results.size() - passed);
+  return passed == results.size() ? 0 : 1;
+}

@@ -1,0 +1,56 @@
+// execute_plan (plan_runner.h).
+#include "plan_runner.h"
+
+namespace mtoh_driver {
+
+using mto::plan::Arg;
+
+PlanRun execute_plan(const mto::plan::Dispatch& plan, const std::string& variant,
+                     const std::map<Arg, Bytes>& inputs, const std::map<Arg, size_t>& output_sizes,
+                     const mtoh::RunOptions& options, unsigned char poison) {
+  PlanRun run;
+  const mtoh::KernelInfo* kernel = mtoh::find_kernel(variant, plan.kernel);
+  if (!kernel || kernel->library != plan.library) {
+    run.result = {false, "binding", "no kernel '" + plan.kernel + "' in shaders/" + plan.library +
+                                        ".metal" + (variant.empty() ? "" : " (variant " + variant + ")")};
+    return run;
+  }
+  if (!plan.constants.empty()) {
+    run.result = {false, "binding", "the plan specialises " + plan.kernel +
+                                        " with function constants, which the harness does not support yet"};
+    return run;
+  }
+  std::vector<mtoh::HostBuffer> buffers;
+  for (const auto& slot : plan.buffers) {
+    mtoh::HostBuffer b;
+    b.index = int(slot.index);
+    b.name = mto::plan::arg_name(slot.arg);
+    if (slot.arg == Arg::Params) {
+      b.data.assign(plan.params.begin(), plan.params.end());
+    } else if (auto in = inputs.find(slot.arg); in != inputs.end()) {
+      b.data = in->second;
+    } else if (auto out = output_sizes.find(slot.arg); out != output_sizes.end()) {
+      b.data.assign(out->second, poison);
+    } else if (slot.arg != Arg::Unused) {
+      run.result = {false, "binding", std::string("the test supplies no data for plan slot ") +
+                                          std::to_string(slot.index) + " (" + b.name + ")"};
+      return run;
+    }
+    buffers.push_back(std::move(b));
+  }
+  mtoh::Geometry g;
+  for (int i = 0; i < 3; ++i) {
+    g.threadgroups[i] = plan.threadgroups[i];
+    g.threads[i] = plan.threads_per_threadgroup[i];
+  }
+  run.result = mtoh::run_kernel(*kernel, g, buffers, {}, options);
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (output_sizes.count(plan.buffers[i].arg)) run.outputs[plan.buffers[i].arg] = std::move(buffers[i].data);
+  return run;
+}
+
+std::string dims_json(const uint32_t v[3]) {
+  return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " + std::to_string(v[2]) + "]";
+}
+
+}  // namespace mtoh_driver

@@ -1,0 +1,111 @@
+// MX quantization on the GPU (shaders/quantize.metal) against the cpu quantizer: codes and E8M0
+// scales must be bit-identical, for every MX format and input dtype, on shapes whose last
+// threadgroup is partial.
+#include <cstdio>
+#include <cstring>
+
+#include "../../../shaders/mx_dequant.h"
+#include "cases.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/formats.h"
+#include "data.h"
+
+namespace mtoh_driver {
+namespace {
+
+using mto::plan::Arg;
+
+struct Shape2 {
+  int64_t rows, cols;
+};
+
+// x converted to `dtype` (raw bytes for the kernel) and back to float32 (for the cpu quantizer,
+// which converts non-float32 inputs the same way: cpu::quantize).
+void convert(const std::vector<float>& x, mto::DType dtype, Bytes* raw, std::vector<float>* as_f32) {
+  raw->resize(x.size() * mto::dtype_size(dtype));
+  mto::from_float32(dtype, x.data(), raw->data(), x.size());
+  as_f32->resize(x.size());
+  mto::to_float32(dtype, raw->data(), as_f32->data(), x.size());
+}
+
+Comparison exact(const char* what, const Bytes& got, const Bytes& want, int64_t bytes_per_row) {
+  Comparison c;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (got[i] == want[i]) continue;
+    if (c.mismatches++ == 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s byte %zu (row %lld): kernel 0x%02x, cpu 0x%02x", what, i,
+                    (long long)(int64_t(i) / bytes_per_row), got[i], want[i]);
+      c.first_mismatch = buf;
+    }
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+CaseResult run_case(mto::Format f, mto::DType dtype, Shape2 s, const std::string& name,
+                    const std::string& variant) {
+  Bytes raw;
+  std::vector<float> as_f32;
+  convert(mx_block_data(s.rows, s.cols, seed_of(name)), dtype, &raw, &as_f32);
+  const int64_t code_row = int64_t(mto::row_code_bytes(f, s.cols));
+  Bytes codes(size_t(s.rows * code_row)), scales(size_t(s.rows * s.cols / 32));
+  mto::mx_quantize_rows(f, as_f32.data(), s.rows, s.cols, codes.data(), scales.data());
+
+  const mto::plan::Dispatch plan = mto::plan::plan_quantize(f, dtype, s.rows, s.cols);
+  return run_plan_case("quantize", plan, variant, {{Arg::X, raw}},
+                       {{Arg::Codes, codes.size()}, {Arg::Scales, scales.size()}},
+                       [&](const std::map<Arg, Bytes>& out) {
+                         Comparison c = exact("scales", out.at(Arg::Scales), scales, s.cols / 32);
+                         if (!c.ok) return c;
+                         return exact("codes", out.at(Arg::Codes), codes, code_row);
+                       });
+}
+
+}  // namespace
+
+std::vector<Case> quantize_cases() {
+  const mto::Format formats[] = {mto::Format::MXFP8_E4M3, mto::Format::MXFP8_E5M2, mto::Format::MXFP6_E3M2,
+                                 mto::Format::MXFP6_E2M3, mto::Format::MXFP4,      mto::Format::MXINT8,
+                                 mto::Format::MXINT4,     mto::Format::MXINT2};
+  const mto::DType dtypes[] = {mto::DType::Float32, mto::DType::Float16, mto::DType::BFloat16};
+  // 1 block; 9 blocks (one threadgroup of 8 SIMD-groups plus one); 34 blocks in rows of 2.
+  const Shape2 shapes[] = {{1, 32}, {3, 96}, {17, 64}};
+  std::vector<Case> cases;
+  for (mto::Format f : formats)
+    for (mto::DType t : dtypes)
+      for (Shape2 s : shapes) {
+        const std::string name = std::string("quantize/") + mto::format_info(f).name + "/" +
+                                 mto::dtype_name(t) + "/" + std::to_string(s.rows) + "x" + std::to_string(s.cols);
+        cases.push_back({name, [=](const std::string& variant) { return run_case(f, t, s, name, variant); }});
+      }
+  return cases;
+}
+
+// The shader-side format traits (mx_dequant.h) must match the format table the cpu uses.
+std::vector<Case> table_cases() {
+  Case c;
+  c.name = "table/format_traits";
+  c.run = [](const std::string&) {
+    CaseResult r;
+    r.op = "table";
+    r.ok = true;
+    for (int i = 0; i <= int(mto::Format::AFFINE8); ++i) {
+      const mto::FormatInfo& info = mto::format_info(mto::Format(i));
+      const bool same = mto_format_bits(i) == info.bits && mto_format_is_affine(i) == info.affine &&
+                        (info.affine || (mto_format_emax(i) == info.emax &&
+                                         mto_format_element(i) == int(info.element)));
+      if (!same) {
+        r.ok = false;
+        r.error_kind = "mismatch";
+        r.message = std::string("shaders/mx_dequant.h traits disagree with formats.cc for ") + info.name;
+        break;
+      }
+    }
+    return r;
+  };
+  return {c};
+}
+
+}  // namespace mtoh_driver

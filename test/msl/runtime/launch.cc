@@ -1,0 +1,169 @@
+// The kernel registry, argument binding and run_kernel (launch.h).
+#include "launch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "scheduler.h"
+
+namespace mtoh {
+namespace {
+
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::map<std::pair<std::string, std::string>, KernelInfo>& registry() {
+  static std::map<std::pair<std::string, std::string>, KernelInfo> r;
+  return r;
+}
+
+RunResult binding_error(const std::string& message) { return {false, "binding", message}; }
+
+}  // namespace
+
+void register_kernel(KernelInfo info) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  const auto key = std::make_pair(info.variant, info.name);
+  registry()[key] = std::move(info);
+}
+
+const KernelInfo* find_kernel(const std::string& variant, const std::string& name) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  auto it = registry().find({variant, name});
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+std::vector<const KernelInfo*> all_kernels() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  std::vector<const KernelInfo*> out;
+  for (const auto& [key, info] : registry()) out.push_back(&info);
+  return out;
+}
+
+// ---- Per-thread argument binding (called on a fiber, at kernel entry).
+
+BufferArg ThreadArgs::buffer(int index) const {
+  const BoundRegion* b = ThreadgroupRunner::current()->launch().find_buffer(index);
+  // run_kernel checked that every declared index is bound; this is defensive.
+  if (!b) ThreadgroupRunner::current()->fail("binding", "buffer(" + std::to_string(index) + ") is not bound");
+  return BufferArg{b->region->data(), b->region->bytes(), index};
+}
+
+BufferArg ThreadArgs::threadgroup_memory(int index) const {
+  size_t bytes = 0;
+  void* p = ThreadgroupRunner::current()->dynamic_threadgroup_memory(index, &bytes);
+  if (!p) {
+    ThreadgroupRunner::current()->fail("binding", "threadgroup(" + std::to_string(index) +
+                                                      ") memory length was not set");
+  }
+  return BufferArg{p, bytes, index};
+}
+
+AttrArg ThreadArgs::attr(Attr a) const {
+  const ThreadIds& id = ThreadgroupRunner::current()->ids();
+  auto vec3 = [](const uint32_t v[3]) { return AttrArg{{v[0], v[1], v[2]}}; };
+  auto scalar = [](uint32_t v) { return AttrArg{{v, 0, 0}}; };
+  switch (a) {
+    case Attr::thread_position_in_grid: return vec3(id.thread_position_in_grid);
+    case Attr::thread_position_in_threadgroup: return vec3(id.thread_position_in_threadgroup);
+    case Attr::threadgroup_position_in_grid: return vec3(id.threadgroup_position_in_grid);
+    case Attr::threads_per_threadgroup: return vec3(id.threads_per_threadgroup);
+    case Attr::threadgroups_per_grid: return vec3(id.threadgroups_per_grid);
+    case Attr::threads_per_grid: return vec3(id.threads_per_grid);
+    case Attr::thread_index_in_threadgroup: return scalar(id.thread_index_in_threadgroup);
+    case Attr::simdgroup_index_in_threadgroup: return scalar(id.simdgroup_index_in_threadgroup);
+    case Attr::thread_index_in_simdgroup: return scalar(id.thread_index_in_simdgroup);
+    case Attr::simdgroups_per_threadgroup: return scalar(id.simdgroups_per_threadgroup);
+    case Attr::threads_per_simdgroup: return scalar(id.threads_per_simdgroup);
+  }
+  return scalar(0);
+}
+
+// Metal requires buffer offsets aligned to the element type the kernel reads.
+void BufferArg::check_alignment(size_t align) const {
+  if (reinterpret_cast<uintptr_t>(data) % align == 0) return;
+  ThreadgroupRunner::current()->fail(
+      "binding", "buffer(" + std::to_string(index) + ") is not aligned to the " +
+                     std::to_string(align) + "-byte alignment of the type the kernel declares");
+}
+
+// A `constant Params& p [[buffer(n)]]` must be bound with at least sizeof(Params) bytes: this is
+// where a host/kernel disagreement about a parameter struct shows up first.
+void BufferArg::check_size(size_t bytes_needed) const {
+  if (bytes >= bytes_needed) return;
+  ThreadgroupRunner::current()->fail(
+      "binding", "buffer(" + std::to_string(index) + ") holds " + std::to_string(bytes) +
+                     " bytes but the kernel declares a " + std::to_string(bytes_needed) +
+                     "-byte object there");
+}
+
+// ---- run_kernel
+
+RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry,
+                     std::vector<HostBuffer>& buffers,
+                     const std::vector<std::pair<int, uint32_t>>& threadgroup_memory,
+                     const RunOptions& options) {
+  const auto& t = geometry.threads;
+  const uint64_t threads = uint64_t(t[0]) * t[1] * t[2];
+  if (threads == 0 || threads > 1024) {
+    return binding_error("threads per threadgroup " + std::to_string(t[0]) + "x" + std::to_string(t[1]) +
+                         "x" + std::to_string(t[2]) + " must be 1..1024 in total");
+  }
+  for (int i = 0; i < 3; ++i)
+    if (geometry.threadgroups[i] == 0) return binding_error("a grid dimension is 0 threadgroups");
+
+  // Every declared [[buffer(n)]] bound exactly once, and nothing the kernel does not declare.
+  std::vector<int> bound;
+  for (const auto& b : buffers) bound.push_back(b.index);
+  std::sort(bound.begin(), bound.end());
+  if (std::adjacent_find(bound.begin(), bound.end()) != bound.end())
+    return binding_error("a buffer index is bound twice");
+  for (int idx : kernel.buffers)
+    if (!std::binary_search(bound.begin(), bound.end(), idx))
+      return binding_error(kernel.name + " declares buffer(" + std::to_string(idx) + ") but the plan binds nothing there");
+  for (int idx : bound)
+    if (std::find(kernel.buffers.begin(), kernel.buffers.end(), idx) == kernel.buffers.end())
+      return binding_error("the plan binds buffer(" + std::to_string(idx) + ") which " + kernel.name + " does not declare");
+  for (int idx : kernel.threadgroup_buffers) {
+    bool found = false;
+    for (const auto& tm : threadgroup_memory) found = found || tm.first == idx;
+    if (!found) return binding_error(kernel.name + " declares threadgroup(" + std::to_string(idx) + ") but no length is set");
+  }
+
+  LaunchState launch;
+  launch.kernel = &kernel;
+  launch.geometry = geometry;
+  launch.options = options;
+  launch.threadgroup_memory = threadgroup_memory;
+  for (const auto& b : buffers) {
+    BoundRegion r;
+    r.index = b.index;
+    r.name = b.name;
+    r.region = std::make_unique<GuardedRegion>(b.data.size(), options.align_end);
+    if (!b.data.empty()) std::memcpy(r.region->data(), b.data.data(), b.data.size());
+    launch.buffers.push_back(std::move(r));
+  }
+
+  RunResult result;
+  {
+    ThreadgroupRunner runner(launch);
+    const auto& n = geometry.threadgroups;
+    for (uint32_t z = 0; z < n[2] && result.ok; ++z)
+      for (uint32_t y = 0; y < n[1] && result.ok; ++y)
+        for (uint32_t x = 0; x < n[0] && result.ok; ++x) {
+          const uint32_t group[3] = {x, y, z};
+          result = runner.run(group);
+        }
+  }
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    const BoundRegion& r = launch.buffers[i];
+    if (!buffers[i].data.empty()) std::memcpy(buffers[i].data.data(), r.region->data(), buffers[i].data.size());
+  }
+  return result;
+}
+
+}  // namespace mtoh
