@@ -1,4 +1,4 @@
-// Blocked, packed float32 GEMM (BLIS loop order) and the small-M row-streaming product.
+// Blocked, packed float32 GEMM (BLIS loop order) and the small-M row-streaming products.
 //
 // gemm: each task owns a block of output columns (and, when columns alone cannot keep every thread
 // busy, a block of rows). For each depth block it packs B once (the PanelSource converts or decodes
@@ -6,7 +6,13 @@
 // every (16-column strip, sliver) pair. The 16 x kDepthBlock strip of B stays in L1 while A's
 // slivers stream from L2.
 //
-// Kernels are templates over (MR, vector width) and are instantiated for each ISA (simd.h).
+// gemv_t (linear, few rows of x) dots each decoded W row span with every row of A while it sits
+// in L1; gemv_n (matmul, few rows of a) streams rows of B and accumulates C's rows in L1. Neither
+// packs: with few rows the work is bound by reading the weights.
+//
+// Kernels are templates over (MR, vector width) and are instantiated for each ISA (simd.h):
+// baseline (SSE2 / NEON / plain C++), AVX2+FMA (6 x 16 tile) and AVX-512 (12 x 16 tile), picked
+// once at run time on x86-64 Linux.
 #include "gemm.h"
 
 #include <algorithm>
@@ -329,7 +335,7 @@ const Kernels& kernels() {
 
 // ---- packing -----------------------------------------------------------------------------------
 
-// Stand-in for rows past the edge of A or W: packing them as zeros keeps the micro-kernel branch-free.
+// Stand-in for rows past the edge of A or W: packed as zeros, the micro-kernel needs no branches.
 const float kZeroRow[kDepthBlock] = {};
 
 // dst[k * P + r] = rows[r][k] for r < P, k < kc: P rows interleaved into the packed [kc][P] layout.

@@ -3,8 +3,9 @@
 // C = A @ B (+ bias) in float32. A arrives as float32 rows; B arrives through a source that writes
 // packed float32 panels, so any B (dense float32/float16/bfloat16, transposed or not, quantized)
 // is converted or decoded once per panel into the layout the micro-kernel streams, and the kernel
-// itself knows only float32. For few rows of A (decode-time linear) gemv_t streams each row of
-// W = B^T once instead of packing, because that case is bound by memory bandwidth, not arithmetic.
+// itself knows only float32. For few rows of A (decode-time linear, vector-matrix matmul) gemv_t
+// and gemv_n stream each row of W = B^T (or of B) once instead of packing, because that case is
+// bound by memory bandwidth, not arithmetic.
 #pragma once
 #include <cstdint>
 
@@ -24,9 +25,11 @@ class PanelSource {
   virtual ~PanelSource() = default;
   // Writes B[k0 : k0+kc, n0 : n0+nc] of batch `b` into dst as ceil(nc / kPanelWidth) strips; strip
   // s holds kc groups of kPanelWidth floats, group k being B[k0+k, n0 + s*kPanelWidth + j] for
-  // j < kPanelWidth, with 0 for columns at or past n0+nc. k0 is a multiple of kDepthBlock and
-  // k0+kc is one too or equals K. Called concurrently from several threads.
-  virtual void pack(int64_t b, int64_t n0, int64_t nc, int64_t k0, int64_t kc, float* dst) const = 0;
+  // j < kPanelWidth, with 0 for columns at or past n0+nc. k0 is a multiple of kDepthBlock,
+  // kc <= kDepthBlock, and k0+kc is a multiple too or equals K. Called concurrently from several
+  // threads.
+  virtual void pack(int64_t b, int64_t n0, int64_t nc, int64_t k0, int64_t kc,
+                    float* dst) const = 0;
 };
 
 // Supplies rows of a row-major matrix as float32 spans: rows of W = B^T for gemm/gemv_t (linear's
@@ -62,7 +65,7 @@ struct GemmArgs {
 };
 void gemm(ThreadPool& pool, const GemmArgs& g, const PanelSource& b);
 
-// Up to this many rows of A, linear uses gemv_t instead of gemm.
+// Up to this many rows of A, linear uses gemv_t and matmul gemv_n instead of gemm.
 constexpr int64_t kGemvMaxRows = 8;
 
 // C[M, N] = A[M, K] @ W^T (+ bias[N]): every W row span is fetched (decoded) once and dotted with
@@ -74,7 +77,8 @@ void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, i
 // packing; every row of B streams through once, in long contiguous runs, while the rows of C
 // accumulate in L1. Row k of B[b] is b_rows.span(b * b_batch_rows + k, n0, n1, scratch)
 // (b_batch_rows = 0: every batch shares B).
-void gemv_n(ThreadPool& pool, const GemmArgs& g, const RowSpanSource& b_rows, int64_t b_batch_rows);
+void gemv_n(ThreadPool& pool, const GemmArgs& g, const RowSpanSource& b_rows,
+            int64_t b_batch_rows);
 
 // Which kernels run: chosen once from the CPU (on x86-64 Linux: AVX-512, else AVX2+FMA, else the
 // baseline); the environment variable METAL_TENSOROPS_CPU_ISA=baseline|avx2|avx512 caps it.

@@ -42,7 +42,9 @@ template <int W> MTO_INLINE void add(Vec<W>& acc, const Vec<W>& a) { acc += a; }
 #define MTO_UNROLL
 
 template <int W> struct Vec { float v[W]; float operator[](int i) const { return v[i]; } };
-template <int W> MTO_INLINE void splat(Vec<W>& v, float s) { for (int i = 0; i < W; ++i) v.v[i] = s; }
+template <int W> MTO_INLINE void splat(Vec<W>& v, float s) {
+  for (int i = 0; i < W; ++i) v.v[i] = s;
+}
 template <int W> MTO_INLINE void madd(Vec<W>& acc, const Vec<W>& a, float s) {
   for (int i = 0; i < W; ++i) acc.v[i] += a.v[i] * s;
 }
@@ -87,7 +89,10 @@ MTO_INLINE void transpose4(const float* r0, const float* r1, const float* r2, co
   store<4>(dst + 3 * ld, __builtin_shufflevector(t1, t3, 2, 3, 6, 7));
 #else
   for (int j = 0; j < 4; ++j) {
-    dst[j * ld + 0] = r0[j]; dst[j * ld + 1] = r1[j]; dst[j * ld + 2] = r2[j]; dst[j * ld + 3] = r3[j];
+    dst[j * ld + 0] = r0[j];
+    dst[j * ld + 1] = r1[j];
+    dst[j * ld + 2] = r2[j];
+    dst[j * ld + 3] = r3[j];
   }
 #endif
 }
