@@ -87,8 +87,10 @@ export class Device implements TensorOwner {
 
   async dequantize(q: QuantizedTensor, dtype: DType = 'float32'): Promise<Tensor> {
     const dt = checkDType(dtype, 'dtype');
-    const h = operandHandle(q, 'q') as NativeQTensorHandle;
-    if (!(q instanceof QuantizedTensor)) throw new TensorOpsError('E_ARG', 'q must be a QuantizedTensor');
+    if (!(q instanceof QuantizedTensor)) {
+      throw new TensorOpsError('E_ARG', `q must be a QuantizedTensor; got ${describe(q)}`);
+    }
+    const h = q[handleOf];
     return this.#wrap(await awaitNative(() => this.#native.dequantize(h, dt)));
   }
 

@@ -6,6 +6,8 @@ import { TensorOpsError } from './errors';
 import type { TypedData } from './types';
 
 export interface NativeTensorHandle {
+  readonly shape: number[];
+  readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
   read(): TypedData;
   toFloat32(): Float32Array;
   dispose(): void;
@@ -14,6 +16,9 @@ export interface NativeTensorHandle {
 }
 
 export interface NativeQTensorHandle {
+  readonly shape: number[];
+  readonly format: import('./types').Format;
+  readonly blockSize: number;
   codes(): Uint8Array;
   scales(): Uint8Array | Uint16Array;
   biases(): Uint16Array | null;

@@ -27,8 +27,8 @@ export class Tensor {
   constructor(handle: NativeTensorHandle, owner: TensorOwner) {
     this[handleOf] = handle;
     this.#owner = owner;
-    this.shape = Object.freeze([...(handle as unknown as { shape: number[] }).shape]);
-    this.dtype = (handle as unknown as { dtype: AnyDType }).dtype;
+    this.shape = Object.freeze(handle.shape);
+    this.dtype = handle.dtype;
   }
 
   get disposed(): boolean {
@@ -79,12 +79,11 @@ export class QuantizedTensor {
 
   /** @internal QuantizedTensors are made by dev.quantize() and dev.fromQuantized(). */
   constructor(handle: NativeQTensorHandle, owner: TensorOwner) {
-    const h = handle as unknown as { shape: number[]; format: Format; blockSize: number };
     this[handleOf] = handle;
     this.#owner = owner;
-    this.shape = Object.freeze([...h.shape]);
-    this.format = h.format;
-    this.blockSize = h.blockSize;
+    this.shape = Object.freeze(handle.shape);  // a fresh array from the addon on every read
+    this.format = handle.format;
+    this.blockSize = handle.blockSize;
   }
 
   get disposed(): boolean {
