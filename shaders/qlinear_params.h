@@ -29,6 +29,15 @@
 #define QLINEAR_GEMM_BK 64
 #define QLINEAR_GEMM_SIMDGROUPS 4
 
+// Tensorops tier (shaders/qlinear_tensorops.metal, MSL 4.0), M > QLINEAR_DECODE_MAX_M: the same
+// BM x BN tiles with x and dequantized w staged BK columns at a time, multiplied by one matmul2d
+// (execution_simdgroups<SIMDGROUPS>, mode::multiply_accumulate, dynamic K for the K tail) into a
+// cooperative destination. M <= QLINEAR_DECODE_MAX_M runs qlinear_decode on this tier too.
+#define QLINEAR_TOPS_BM 32
+#define QLINEAR_TOPS_BN 32
+#define QLINEAR_TOPS_BK 64
+#define QLINEAR_TOPS_SIMDGROUPS 4
+
 struct QLinearParams {
   mto_i32 M, N, K;   // K a multiple of 32 (and of group_size)
   mto_i32 group_size;  // affine group (32, 64 or 128); 32 for MX formats

@@ -2,9 +2,11 @@
 // from the shader headers the kernels include, so host and kernels cannot disagree about them.
 #include "dispatch_plan.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
+#include "../../shaders/attention_params.h"
 #include "../../shaders/mx_formats.h"
 #include "../../shaders/qlinear_params.h"
 #include "../../shaders/quantize_params.h"
@@ -17,6 +19,7 @@ namespace {
 // no padding, the sizes the MSL side sees.
 static_assert(sizeof(MxQuantizeParams) == 16, "MxQuantizeParams layout");
 static_assert(sizeof(QLinearParams) == 32, "QLinearParams layout");
+static_assert(sizeof(AttentionKernelParams) == 72, "AttentionKernelParams layout");
 
 template <class P>
 std::vector<uint8_t> bytes_of(const P& p) {
@@ -58,6 +61,15 @@ const char* arg_name(Arg a) {
     case Arg::Y: return "y";
     case Arg::Codes: return "codes";
     case Arg::Scales: return "scales";
+    case Arg::Q: return "q";
+    case Arg::K: return "k";
+    case Arg::V: return "v";
+    case Arg::KScales: return "k.scales";
+    case Arg::VScales: return "v.scales";
+    case Arg::Mask: return "mask";
+    case Arg::O: return "o";
+    case Arg::PartialO: return "partial.o";
+    case Arg::PartialML: return "partial.ml";
   }
   return "?";
 }
@@ -126,12 +138,28 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   Dispatch d;
   d.library = "qlinear";
   d.tier = Tier::Simdgroup;
-  if (tier != Tier::Simdgroup) {
-    d.fallback_reason = std::string("no ") + tier_name(tier) + " linear kernels yet; using the simdgroup kernels";
-  }
   const bool decode = M <= QLINEAR_DECODE_MAX_M;
   d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + info.name + "_f32";
-  if (decode) {
+  if (tier == Tier::TensorOps || tier == Tier::TensorOpsMx) {
+    // The tensorops tier: decode (a GEMV, bandwidth-bound) is the shared qlinear_decode; larger M
+    // runs the matmul2d kernel of shaders/qlinear_tensorops.metal (a library compiled at MSL 4.0).
+    d.tier = Tier::TensorOps;
+    if (tier == Tier::TensorOpsMx) {
+      d.fallback_reason = "no tensorops-mx linear kernels yet; using the tensorops kernels";
+    }
+    if (!decode) {
+      d.library = "qlinear_tensorops";
+      d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_f32";
+    }
+  } else if (tier != Tier::Simdgroup) {
+    d.fallback_reason = std::string("no ") + tier_name(tier) + " linear kernels yet; using the simdgroup kernels";
+  }
+  if (d.library == "qlinear_tensorops") {
+    // matmul2d<..., execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
+    d.threadgroups[0] = ceil_div(N, QLINEAR_TOPS_BN);
+    d.threadgroups[1] = ceil_div(M, QLINEAR_TOPS_BM);
+    d.threads_per_threadgroup[0] = 32 * QLINEAR_TOPS_SIMDGROUPS;
+  } else if (decode) {
     const int rows_per_group = QLINEAR_DECODE_SIMDGROUPS * QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
     d.threadgroups[0] = ceil_div(N, rows_per_group);
     d.threads_per_threadgroup[0] = 32 * QLINEAR_DECODE_SIMDGROUPS;
@@ -149,6 +177,146 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
                {QLINEAR_BUFFER_PARAMS, Arg::Params}};
   d.params = bytes_of(p);
   return d;
+}
+
+AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantized, Format kv_format,
+                             DType mask_dtype, Tier tier) {
+  if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
+  const char* suffix = dtype_suffix(q);
+  if (!suffix) throw Error(code::DType, std::string("the attention kernels take float32, float16 or bfloat16 q, got ") + dtype_name(q));
+  const int64_t D = p.D;
+  if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) {
+    throw Error(code::Shape, "no attention kernel for head dim D = " + std::to_string(D) +
+                                 " (kernels exist for 64, 80, 96, 128, 256); use the cpu backend");
+  }
+  std::string kv = "dense";
+  if (kv_quantized) {
+    // Kernel instances of ATTN_KV_MXFP8_E4M3 / ATTN_KV_MXFP8_E5M2.
+    if (kv_format == Format::MXFP8_E4M3) kv = "mxfp8";
+    else if (kv_format == Format::MXFP8_E5M2) kv = "mxfp8_e5m2";
+    else throw Error(code::Format, std::string("attention k/v may be mxfp8 or mxfp8_e5m2, got ") + format_info(kv_format).name);
+    if (D % 32 != 0) {
+      throw Error(code::Shape, "mxfp8 k/v need D a multiple of 32 (blocks along D), got D = " + std::to_string(D));
+    }
+  }
+  if (p.B <= 0 || p.Hq <= 0 || p.Hkv <= 0 || p.Lq <= 0 || p.Lk < 0 || p.Hq % p.Hkv != 0) {
+    throw Error(code::Shape, "attention needs B, Hq, Hkv, Lq > 0, Lk >= 0 and Hq a multiple of Hkv");
+  }
+  check_i32("B * Hq * Lq * D", p.B * p.Hq * p.Lq * D);
+  check_i32("B * Hkv * Lk * D", p.B * p.Hkv * p.Lk * D);
+  int mask_kind = ATTN_MASK_NONE;
+  if (p.mask) {
+    switch (mask_dtype) {
+      case DType::Bool: mask_kind = ATTN_MASK_BOOL; break;
+      case DType::Float32: mask_kind = ATTN_MASK_F32; break;
+      case DType::Float16: mask_kind = ATTN_MASK_F16; break;
+      case DType::BFloat16: mask_kind = ATTN_MASK_BF16; break;
+    }
+  }
+
+  AttentionKernelParams kp = {};
+  kp.B = int32_t(p.B);
+  kp.Hq = int32_t(p.Hq);
+  kp.Hkv = int32_t(p.Hkv);
+  kp.Lq = int32_t(p.Lq);
+  kp.Lk = int32_t(p.Lk);
+  kp.D = int32_t(D);
+  kp.G = int32_t(p.Hq / p.Hkv);
+  kp.scale_log2 = p.scale * 1.44269504088896340736f;
+  kp.causal = p.causal ? 1 : 0;
+  kp.mask_kind = mask_kind;
+  for (int i = 0; i < 4; ++i) {
+    check_i32("mask stride", p.mask_stride[i]);
+    kp.mask_stride[i] = int32_t(p.mask_stride[i]);
+  }
+
+  AttentionPlan out;
+  const std::string tail = std::string(suffix) + "_" + kv + "_d" + std::to_string(D);
+  auto base = [&](const std::string& kernel) {
+    Dispatch d;
+    d.library = "attention";
+    d.kernel = kernel;
+    d.tier = Tier::Simdgroup;
+    if (tier != Tier::Simdgroup) {
+      d.fallback_reason = std::string("no ") + tier_name(tier) + " attention kernels yet; using the simdgroup kernels";
+    }
+    return d;
+  };
+  const Arg k_scales = kv_quantized ? Arg::KScales : Arg::Unused;
+  const Arg v_scales = kv_quantized ? Arg::VScales : Arg::Unused;
+  const Arg mask = p.mask ? Arg::Mask : Arg::Unused;
+
+  if (p.Lq > ATTN_DECODE_MAX_LQ) {
+    kp.rows = 0;
+    kp.chunks = 0;
+    kp.splits = 1;
+    kp.split_len = kp.Lk;
+    Dispatch d = base("attention_prefill_" + tail);
+    d.threadgroups[0] = ceil_div(p.Lq, ATTN_PREFILL_BQ);
+    d.threadgroups[1] = uint32_t(p.Hq);
+    d.threadgroups[2] = uint32_t(p.B);
+    d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
+    d.buffers = {{ATTN_BUFFER_Q, Arg::Q},         {ATTN_BUFFER_K, Arg::K},
+                 {ATTN_BUFFER_V, Arg::V},         {ATTN_BUFFER_K_SCALES, k_scales},
+                 {ATTN_BUFFER_V_SCALES, v_scales}, {ATTN_BUFFER_MASK, mask},
+                 {ATTN_BUFFER_O, Arg::O},         {ATTN_BUFFER_PARAMS, Arg::Params}};
+    d.params = bytes_of(kp);
+    out.passes.push_back(std::move(d));
+    return out;
+  }
+
+  // Decode: one threadgroup per (b, kv head, chunk of rows[, split]).
+  const int64_t rows = (p.Hq / p.Hkv) * p.Lq;
+  const int64_t chunks = (rows + ATTN_DECODE_ROWS - 1) / ATTN_DECODE_ROWS;
+  const int64_t groups = p.B * p.Hkv * chunks;
+  int64_t splits = 1;
+  if (p.Lk >= ATTN_SPLIT_MIN_KEYS && groups < ATTN_SPLIT_TARGET_GROUPS) {
+    splits = std::min<int64_t>({int64_t(ATTN_MAX_SPLITS), p.Lk / (ATTN_SPLIT_MIN_KEYS / 2),
+                                (ATTN_SPLIT_TARGET_GROUPS + groups - 1) / groups});
+    splits = std::max<int64_t>(splits, 1);
+  }
+  const int64_t split_len = splits > 1 ? (p.Lk + splits - 1) / splits : std::max<int64_t>(p.Lk, 1);
+  check_i32("B * Hkv", p.B * p.Hkv);
+  kp.rows = int32_t(rows);
+  kp.chunks = int32_t(chunks);
+  kp.splits = int32_t(splits);
+  kp.split_len = int32_t(split_len);
+  out.splits = int(splits);
+
+  Dispatch d = base("attention_decode_" + tail);
+  d.threadgroups[0] = uint32_t(p.B * p.Hkv);
+  d.threadgroups[1] = uint32_t(chunks);
+  d.threadgroups[2] = uint32_t(splits);
+  d.threads_per_threadgroup[0] = 32 * ATTN_DECODE_SIMDGROUPS;
+  const bool split = splits > 1;
+  d.buffers = {{ATTN_BUFFER_Q, Arg::Q},
+               {ATTN_BUFFER_K, Arg::K},
+               {ATTN_BUFFER_V, Arg::V},
+               {ATTN_BUFFER_K_SCALES, k_scales},
+               {ATTN_BUFFER_V_SCALES, v_scales},
+               {ATTN_BUFFER_MASK, mask},
+               {ATTN_BUFFER_O, split ? Arg::Unused : Arg::O},
+               {ATTN_BUFFER_PARTIAL_O, split ? Arg::PartialO : Arg::Unused},
+               {ATTN_BUFFER_PARTIAL_ML, split ? Arg::PartialML : Arg::Unused},
+               {ATTN_BUFFER_PARAMS, Arg::Params}};
+  d.params = bytes_of(kp);
+  out.passes.push_back(std::move(d));
+  if (split) {
+    const uint64_t prow = uint64_t(groups) * uint64_t(splits) * ATTN_DECODE_ROWS;
+    out.partial_o_bytes = prow * uint64_t(D) * sizeof(float);
+    out.partial_ml_bytes = prow * 2 * sizeof(float);
+    Dispatch m = base("attention_merge");
+    m.threadgroups[0] = uint32_t(p.B * p.Hkv);
+    m.threadgroups[1] = uint32_t(chunks);
+    m.threads_per_threadgroup[0] = ATTN_MERGE_THREADS;
+    m.buffers = {{ATTN_BUFFER_PARTIAL_O, Arg::PartialO},
+                 {ATTN_BUFFER_PARTIAL_ML, Arg::PartialML},
+                 {ATTN_BUFFER_O, Arg::O},
+                 {ATTN_BUFFER_PARAMS, Arg::Params}};
+    m.params = bytes_of(kp);
+    out.passes.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace mto::plan

@@ -14,6 +14,7 @@
 #include "capabilities.h"
 #include "dtype.h"
 #include "formats.h"
+#include "ops.h"
 #include "pipeline_key.h"
 
 namespace mto::plan {
@@ -30,6 +31,12 @@ enum class Arg : uint8_t {
   Y,        // dense output, float32
   Codes,    // quantize outputs
   Scales,
+  // attention (plan_attention)
+  Q, K, V,            // dense operands, or for k/v the mxfp8 codes
+  KScales, VScales,   // mxfp8 k/v: E8M0 scales
+  Mask,               // bool bytes or additive float elements
+  O,                  // output, float32
+  PartialO, PartialML,  // split decode: written by the first pass, read by the merge pass
 };
 const char* arg_name(Arg a);
 
@@ -58,9 +65,26 @@ Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 
 // y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32, w quantized with format f and
 // block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
-// tiled kernel. Tiers without their own kernels yet use the simdgroup kernels (Apple7+, which
-// every TensorOps-capable GPU is) and say so in fallback_reason; Tier::Cpu throws E_BACKEND.
+// tiled kernel. Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops",
+// MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx has no kernels of its own
+// yet and uses the tensorops ones (saying so in fallback_reason); Tier::Cpu throws E_BACKEND.
 Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
                      Tier tier);
+
+// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (FlashAttention, API.md), from the validated
+// parameters of check_attention (core/ops.h). q dense float32/float16/bfloat16; k/v dense of q's
+// dtype (kv_format empty) or mxfp8 (Format::MXFP8_E4M3 / MXFP8_E5M2, blocks of 32 along D); the
+// mask's dtype when p.mask is set. o is float32. Lq <= 8 runs the decode kernel, as one pass or,
+// for long Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill
+// kernel. Throws E_SHAPE for head dims without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V
+// needs D a multiple of 32), E_DTYPE, E_FORMAT, E_BACKEND (Tier::Cpu).
+struct AttentionPlan {
+  std::vector<Dispatch> passes;  // run in order
+  uint64_t partial_o_bytes = 0;  // split decode: scratch bound as PartialO / PartialML
+  uint64_t partial_ml_bytes = 0;
+  int splits = 1;
+};
+AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantized, Format kv_format,
+                             DType mask_dtype, Tier tier);
 
 }  // namespace mto::plan

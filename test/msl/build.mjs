@@ -31,6 +31,16 @@ const common = ['-O2', '-g0', '-pthread', '-fno-fast-math', '-Wall', '-Wno-unuse
 const kernelFlags = [...common, '-std=c++14', '-Werror=c++17-extensions', '-Wno-unknown-attributes',
   '-Wno-unused-variable', '-D__METAL_VERSION__=310', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders'];
 const hostFlags = [...common, '-std=c++17', '-Inative', '-Ishaders', '-Itest/msl/runtime'];
+// MSL 4.0 (the tensorops tier): a .metal file that includes <metal_tensor> is compiled at
+// __METAL_VERSION__=400 with the TensorOps shim. MSL 4 is C++17-based plus class-type template
+// arguments (matmul2d<matmul2d_descriptor(...), ...>), which clang accepts as C++20.
+const kernelFlags400 = kernelFlags.map((f) => f === '-std=c++14' ? '-std=c++20'
+  : f === '-Werror=c++17-extensions' ? '-Werror=c++23-extensions'
+  : f === '-D__METAL_VERSION__=310' ? '-D__METAL_VERSION__=400' : f);
+/** The flags for one generated translation unit: by the MSL version its source asks for. */
+const tensorSources = new Set();
+const flagsFor = (dest) => tensorSources.has(dest) ? kernelFlags400 : kernelFlags;
+const wantsMsl4 = (text) => /^\s*#\s*include\s*<metal_tensor>/m.test(text);
 
 const list = (dir, ext) => readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
 
@@ -48,13 +58,17 @@ function generateKernels() {
   for (const file of [...list('shaders', '.metal'), ...list('test/msl/selftest', '.metal')]) {
     const library = basename(file, '.metal');
     const dest = join(genDir, `${library}.cc`);
-    writeIfChanged(dest, generate(readFileSync(join(root, file), 'utf8'), { file, library, variant: '' }));
+    const text = readFileSync(join(root, file), 'utf8');
+    if (wantsMsl4(text)) tensorSources.add(dest);
+    writeIfChanged(dest, generate(text, { file, library, variant: '' }));
     out.push(dest);
   }
   for (const f of faults) {
     const library = basename(f.file, '.metal');
     const dest = join(genDir, `${library}__${f.name}.cc`);
-    writeIfChanged(dest, generate(readFileSync(join(root, f.file), 'utf8'),
+    const text = readFileSync(join(root, f.file), 'utf8');
+    if (wantsMsl4(text)) tensorSources.add(dest);
+    writeIfChanged(dest, generate(text,
       { file: f.file, library, variant: f.name, find: f.find, replace: f.replace }));
     out.push(dest);
   }
@@ -109,7 +123,7 @@ export async function build() {
   ];
   const tasks = [
     // Biggest first, so the two cores stay busy to the end.
-    ...kernels.map((k) => () => compile(k, kernelFlags)),
+    ...kernels.map((k) => () => compile(k, flagsFor(k))),
     ...host.map((s) => () => compile(s, hostFlags)),
   ];
   const jobs = Number(process.env.MSL_JOBS) || availableParallelism();

@@ -4,7 +4,7 @@
 // about a minute and a half on two cores).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { build, driverPath, faults } from './build.mjs';
+import { build, driverPath, faults, root } from './build.mjs';
 
 interface CaseResult {
   name: string; op: string; kernel?: string; ok: boolean;
@@ -26,9 +26,11 @@ const haveCompiler = (() => {
 // CI (.ci/run) installs clang-19 on Linux, where a missing compiler is a failure, not a skip.
 const skip = !haveCompiler && process.platform !== 'linux';
 
-function runDriver(args: string[]): Report {
+function runDriver(args: string[], env: Record<string, string> = {}): Report {
   // A kernel stuck in a loop never reaches a rendezvous the harness could check: time out instead.
-  const r = spawnSync(driverPath, args, { encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000 });
+  const r = spawnSync(driverPath, args, {
+    encoding: 'utf8', maxBuffer: 64 << 20, timeout: 300_000, env: { ...process.env, ...env },
+  });
   if (r.error) throw r.error;
   if (r.status !== 0 && r.status !== 1) throw new Error(`msl-driver ${args.join(' ')} exited ${r.status}:\n${r.stderr}`);
   return JSON.parse(r.stdout) as Report;
@@ -83,6 +85,83 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
       }
     }
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  it('attention: decode (one pass and split + merge) and prefill, every head dim, masks, GQA, float16/bfloat16 q, mxfp8 K/V, against the cpu backend', () => {
+    const cases = group('attention/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/attention'))).toEqual([]);
+    for (const D of [64, 80, 96, 128, 256]) {
+      expect(cases.some((c) => c.name.startsWith('attention/decode/') && c.name.includes(`/d${D}/`)), `decode d${D}`).toBe(true);
+      expect(cases.some((c) => c.name.startsWith('attention/prefill/') && c.name.includes(`/d${D}/`)), `prefill d${D}`).toBe(true);
+    }
+    for (const c of cases) expect(c.kernel, c.name).toMatch(c.name.startsWith('attention/decode/') ? /^attention_decode_/ : /^attention_prefill_/);
+    expect(cases.some((c) => c.kernel?.endsWith('+attention_merge')), 'a split decode with its merge pass').toBe(true);
+    for (const tag of ['/f16/', '/bf16/', '/mxfp8/', '/mxfp8_e5m2/', '/causal', '/mask_bool', '/mask_add', '.Hkv1/']) {
+      expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
+    }
+    expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+    const cases = group('linear-tensorops/');
+    expect(failures(cases)).toEqual([]);
+    for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2',
+      'affine4.g32', 'affine4.g64', 'affine4.g128', 'affine8.g32', 'affine8.g64', 'affine8.g128']) {
+      for (const M of [1, 3, 8, 9, 33]) {
+        const c = cases.find((x) => x.name.startsWith(`linear-tensorops/${format}/M${M}/`));
+        expect(c, `linear-tensorops/${format}/M${M}`).toBeDefined();
+        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_/ : /^qlinear_tensorops_gemm_/);
+      }
+    }
+    expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  // The cooperative-tensor element-to-thread order is scrambled by a seed: correct kernels pass
+  // under any seed, and is_compatible_as_left_input may answer either way.
+  it('tensorops: the scrambled cooperative-tensor layout under two other seeds, and left-input reuse both ways', () => {
+    const filter = ['--filter', 'linear-tensorops/,harness/tensorops/'];
+    for (const seed of ['1', '0x9e3779b9']) {
+      const r = runDriver(filter, { MTOH_COOP_SEED: seed });
+      expect(r.cases.filter((c) => c.name.startsWith('linear-tensorops/')).length).toBeGreaterThanOrEqual(70);
+      expect(failures(r.cases), `MTOH_COOP_SEED=${seed}`).toEqual([]);
+    }
+    const r = runDriver(['--filter', 'harness/tensorops/,linear-tensorops/mxint4/'], { MTOH_COOP_LEFT_COMPATIBLE: '0' });
+    expect(r.cases.some((c) => c.name === 'harness/tensorops/left_input_reuse')).toBe(true);
+    expect(failures(r.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
+  });
+
+  it('tensorops: the layout-assuming kernel fails under other seeds too', () => {
+    for (const seed of ['1', '0x9e3779b9']) {
+      const r = runDriver(['--variant', 'coop_layout', '--filter', 'linear-tensorops/mxfp4/M33/'], { MTOH_COOP_SEED: seed });
+      expect(r.cases.length).toBeGreaterThan(0);
+      for (const c of r.cases) expect(c.error?.kind, `${c.name} with MTOH_COOP_SEED=${seed}`).toBe('mismatch');
+    }
+  });
+
+  // What Metal refuses to compile, the shim refuses too.
+  const compileSnippet = (body: string) => spawnSync(compiler, ['-std=c++20', '-fsyntax-only', '-D__METAL_VERSION__=400',
+    '-Wno-unknown-attributes', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders', '-x', 'c++', '-'], {
+    cwd: root, encoding: 'utf8', input: ['#include "launch.h"', '#include <metal_stdlib>', '#include <metal_tensor>',
+      '#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>', 'using namespace metal;',
+      'using namespace mpp::tensor_ops;', 'typedef tensor<device float, dextents<int32_t, 2>, tensor_inline> t_t;',
+      `void f() { ${body} }`, ''].join('\n'),
+  });
+  it.each([
+    ['a matmul2d descriptor with neither M nor N a multiple of 16', 'matmul2d<matmul2d_descriptor(8, 8), execution_simdgroup> mm; (void)mm;',
+      'At least one of M or N must be a multiple of 16'],
+    ['reduce_rows without its identity', 'matmul2d<matmul2d_descriptor(16, 16), execution_simdgroup> mm; ' +
+      'auto c = mm.get_destination_cooperative_tensor<t_t, t_t, float>(); ' +
+      'auto r = mm.get_row_reduction_destination_cooperative_tensor<t_t, t_t, float>(); reduce_rows(c, r, reduction_operation::max);',
+      'pass the identity explicitly'],
+  ])('tensorops shim: %s does not compile', (_what, body, message) => {
+    const bad = compileSnippet(body);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain(message);
+    // The control: the nearest valid code compiles.
+    const good = compileSnippet(body.replace('(8, 8)', '(16, 8)').replace('reduction_operation::max)', 'reduction_operation::max, -INFINITY)'));
+    expect(good.stderr).toBe('');
+    expect(good.status).toBe(0);
   });
 
   for (const fault of faults as Fault[]) {

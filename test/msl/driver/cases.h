@@ -47,6 +47,8 @@ std::vector<Case> linear_cases();
 std::vector<Case> table_cases();     // shader-side format traits against native/core/formats.cc
 std::vector<Case> selftest_cases();  // the harness itself (test/msl/selftest/selftest.metal)
 std::vector<Case> plan_cases();      // what the dispatch plans refuse
+std::vector<Case> tensorops_cases(); // the TensorOps shim (test/msl/selftest/tensorops_selftest.metal)
+std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), and plan/attention
 
 std::string to_json(const CaseResult& r);
 

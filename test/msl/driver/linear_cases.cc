@@ -64,7 +64,8 @@ Comparison close(const Bytes& got_bytes, const std::vector<float>& ref, int64_t 
   return c;
 }
 
-CaseResult run_case(mto::Format f, LinearShape s, const std::string& name, const std::string& variant) {
+CaseResult run_case(mto::Format f, LinearShape s, const std::string& name, const std::string& variant,
+                    mto::Tier tier) {
   const uint64_t seed = seed_of(name);
   const mto::Tensor x = dense(normal_data(s.M * s.K, seed), {s.M, s.K});
   // Weight rows at different magnitudes, so scales differ from row to row and block to block.
@@ -93,7 +94,7 @@ CaseResult run_case(mto::Format f, LinearShape s, const std::string& name, const
   if (s.bias) inputs[Arg::Bias] = bytes_of(*bias.buffer);
 
   const mto::plan::Dispatch plan =
-      mto::plan::plan_linear(f, s.block, mto::DType::Float32, s.M, s.N, s.K, s.bias, mto::Tier::Simdgroup);
+      mto::plan::plan_linear(f, s.block, mto::DType::Float32, s.M, s.N, s.K, s.bias, tier);
   return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * sizeof(float)}},
                        [&](const std::map<Arg, Bytes>& out) { return close(out.at(Arg::Y), ref, s.N); });
 }
@@ -116,12 +117,18 @@ std::vector<Case> linear_cases() {
       {mto::Format::AFFINE8, 64, 192},   {mto::Format::AFFINE8, 128, 384},
   };
   std::vector<Case> cases;
-  auto add = [&](const Config& c, LinearShape s) {
-    std::string name = std::string("linear/") + mto::format_info(c.format).name;
+  // prefix "linear/": the simdgroup tier; "linear-tensorops/": the tensorops tier (matmul2d for
+  // M > 8 with the cooperative-tensor layout scrambled by MTOH_COOP_SEED, decode below).
+  auto add_tier = [&](const Config& c, LinearShape s, const std::string& prefix, mto::Tier tier) {
+    std::string name = prefix + mto::format_info(c.format).name;
     if (mto::format_info(c.format).affine) name += ".g" + std::to_string(c.block);
     name += "/M" + std::to_string(s.M) + "/N" + std::to_string(s.N) + "/K" + std::to_string(s.K) +
             (s.bias ? "/bias" : "");
-    cases.push_back({name, [=](const std::string& variant) { return run_case(c.format, s, name, variant); }});
+    cases.push_back({name, [=](const std::string& variant) { return run_case(c.format, s, name, variant, tier); }});
+  };
+  auto add = [&](const Config& c, LinearShape s) {
+    add_tier(c, s, "linear/", mto::Tier::Simdgroup);
+    add_tier(c, s, "linear-tensorops/", mto::Tier::TensorOps);
   };
   for (const Config& c : configs) {
     // M = 1, 3, 8: the decode kernel; 9, 33: the tiled kernel with a partial last row tile.

@@ -68,10 +68,17 @@ std::vector<Case> plan_cases() {
       r.message = std::string(ch.what) + ": " + ch.outcome;
       return r;
     }
+    // The tensorops tier: its own matmul2d kernel for M > 8, the shared decode kernel below;
+    // tensorops-mx has no linear kernels of its own yet and says so.
     const plan::Dispatch d = plan::plan_linear(Format::MXFP4, 32, DType::Float32, 4, 8, 64, false, Tier::TensorOps);
-    if (d.tier != Tier::Simdgroup || d.fallback_reason.empty()) {
+    const plan::Dispatch g = plan::plan_linear(Format::MXFP4, 32, DType::Float32, 9, 8, 64, false, Tier::TensorOps);
+    const plan::Dispatch x = plan::plan_linear(Format::MXFP4, 32, DType::Float32, 9, 8, 64, false, Tier::TensorOpsMx);
+    if (d.tier != Tier::TensorOps || !d.fallback_reason.empty() || d.kernel != "qlinear_decode_mxfp4_f32" ||
+        g.tier != Tier::TensorOps || g.library != "qlinear_tensorops" || g.kernel != "qlinear_tensorops_gemm_mxfp4_f32" ||
+        x.tier != Tier::TensorOps || x.kernel != g.kernel || x.fallback_reason.empty()) {
       r.error_kind = "mismatch";
-      r.message = "a tensorops plan should fall back to the simdgroup kernels and say why";
+      r.message = "tensorops plans: decode for M <= 8, qlinear_tensorops_gemm above; tensorops-mx falls back to "
+                  "tensorops and says why";
       return r;
     }
     r.ok = true;

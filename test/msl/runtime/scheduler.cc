@@ -23,7 +23,9 @@ bool same_site(const Site& a, const Site& b) {
 }
 
 std::string site_text(const Site& s) {
-  return std::string(s.what) + " at " + s.file + ":" + std::to_string(s.line);
+  // A lane that has not reached any such operation yet has an empty site.
+  if (!s.what) return "nothing yet";
+  return std::string(s.what) + " at " + (s.file ? s.file : "?") + ":" + std::to_string(s.line);
 }
 
 // "0-31, 40, 64-127"

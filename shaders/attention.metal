@@ -1,0 +1,389 @@
+// FlashAttention for the simdgroup tier (Apple7+): o = softmax(q k^T * scale + mask) v, scores
+// never written to device memory, float32 softmax and accumulation. Semantics, slots and tile
+// sizes: attention_params.h; which kernel runs with which grid: native/core/dispatch_plan.cc
+// (plan_attention).
+//
+//   attention_decode (Lq <= 8, token generation) is bound by memory bandwidth. A threadgroup owns
+//   one kv head and up to 8 query rows of its GQA group (all of them for G * Lq <= 8), so each K/V
+//   element is read from device memory once for every query head that shares it. Its four
+//   SIMD-groups take keys round robin; lane l holds features l, l + 32, ... of every row (q, the
+//   output accumulator) and of the current key and value, so a score is a simd_sum and the online
+//   softmax runs per key, uniform across the SIMD-group (the shape of MLX's sdpa_vector, with the
+//   GQA rows sharing each K/V read). The SIMD-groups' (m, l, O) are merged through threadgroup
+//   memory at the end. For long Lk with few threadgroups the plan splits the keys: each split
+//   writes its (m, l, O) and attention_merge combines them (flash-decoding).
+//   attention_prefill (Lq > 8) is bound by arithmetic: a threadgroup owns 16 query rows of one
+//   query head, each SIMD-group an 8-row strip held as D/8 simdgroup_matrix 8x8 accumulators. Per
+//   16-key tile: K staged in threadgroup memory, S = Q K^T with simdgroup matrices, the online
+//   softmax on S in threadgroup memory (4 lanes per row, shuffles for the row max and sum), the
+//   running output rescaled by diag(exp2(m_old - m_new)) as one more 8x8 product, V staged in the
+//   same memory and O += P V. Key tiles past the causal diagonal of the block are never visited
+//   (the structure of MLX's steel attention, without its register-layout tricks, which would
+//   depend on the undocumented simdgroup_matrix element-to-lane mapping).
+// K/V may be mxfp8 (E4M3 or E5M2, blocks of 32 along D): decoded in the kernel by mx_formats.h,
+// the same decoder the cpu backend uses.
+// Masked scores are -inf and exp2(-inf) = 0 is relied on (fully masked rows give zeros): the host
+// must compile this library without fast math (MTLCompileOptions.mathMode = safe), as the
+// harness does (-fno-fast-math).
+#include <metal_stdlib>
+
+#include "attention_params.h"
+#include "mx_formats.h"
+
+using namespace metal;
+
+#define ATTN_LOG2E 1.44269504088896340736f
+
+inline float attn_neg_inf() { return as_type<float>(0xff800000u); }
+
+// Element type of the K/V buffers: q's dtype when dense, code bytes when mxfp8.
+template <typename T, int KV>
+struct attn_kv_storage {
+  typedef uchar type;
+};
+template <typename T>
+struct attn_kv_storage<T, ATTN_KV_DENSE> {
+  typedef T type;
+};
+
+// Element d of K/V row `row` (row = (b * Hkv + kvh) * Lk + j) as float.
+template <int KV, typename S>
+inline float attn_kv_load(device const S* src, device const uchar* scales, ulong row, uint d, uint D) {
+  if (KV == ATTN_KV_DENSE) return float(src[row * D + d]);
+  const int elem = KV == ATTN_KV_MXFP8_E4M3 ? MTO_ELEM_FP8_E4M3 : MTO_ELEM_FP8_E5M2;
+  const float s = mto_decode_e8m0(uint(scales[row * (D / 32u) + d / 32u]));
+  return mto_decode_element(elem, uint(src[row * D + d])) * s;
+}
+
+// Whether query i of (b, h) may see key j, and the additive mask there (log2 domain).
+inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* mask, uint b, uint h,
+                         int i, int j, thread float& bias) {
+  bias = 0.0f;
+  if (j >= p.Lk || i >= p.Lq) return false;  // past the keys, or a prefill row past the queries
+  if (p.causal && j > i + p.Lk - p.Lq) return false;
+  if (p.mask_kind == ATTN_MASK_NONE) return true;
+  const long idx = long(b) * p.mask_stride[0] + long(h) * p.mask_stride[1] + long(i) * p.mask_stride[2] +
+                   long(j) * p.mask_stride[3];
+  if (p.mask_kind == ATTN_MASK_BOOL) return mask[idx] != 0;
+  float add;
+  if (p.mask_kind == ATTN_MASK_F32) add = ((device const float*)mask)[idx];
+  else if (p.mask_kind == ATTN_MASK_F16) add = float(((device const half*)mask)[idx]);
+  else add = float(((device const bfloat*)mask)[idx]);
+  bias = add * ATTN_LOG2E;
+  return true;
+}
+
+// ---- decode -------------------------------------------------------------------------------------
+template <typename T, int KV, int D>
+[[kernel]] void attention_decode(
+    device const T* q [[buffer(ATTN_BUFFER_Q)]],
+    device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
+    device const typename attn_kv_storage<T, KV>::type* v [[buffer(ATTN_BUFFER_V)]],
+    device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
+    device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
+    device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
+    device float* o [[buffer(ATTN_BUFFER_O)]],
+    device float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
+    device float* part_ml [[buffer(ATTN_BUFFER_PARTIAL_ML)]],
+    constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    uint3 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]],
+    ushort sg [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  constexpr int ROWS = ATTN_DECODE_ROWS;
+  constexpr int NSG = ATTN_DECODE_SIMDGROUPS;
+  constexpr int E = (D + 31) / 32;  // features per lane
+  threadgroup float tg_m[NSG][ROWS];
+  threadgroup float tg_l[NSG][ROWS];
+  threadgroup float tg_o[NSG][D];
+
+  const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
+  const uint chunk = group.y, split = group.z;
+  const int r0 = int(chunk) * ROWS;
+  const int nr = min(ROWS, p.rows - r0);  // rows of this threadgroup (uniform)
+  const int j0 = int(split) * p.split_len;
+  const int j1 = min(p.Lk, j0 + p.split_len);
+  const float ninf = attn_neg_inf();
+
+  float qr[ROWS][E], acc[ROWS][E], m[ROWS], l[ROWS];
+  uint head[ROWS];
+  int qi[ROWS];
+  for (int r = 0; r < ROWS; ++r) {
+    const int row = r0 + min(r, nr - 1);  // rows past nr repeat the last one and are never stored
+    head[r] = kvh * uint(p.G) + uint(row / p.Lq);
+    qi[r] = row % p.Lq;
+    const device T* qrow = q + (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) + 32u * uint(e);
+      qr[r][e] = d < uint(D) ? float(qrow[d]) * p.scale_log2 : 0.0f;
+      acc[r][e] = 0.0f;
+    }
+    m[r] = ninf;
+    l[r] = 0.0f;
+  }
+
+  const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
+  for (int j = j0 + int(sg); j < j1; j += NSG) {
+    float kr[E], vr[E];
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) + 32u * uint(e);
+      kr[e] = d < uint(D) ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
+      vr[e] = d < uint(D) ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
+    }
+    for (int r = 0; r < ROWS; ++r) {
+      if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
+      float partial = 0.0f;
+      for (int e = 0; e < E; ++e) partial += qr[r][e] * kr[e];
+      float s = simd_sum(partial);
+      float bias;
+      if (!attn_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
+      s += bias;
+      if (!(s > ninf)) continue;  // an additive -inf (or NaN) hides the key
+      const float m_new = max(m[r], s);
+      const float factor = exp2(m[r] - m_new);  // m = -inf: 0
+      const float pr = exp2(s - m_new);
+      l[r] = l[r] * factor + pr;
+      for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
+      m[r] = m_new;
+    }
+  }
+
+  // Merge the SIMD-groups' (m, l, O) row by row.
+  if (lane == 0) {
+    for (int r = 0; r < ROWS; ++r) {
+      tg_m[sg][r] = m[r];
+      tg_l[sg][r] = l[r];
+    }
+  }
+  for (int r = 0; r < ROWS; ++r) {
+    if (r >= nr) break;
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) + 32u * uint(e);
+      if (d < uint(D)) tg_o[sg][d] = acc[r][e];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float M = ninf;
+    for (int s = 0; s < NSG; ++s) M = max(M, tg_m[s][r]);
+    float f[NSG];
+    float L = 0.0f;
+    for (int s = 0; s < NSG; ++s) {
+      f[s] = tg_m[s][r] == ninf ? 0.0f : exp2(tg_m[s][r] - M);
+      L += tg_l[s][r] * f[s];
+    }
+    const ulong prow = ((ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) + split) * ROWS + uint(r);
+    const ulong orow = (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    for (uint d = tid; d < uint(D); d += 32u * NSG) {
+      float O = 0.0f;
+      for (int s = 0; s < NSG; ++s) O += tg_o[s][d] * f[s];
+      if (p.splits == 1) o[orow + d] = L > 0.0f ? O / L : 0.0f;
+      else part_o[prow * uint(D) + d] = O;
+    }
+    if (p.splits > 1 && tid == 0) {
+      part_ml[prow * 2] = M;
+      part_ml[prow * 2 + 1] = L;
+    }
+    // tg_o is rewritten for the next row.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+// Second pass of a split decode: o = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).
+[[kernel]] void attention_merge(
+    device const float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
+    device const float* part_ml [[buffer(ATTN_BUFFER_PARTIAL_ML)]],
+    device float* o [[buffer(ATTN_BUFFER_O)]],
+    constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    uint3 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]]) {
+  constexpr int ROWS = ATTN_DECODE_ROWS;
+  const uint D = uint(p.D);
+  const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
+  const uint chunk = group.y;
+  const int r0 = int(chunk) * ROWS;
+  const int nr = min(ROWS, p.rows - r0);
+  const float ninf = attn_neg_inf();
+  const ulong base = (ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits);  // split 0's row 0
+  for (int r = 0; r < nr; ++r) {
+    const int row = r0 + r;
+    const uint head = kvh * uint(p.G) + uint(row / p.Lq);
+    const uint i = uint(row % p.Lq);
+    float M = ninf;
+    for (int s = 0; s < p.splits; ++s) M = max(M, part_ml[((base + uint(s)) * ROWS + uint(r)) * 2]);
+    float L = 0.0f;
+    for (int s = 0; s < p.splits; ++s) {
+      const ulong pr = (base + uint(s)) * ROWS + uint(r);
+      const float ms = part_ml[pr * 2];
+      L += ms == ninf ? 0.0f : part_ml[pr * 2 + 1] * exp2(ms - M);
+    }
+    const ulong orow = (ulong(b * uint(p.Hq) + head) * uint(p.Lq) + i) * D;
+    for (uint d = tid; d < D; d += ATTN_MERGE_THREADS) {
+      float O = 0.0f;
+      for (int s = 0; s < p.splits; ++s) {
+        const ulong pr = (base + uint(s)) * ROWS + uint(r);
+        const float ms = part_ml[pr * 2];
+        if (ms != ninf) O += part_o[pr * D + d] * exp2(ms - M);
+      }
+      o[orow + d] = L > 0.0f ? O / L : 0.0f;
+    }
+  }
+}
+
+// ---- prefill ------------------------------------------------------------------------------------
+template <typename T, int KV, int D>
+[[kernel]] void attention_prefill(
+    device const T* q [[buffer(ATTN_BUFFER_Q)]],
+    device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
+    device const typename attn_kv_storage<T, KV>::type* v [[buffer(ATTN_BUFFER_V)]],
+    device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
+    device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
+    device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
+    device float* o [[buffer(ATTN_BUFFER_O)]],
+    constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    uint3 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]],
+    ushort sg [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  constexpr int BQ = ATTN_PREFILL_BQ, BK = ATTN_PREFILL_BK, NSG = ATTN_PREFILL_SIMDGROUPS;
+  constexpr int THREADS = 32 * NSG;
+  constexpr int DT = D / 8;  // 8x8 tiles across the features
+  static_assert(BQ == 8 * NSG && BK == 16 && BQ == BK && D % 8 == 0, "tile geometry");
+  // Q (once), then each K tile, each V tile, and at the end the output strip.
+  threadgroup float tile[BK][D];
+  threadgroup float st[NSG][8][BK];   // this SIMD-group's scores, then probabilities
+  threadgroup float dg[NSG][8][8];    // diag(row factors)
+
+  const uint q0 = group.x * BQ, h = group.y, b = group.z;
+  const uint kvh = h / uint(p.G);
+  const float ninf = attn_neg_inf();
+  const ulong q_base = (ulong(b) * uint(p.Hq) + h) * uint(p.Lq);
+  const ulong kv_base = (ulong(b) * uint(p.Hkv) + kvh) * uint(p.Lk);
+
+  // This lane's row of the strip and its 4 columns of each score tile.
+  const int rr = lane / 4, cq = (lane % 4) * 4;
+  const int i = int(q0) + 8 * int(sg) + rr;
+
+  for (uint e = lane; e < 64u; e += 32u) dg[sg][e / 8][e % 8] = 0.0f;
+  for (uint e = tid; e < uint(BQ * D); e += THREADS) {
+    const uint r = e / uint(D), d = e % uint(D);
+    tile[r][d] = q0 + r < uint(p.Lq) ? float(q[(q_base + q0 + r) * uint(D) + d]) * p.scale_log2 : 0.0f;
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  simdgroup_float8x8 qm[DT], om[DT];
+  for (int t = 0; t < DT; ++t) {
+    simdgroup_load(qm[t], &tile[8 * sg][8 * t], D);
+    om[t] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  }
+
+  float m_run = ninf, l_run = 0.0f;
+  // Keys past the causal diagonal of the block's last row are never visited.
+  int kend = p.Lk;
+  if (p.causal) kend = min(p.Lk, int(q0) + BQ + p.Lk - p.Lq);
+
+  for (int k0 = 0; k0 < kend; k0 += BK) {
+    // The previous tile (or Q) must be consumed before it is overwritten.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e = tid; e < uint(BK * D); e += THREADS) {
+      const uint r = e / uint(D), d = e % uint(D);
+      const int j = k0 + int(r);
+      tile[r][d] = j < p.Lk ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+
+    // S[8, 16] = Q_strip K_tile^T.
+    for (int jt = 0; jt < BK / 8; ++jt) {
+      simdgroup_float8x8 s = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+      for (int t = 0; t < DT; ++t) {
+        simdgroup_float8x8 kt;
+        simdgroup_load(kt, &tile[8 * jt][8 * t], D, ulong2(0, 0), true);
+        simdgroup_multiply_accumulate(s, qm[t], kt, s);
+      }
+      simdgroup_store(s, &st[sg][0][8 * jt], BK);
+    }
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+
+    // Online softmax: 4 lanes per row, 4 scores each.
+    float sv[4];
+    float mx = ninf;
+    for (int c = 0; c < 4; ++c) {
+      float bias;
+      const bool vis = attn_visible(p, mask, b, h, i, k0 + cq + c, bias);
+      const float s = st[sg][rr][cq + c] + bias;
+      sv[c] = vis && s > ninf ? s : ninf;
+      mx = max(mx, sv[c]);
+    }
+    mx = max(mx, simd_shuffle_xor(mx, ushort(1)));
+    mx = max(mx, simd_shuffle_xor(mx, ushort(2)));
+    const float m_new = max(m_run, mx);
+    float factor = 1.0f, psum = 0.0f;
+    if (m_new != ninf) {
+      factor = exp2(m_run - m_new);
+      for (int c = 0; c < 4; ++c) {
+        sv[c] = exp2(sv[c] - m_new);
+        psum += sv[c];
+      }
+    } else {
+      for (int c = 0; c < 4; ++c) sv[c] = 0.0f;
+    }
+    psum += simd_shuffle_xor(psum, ushort(1));
+    psum += simd_shuffle_xor(psum, ushort(2));
+    l_run = l_run * factor + psum;
+    m_run = m_new;
+    for (int c = 0; c < 4; ++c) st[sg][rr][cq + c] = sv[c];
+    if (lane % 4 == 0) dg[sg][rr][rr] = factor;
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+
+    // O = diag(factor) O, then O += P V.
+    simdgroup_float8x8 fm, pm[BK / 8];
+    simdgroup_load(fm, &dg[sg][0][0], 8);
+    for (int t = 0; t < DT; ++t) simdgroup_multiply(om[t], fm, om[t]);
+    for (int jt = 0; jt < BK / 8; ++jt) simdgroup_load(pm[jt], &st[sg][0][8 * jt], BK);
+
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group is done with K
+    for (uint e = tid; e < uint(BK * D); e += THREADS) {
+      const uint r = e / uint(D), d = e % uint(D);
+      const int j = k0 + int(r);
+      tile[r][d] = j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (int t = 0; t < DT; ++t)
+      for (int jt = 0; jt < BK / 8; ++jt) {
+        simdgroup_float8x8 vt;
+        simdgroup_load(vt, &tile[8 * jt][8 * t], D);
+        simdgroup_multiply_accumulate(om[t], pm[jt], vt, om[t]);
+      }
+  }
+
+  // o = O / l; a row that saw no key (l = 0) is zeros.
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  if (lane % 4 == 0) dg[sg][rr][rr] = l_run > 0.0f ? 1.0f / l_run : 0.0f;
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  simdgroup_float8x8 fm;
+  simdgroup_load(fm, &dg[sg][0][0], 8);
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group is done with V
+  for (int t = 0; t < DT; ++t) {
+    simdgroup_multiply(om[t], fm, om[t]);
+    simdgroup_store(om[t], &tile[8 * sg][8 * t], D);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (uint e = tid; e < uint(BQ * D); e += THREADS) {
+    const uint r = e / uint(D), d = e % uint(D);
+    if (q0 + r < uint(p.Lq)) o[(q_base + q0 + r) * uint(D) + d] = tile[r][d];
+  }
+}
+
+#define MTO_ATTN_DENSE(T, tname, D)                                                                 \
+  MTO_KERNEL_INSTANCE("attention_decode_" tname "_dense_d" #D, attention_decode, T, ATTN_KV_DENSE, D)  \
+  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_dense_d" #D, attention_prefill, T, ATTN_KV_DENSE, D)
+#define MTO_ATTN_MX(T, tname, D)                                                                        \
+  MTO_KERNEL_INSTANCE("attention_decode_" tname "_mxfp8_d" #D, attention_decode, T, ATTN_KV_MXFP8_E4M3, D)   \
+  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_mxfp8_d" #D, attention_prefill, T, ATTN_KV_MXFP8_E4M3, D) \
+  MTO_KERNEL_INSTANCE("attention_decode_" tname "_mxfp8_e5m2_d" #D, attention_decode, T, ATTN_KV_MXFP8_E5M2, D) \
+  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_mxfp8_e5m2_d" #D, attention_prefill, T, ATTN_KV_MXFP8_E5M2, D)
+#define MTO_ATTN_DTYPE(T, tname)                                                             \
+  MTO_ATTN_DENSE(T, tname, 64) MTO_ATTN_DENSE(T, tname, 80) MTO_ATTN_DENSE(T, tname, 96)    \
+  MTO_ATTN_DENSE(T, tname, 128) MTO_ATTN_DENSE(T, tname, 256)                               \
+  MTO_ATTN_MX(T, tname, 64) MTO_ATTN_MX(T, tname, 96) MTO_ATTN_MX(T, tname, 128) MTO_ATTN_MX(T, tname, 256)
+
+MTO_ATTN_DTYPE(float, "f32")
+MTO_ATTN_DTYPE(half, "f16")
+MTO_ATTN_DTYPE(bfloat, "bf16")

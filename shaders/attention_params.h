@@ -1,0 +1,73 @@
+// The attention kernels (shaders/attention.metal): buffer slots, tile geometry and parameters,
+// declared once for the kernels and the host (native/core/dispatch_plan.cc, plan_attention).
+//
+// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v with FlashAttention semantics (API.md):
+// bottom-right causal, bool or additive mask broadcast by element strides, GQA (query head h reads
+// kv head h / G), a row that sees no key is zeros. q, k, v are dense and contiguous [B, H, L, D];
+// k/v may instead be mxfp8 (E4M3/E5M2) codes [B*Hkv*Lk, D] bytes with E8M0 scales [B*Hkv*Lk, D/32].
+// o is float32 (softmax and accumulation are float32 throughout).
+#ifndef MTO_SHADERS_ATTENTION_PARAMS_H
+#define MTO_SHADERS_ATTENTION_PARAMS_H
+
+#include "kernel_abi.h"
+
+#define ATTN_BUFFER_Q 0          // q [B, Hq, Lq, D] (float32, float16 or bfloat16)
+#define ATTN_BUFFER_K 1          // k [B, Hkv, Lk, D] dense (q's dtype), or mxfp8 codes
+#define ATTN_BUFFER_V 2          // v, as k
+#define ATTN_BUFFER_K_SCALES 3   // mxfp8: k's E8M0 scales [B*Hkv*Lk, D/32]; dense: unused
+#define ATTN_BUFFER_V_SCALES 4   // mxfp8: v's scales; dense: unused
+#define ATTN_BUFFER_MASK 5       // mask elements (see ATTN_MASK_*); unused when mask_kind == 0
+#define ATTN_BUFFER_O 6          // o [B, Hq, Lq, D] float32 (one pass, or the merge pass)
+#define ATTN_BUFFER_PARTIAL_O 7  // split decode: unnormalised O [B, Hkv, chunks, split, rows, D]
+#define ATTN_BUFFER_PARTIAL_ML 8 // split decode: (m, l) [B, Hkv, chunks, split, rows, 2]
+#define ATTN_BUFFER_PARAMS 9     // AttentionKernelParams (setBytes)
+
+// Mask element types (mask_kind).
+#define ATTN_MASK_NONE 0
+#define ATTN_MASK_BOOL 1   // one byte per element, nonzero = attend
+#define ATTN_MASK_F32 2    // additive
+#define ATTN_MASK_F16 3    // additive
+#define ATTN_MASK_BF16 4   // additive
+
+// K/V storage (template argument KV of the kernels).
+#define ATTN_KV_DENSE 0
+#define ATTN_KV_MXFP8_E4M3 1
+#define ATTN_KV_MXFP8_E5M2 2
+
+// Decode (Lq <= ATTN_DECODE_MAX_LQ): a threadgroup owns (batch, kv head, row chunk, kv split).
+// Its rows are the G * Lq query rows of the kv head's group (row r = head-in-group r / Lq, query
+// r % Lq), ATTN_DECODE_ROWS at a time, so every K/V element is read from device memory once per
+// chunk -- once per kv head whenever G * Lq <= ATTN_DECODE_ROWS (decode with GQA up to 8). Its
+// SIMD-groups take keys round robin; lane l holds features l, l + 32, ... of each row.
+#define ATTN_DECODE_MAX_LQ 8
+#define ATTN_DECODE_ROWS 8
+#define ATTN_DECODE_SIMDGROUPS 4
+// A split (second pass merges) is planned when Lk >= ATTN_SPLIT_MIN_KEYS and there are few
+// threadgroups otherwise; each split gets at least ATTN_SPLIT_MIN_KEYS / 2 keys, at most
+// ATTN_MAX_SPLITS splits.
+#define ATTN_SPLIT_MIN_KEYS 256
+#define ATTN_MAX_SPLITS 32
+#define ATTN_SPLIT_TARGET_GROUPS 64
+#define ATTN_MERGE_THREADS 64
+
+// Prefill: a threadgroup owns ATTN_PREFILL_BQ query rows of one query head; each of its
+// SIMD-groups owns 8 of them (a strip of D/8 simdgroup_matrix accumulators) and the threadgroup
+// steps through the keys ATTN_PREFILL_BK at a time, staging K then V in threadgroup memory.
+#define ATTN_PREFILL_BQ 16
+#define ATTN_PREFILL_BK 16
+#define ATTN_PREFILL_SIMDGROUPS 2
+
+struct AttentionKernelParams {
+  mto_i32 B, Hq, Hkv, Lq, Lk, D;
+  mto_i32 G;            // Hq / Hkv
+  float scale_log2;     // scale * log2(e): scores are kept in the log2 domain
+  mto_i32 causal;       // 1: query i sees keys j <= i + Lk - Lq
+  mto_i32 mask_kind;    // ATTN_MASK_*
+  mto_i32 mask_stride[4];  // element strides of the mask over (b, h, i, j); 0 = broadcast
+  mto_i32 rows;         // decode: G * Lq query rows per kv head
+  mto_i32 chunks;       // decode: threadgroups over the rows, ceil(rows / ATTN_DECODE_ROWS)
+  mto_i32 splits;       // decode: kv splits (1: one pass writes o)
+  mto_i32 split_len;    // decode: keys per split
+};
+
+#endif  // MTO_SHADERS_ATTENTION_PARAMS_H

@@ -1,0 +1,110 @@
+// Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops tier (MSL 4.0,
+// TensorOps): every format of API.md, float32 activations, accumulation and output. Compiled
+// only at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; METAL.md).
+//
+// The route WWDC26 talk 330 gives for weight formats the hardware path does not know: each step
+// dequantizes a BN x BK tile of w (mx_dequant.h, the decoders the cpu backend uses) and stages the
+// matching BM x BK tile of x in threadgroup memory, and one matmul2d over the threadgroup's
+// SIMD-groups multiplies them, mode::multiply_accumulate, into a cooperative destination that
+// lives in registers across the whole K loop. K is dynamic: the last step's views are clamped to
+// the K tail (a static K that is not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e).
+// The epilogue writes each element the calling thread holds at the coordinates
+// get_multidimensional_index gives: the element-to-thread layout of a cooperative tensor is
+// implementation-defined and differs between GPU generations.
+//
+// M <= QLINEAR_DECODE_MAX_M runs qlinear_decode (shaders/qlinear.metal) on this tier as well: a
+// GEMV is bound by memory bandwidth, not by the matrix units. Plans: native/core/dispatch_plan.cc.
+#include <metal_stdlib>
+
+#include "mx_dequant.h"
+#include "qlinear_params.h"
+
+#if __METAL_VERSION__ >= 400
+#include <metal_tensor>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+
+using namespace metal;
+using namespace mpp::tensor_ops;
+
+template <int FMT>
+[[kernel]] void qlinear_tensorops_gemm(
+    device const float* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
+    device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
+    device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
+    device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
+    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
+    uint2 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]]) {
+  constexpr int BM = QLINEAR_TOPS_BM, BN = QLINEAR_TOPS_BN, BK = QLINEAR_TOPS_BK;
+  constexpr int THREADS = 32 * QLINEAR_TOPS_SIMDGROUPS;
+  constexpr int LD = BK + 4;  // staged row stride: the pad staggers rows across memory banks
+  constexpr int RUN = 16;     // values one thread stages per step and operand (inside one block)
+  static_assert(BM * BK == THREADS * RUN && BN * BK == THREADS * RUN, "loader covers the tiles");
+
+  threadgroup float xs[BM][LD];
+  threadgroup float ws[BN][LD];
+
+  const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
+  const uint m0 = group.y * BM, n0 = group.x * BN;
+  const uint lr = tid / (BK / RUN), lc = (tid % (BK / RUN)) * RUN;  // this thread's staging run
+
+  // y tile (BM x BN) = x tile (BM x K) * w tile^T: the right operand is w as staged (BN rows of
+  // K), i.e. transposed. K is read from the views (dynamic), so the K tail is just a shorter view.
+  constexpr auto desc = matmul2d_descriptor(BM, BN, static_cast<int>(dynamic_extent), false, true, false,
+                                            matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<desc, execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> mm;
+  typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> staged_t;
+  auto acc = mm.get_destination_cooperative_tensor<staged_t, staged_t, float>();
+  for (int i = 0; i < acc.get_capacity(); ++i)
+    if (acc.is_valid_element(i)) acc[i] = 0.0f;
+
+  for (uint k0 = 0; k0 < K; k0 += BK) {
+    // The tiles of the previous step must be consumed before they are overwritten.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    // Rows past M or N are zeros (they add nothing and are never stored); columns past K are
+    // outside the views.
+    const uint k = k0 + lc;
+    const uint m = m0 + lr;
+    const bool x_in = m < M && k < K;
+    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? x[ulong(m) * K + k + uint(i)] : 0.0f;
+    const uint n = n0 + lr;
+    if (n < N && k < K) {
+      mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), &ws[lr][lc]);
+    } else {
+      for (int i = 0; i < RUN; ++i) ws[lr][lc + i] = 0.0f;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+
+    // Views over the staged tiles, innermost (K) first, clamped to the K tail.
+    const int kt = int(min(uint(BK), K - k0));
+    staged_t tx(&xs[0][0], dextents<int32_t, 2>(kt, BM), array<int32_t, 2>{1, LD});
+    staged_t tw(&ws[0][0], dextents<int32_t, 2>(kt, BN), array<int32_t, 2>{1, LD});
+    mm.run(tx, tw, acc);
+  }
+
+  // Each thread stores the elements it holds, wherever the layout put them.
+  for (int i = 0; i < acc.get_capacity(); ++i) {
+    if (!acc.is_valid_element(i)) continue;
+    const auto idx = acc.get_multidimensional_index(i);  // {column (n), row (m)}
+    const uint my = m0 + uint(idx[1]), ny = n0 + uint(idx[0]);
+    if (my < M && ny < N) y[ulong(my) * N + ny] = acc[i] + (p.has_bias ? bias[ny] : 0.0f);
+  }
+}
+
+#define MTO_QLINEAR_TOPS_FORMAT(fmt, name) \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_f32", qlinear_tensorops_gemm, fmt)
+
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP6_E3M2, "mxfp6_e3m2")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP6_E2M3, "mxfp6_e2m3")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP4, "mxfp4")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXINT8, "mxint8")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXINT4, "mxint4")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXINT2, "mxint2")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_AFFINE4, "affine4")
+MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_AFFINE8, "affine8")
+
+#endif  // __METAL_VERSION__ >= 400

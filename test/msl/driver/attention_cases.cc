@@ -1,0 +1,389 @@
+// FlashAttention on the GPU (shaders/attention.metal) against the cpu backend's attention:
+// max |o - ref| <= 2e-5 (1 + |ref|) for float32 q, 3e-3 (1 + |ref|) for float16/bfloat16 q.
+// Shapes sample Lq, Lk in {1, 7, 33, 129, 300} (decode, split decode and prefill, edge tiles),
+// every head dim, GQA ratios 1, 4, 8, causal with Lq > Lk (whole rows masked), bool and additive
+// masks with broadcast, float32/float16/bfloat16 q, dense and mxfp8 (E4M3/E5M2) K/V.
+// Also "plan/attention": what plan_attention refuses and which kernels it picks.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include "cases.h"
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "cpu/ops.h"
+#include "data.h"
+
+namespace mtoh_driver {
+namespace {
+
+using mto::DType;
+using mto::Format;
+using mto::plan::Arg;
+
+enum class KV { Dense, E4M3, E5M2 };
+enum class MaskKind { None, Bool, Additive, AdditiveHalf, AdditiveBF16, HeadKeys };
+
+struct AttnShape {
+  int64_t B, Hq, Hkv, Lq, Lk, D;
+  DType dtype = DType::Float32;
+  KV kv = KV::Dense;
+  bool causal = false;
+  MaskKind mask = MaskKind::None;
+  std::optional<float> scale;
+};
+
+Bytes bytes_of(const mto::Buffer& b) {
+  const auto* p = static_cast<const unsigned char*>(b.data());
+  return Bytes(p, p + b.bytes());
+}
+
+mto::Tensor tensor(const std::vector<float>& v, mto::Shape shape, DType t) {
+  mto::Tensor x;
+  x.shape = std::move(shape);
+  x.dtype = t;
+  x.buffer = mto::make_buffer(v.size() * mto::dtype_size(t));
+  mto::from_float32(t, v.data(), x.buffer->data(), v.size());
+  return x;
+}
+
+const char* dtype_tag(DType t) {
+  return t == DType::Float32 ? "f32" : t == DType::Float16 ? "f16" : "bf16";
+}
+
+std::string case_name(const AttnShape& s) {
+  std::string n = std::string("attention/") + (s.Lq <= 8 ? "decode/" : "prefill/") + dtype_tag(s.dtype) + "/" +
+                  (s.kv == KV::Dense ? "dense" : s.kv == KV::E4M3 ? "mxfp8" : "mxfp8_e5m2") +
+                  "/d" + std::to_string(s.D) + "/B" + std::to_string(s.B) + ".Hq" + std::to_string(s.Hq) +
+                  ".Hkv" + std::to_string(s.Hkv) + "/Lq" + std::to_string(s.Lq) + ".Lk" + std::to_string(s.Lk);
+  if (s.causal) n += "/causal";
+  if (s.mask == MaskKind::Bool) n += "/mask_bool";
+  if (s.mask == MaskKind::Additive) n += "/mask_add";
+  if (s.mask == MaskKind::AdditiveHalf) n += "/mask_add_f16";
+  if (s.mask == MaskKind::AdditiveBF16) n += "/mask_add_bf16";
+  if (s.mask == MaskKind::HeadKeys) n += "/mask_bool_heads";
+  if (s.scale) n += "/scale";
+  return n;
+}
+
+Comparison close(const Bytes& got_bytes, const std::vector<float>& ref, double tolerance, int64_t D) {
+  Comparison c;
+  std::vector<float> got(ref.size());
+  std::memcpy(got.data(), got_bytes.data(), got.size() * sizeof(float));
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = got[i], w = ref[i];
+    const double tol = tolerance * (1.0 + std::fabs(w));
+    const double err = std::fabs(g - w);
+    const bool good = (std::isnan(g) && std::isnan(w)) || err <= tol;
+    if (std::isfinite(err)) {
+      c.max_abs_err = std::max(c.max_abs_err, err);
+      c.worst_ratio = std::max(c.worst_ratio, err / tol);
+    }
+    if (good) continue;
+    if (c.mismatches++ == 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "o[row %lld, %lld]: kernel %.9g, cpu %.9g (tolerance %.3g)",
+                    (long long)(int64_t(i) / D), (long long)(int64_t(i) % D), g, w, tol);
+      c.first_mismatch = buf;
+    }
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+// Runs every pass of the plan in order (partials flow from the split pass to the merge pass),
+// twice with the harness's two layouts and poisons, as run_plan_case does for one dispatch.
+CaseResult run_attention_plan(const mto::plan::AttentionPlan& plan, const std::string& variant,
+                              const std::map<Arg, Bytes>& inputs, size_t o_bytes, const Compare& compare) {
+  if (plan.passes.size() == 1)
+    return run_plan_case("attention", plan.passes[0], variant, inputs, {{Arg::O, o_bytes}}, compare);
+  CaseResult r;
+  r.op = "attention";
+  r.kernel = plan.passes[0].kernel + "+" + plan.passes[1].kernel;
+  r.grid = dims_json(plan.passes[0].threadgroups);
+  r.threads = dims_json(plan.passes[0].threads_per_threadgroup);
+  struct Pass {
+    bool align_end, reverse;
+    unsigned char poison;
+  };
+  const Pass passes[2] = {{true, false, 0xFF}, {false, true, 0x7F}};
+  Bytes first;
+  for (int i = 0; i < 2; ++i) {
+    mtoh::RunOptions opt;
+    opt.align_end = passes[i].align_end;
+    opt.reverse_order = passes[i].reverse;
+    opt.threadgroup_poison = passes[i].poison;
+    const std::string pass_name = i == 0 ? " (pass 1: regions end at their guard page)"
+                                         : " (pass 2: regions start at their guard page, threads in reverse)";
+    PlanRun a = execute_plan(plan.passes[0], variant, inputs,
+                             {{Arg::PartialO, size_t(plan.partial_o_bytes)}, {Arg::PartialML, size_t(plan.partial_ml_bytes)}},
+                             opt, passes[i].poison);
+    if (!a.result.ok) {
+      r.error_kind = a.result.kind;
+      r.message = a.result.message + " [split pass]" + pass_name;
+      return r;
+    }
+    std::map<Arg, Bytes> merge_in = {{Arg::PartialO, a.outputs.at(Arg::PartialO)},
+                                     {Arg::PartialML, a.outputs.at(Arg::PartialML)}};
+    PlanRun m = execute_plan(plan.passes[1], variant, merge_in, {{Arg::O, o_bytes}}, opt, passes[i].poison);
+    if (!m.result.ok) {
+      r.error_kind = m.result.kind;
+      r.message = m.result.message + " [merge pass]" + pass_name;
+      return r;
+    }
+    r.compare = compare(m.outputs);
+    if (!r.compare.ok) {
+      r.error_kind = "mismatch";
+      r.message = r.compare.first_mismatch + pass_name;
+      return r;
+    }
+    if (i == 0) {
+      first = m.outputs.at(Arg::O);
+    } else if (first != m.outputs.at(Arg::O)) {
+      r.error_kind = "nondeterministic";
+      r.message = "the two passes produced different bits (a race, or a read of unwritten memory)";
+      return r;
+    }
+  }
+  r.ok = true;
+  return r;
+}
+
+CaseResult run_case(const AttnShape& s, const std::string& name, const std::string& variant) {
+  const uint64_t seed = seed_of(name);
+  // q at twice unit scale, so the running max changes from key to key and the rescale matters.
+  const mto::Tensor q = tensor(normal_data(s.B * s.Hq * s.Lq * s.D, seed, 2.0f), {s.B, s.Hq, s.Lq, s.D}, s.dtype);
+  const mto::Shape kv_shape = {s.B, s.Hkv, s.Lk, s.D};
+  const std::vector<float> kd = normal_data(s.B * s.Hkv * s.Lk * s.D, seed + 1);
+  const std::vector<float> vd = normal_data(s.B * s.Hkv * s.Lk * s.D, seed + 2);
+  const mto::Tensor kdense = tensor(kd, kv_shape, s.kv == KV::Dense ? s.dtype : DType::Float32);
+  const mto::Tensor vdense = tensor(vd, kv_shape, s.kv == KV::Dense ? s.dtype : DType::Float32);
+  mto::cpu::ThreadPool pool(1);
+  mto::QTensorPtr kq, vq;
+  const Format fmt = s.kv == KV::E5M2 ? Format::MXFP8_E5M2 : Format::MXFP8_E4M3;
+  if (s.kv != KV::Dense) {
+    kq = mto::make_qtensor(kv_shape, fmt, 32);
+    vq = mto::make_qtensor(kv_shape, fmt, 32);
+    mto::cpu::quantize(pool, kdense, *kq);
+    mto::cpu::quantize(pool, vdense, *vq);
+  }
+  const mto::Operand qo{&q, nullptr};
+  const mto::Operand ko = s.kv == KV::Dense ? mto::Operand{&kdense, nullptr} : mto::Operand{nullptr, kq.get()};
+  const mto::Operand vo = s.kv == KV::Dense ? mto::Operand{&vdense, nullptr} : mto::Operand{nullptr, vq.get()};
+
+  // Masks: bool [Lq, Lk] broadcast over batch and heads, about one key in four hidden and every
+  // row of query 0 hidden; additive [B, 1, Lq, Lk] broadcast over heads with some -inf; bool
+  // [Hq, 1, Lk] (per head, broadcast over batch and queries) with every key of head 0 hidden.
+  mto::Tensor mask;
+  Rng rng(seed + 3);
+  if (s.mask == MaskKind::HeadKeys) {
+    std::vector<float> mv(size_t(s.Hq * s.Lk));
+    for (int64_t h = 0; h < s.Hq; ++h)
+      for (int64_t j = 0; j < s.Lk; ++j) mv[size_t(h * s.Lk + j)] = h == 0 ? 0.0f : (rng.uniform() < 0.3f ? 0.0f : 1.0f);
+    mask = tensor(mv, {s.Hq, 1, s.Lk}, DType::Bool);
+  } else if (s.mask == MaskKind::Bool) {
+    std::vector<float> mv(size_t(s.Lq * s.Lk));
+    for (int64_t i = 0; i < s.Lq; ++i)
+      for (int64_t j = 0; j < s.Lk; ++j) mv[size_t(i * s.Lk + j)] = i == 0 ? 0.0f : (rng.uniform() < 0.25f ? 0.0f : 1.0f);
+    mask = tensor(mv, {s.Lq, s.Lk}, DType::Bool);
+  } else if (s.mask != MaskKind::None) {
+    std::vector<float> mv = normal_data(s.B * s.Lq * s.Lk, seed + 4, 2.0f);
+    for (float& x : mv)
+      if (rng.uniform() < 0.1f) x = -std::numeric_limits<float>::infinity();
+    mask = tensor(mv, {s.B, 1, s.Lq, s.Lk},
+                  s.mask == MaskKind::Additive       ? DType::Float32
+                  : s.mask == MaskKind::AdditiveHalf ? DType::Float16
+                                                     : DType::BFloat16);
+  }
+  const mto::Tensor* mask_ptr = s.mask == MaskKind::None ? nullptr : &mask;
+  const mto::AttentionParams ap = mto::check_attention(qo, ko, vo, s.scale, s.causal, mask_ptr);
+  std::vector<float> ref(size_t(s.B * s.Hq * s.Lq * s.D));
+  mto::cpu::attention(pool, qo, ko, vo, ap, ref.data());
+
+  std::map<Arg, Bytes> inputs = {{Arg::Q, bytes_of(*q.buffer)}};
+  if (s.kv == KV::Dense) {
+    inputs[Arg::K] = bytes_of(*kdense.buffer);
+    inputs[Arg::V] = bytes_of(*vdense.buffer);
+  } else {
+    inputs[Arg::K] = bytes_of(*kq->codes);
+    inputs[Arg::V] = bytes_of(*vq->codes);
+    inputs[Arg::KScales] = bytes_of(*kq->scales);
+    inputs[Arg::VScales] = bytes_of(*vq->scales);
+  }
+  if (mask_ptr) inputs[Arg::Mask] = bytes_of(*mask.buffer);
+
+  const mto::plan::AttentionPlan plan = mto::plan::plan_attention(
+      ap, s.dtype, s.kv != KV::Dense, fmt, mask_ptr ? mask.dtype : DType::Bool, mto::Tier::Simdgroup);
+  const double tol = s.dtype == DType::Float32 ? 2e-5 : 3e-3;
+  return run_attention_plan(plan, variant, inputs, ref.size() * sizeof(float),
+                            [&](const std::map<Arg, Bytes>& out) { return close(out.at(Arg::O), ref, tol, s.D); });
+}
+
+// "" when `make` throws mto::Error with `code`, else what happened instead.
+std::string expect_error(const char* code, const std::function<void()>& make) {
+  try {
+    make();
+  } catch (const mto::Error& e) {
+    return std::string(e.code()) == code ? "" : std::string("threw ") + e.code() + ": " + e.what();
+  }
+  return std::string("did not throw ") + code;
+}
+
+mto::AttentionParams params(int64_t Hq, int64_t Hkv, int64_t Lq, int64_t Lk, int64_t D) {
+  mto::AttentionParams p;
+  p.B = 1, p.Hq = Hq, p.Hkv = Hkv, p.Lq = Lq, p.Lk = Lk, p.D = D;
+  p.scale = 0.125f;
+  return p;
+}
+
+CaseResult plan_rules() {
+  namespace plan = mto::plan;
+  CaseResult r;
+  r.op = "plan";
+  const auto st = mto::Tier::Simdgroup;
+  struct Check {
+    const char* what;
+    std::string outcome;
+  };
+  const Check checks[] = {
+      {"head dim 48", expect_error(mto::code::Shape, [&] {
+         plan::plan_attention(params(1, 1, 1, 16, 48), DType::Float32, false, Format::MXFP8_E4M3, DType::Bool, st);
+       })},
+      {"head dim 512", expect_error(mto::code::Shape, [&] {
+         plan::plan_attention(params(1, 1, 16, 16, 512), DType::Float32, false, Format::MXFP8_E4M3, DType::Bool, st);
+       })},
+      {"mxfp8 k/v with D = 80", expect_error(mto::code::Shape, [&] {
+         plan::plan_attention(params(1, 1, 1, 16, 80), DType::Float32, true, Format::MXFP8_E4M3, DType::Bool, st);
+       })},
+      {"mxfp4 k/v", expect_error(mto::code::Format, [&] {
+         plan::plan_attention(params(1, 1, 1, 16, 64), DType::Float32, true, Format::MXFP4, DType::Bool, st);
+       })},
+      {"bool q", expect_error(mto::code::DType, [&] {
+         plan::plan_attention(params(1, 1, 1, 16, 64), DType::Bool, false, Format::MXFP8_E4M3, DType::Bool, st);
+       })},
+      {"the cpu tier", expect_error(mto::code::Backend, [&] {
+         plan::plan_attention(params(1, 1, 1, 16, 64), DType::Float32, false, Format::MXFP8_E4M3, DType::Bool,
+                              mto::Tier::Cpu);
+       })},
+  };
+  for (const Check& ch : checks) {
+    if (ch.outcome.empty()) continue;
+    r.error_kind = "mismatch";
+    r.message = std::string(ch.what) + ": " + ch.outcome;
+    return r;
+  }
+  auto fail = [&](const std::string& m) {
+    r.error_kind = "mismatch";
+    r.message = m;
+    return r;
+  };
+  const auto p8 = plan::plan_attention(params(8, 1, 8, 64, 64), DType::Float16, false, Format::MXFP8_E4M3, DType::Bool, st);
+  if (p8.passes.size() != 1 || p8.passes[0].kernel != "attention_decode_f16_dense_d64")
+    return fail("Lq = 8 should run one decode pass, got " + p8.passes[0].kernel);
+  if (p8.passes[0].threadgroups[1] != 8) return fail("Lq = 8, G = 8: 64 rows should be 8 chunks of 8");
+  const auto p1 = plan::plan_attention(params(8, 1, 1, 129, 128), DType::Float32, false, Format::MXFP8_E4M3, DType::Bool, st);
+  if (p1.passes.size() != 1 || p1.passes[0].threadgroups[0] != 1 || p1.passes[0].threadgroups[1] != 1 ||
+      p1.passes[0].threadgroups[2] != 1)
+    return fail("decode with GQA 8 should be one threadgroup per kv head (K/V read once)");
+  const auto p9 = plan::plan_attention(params(2, 2, 9, 64, 128), DType::Float32, false, Format::MXFP8_E4M3, DType::Bool, st);
+  if (p9.passes.size() != 1 || p9.passes[0].kernel != "attention_prefill_f32_dense_d128")
+    return fail("Lq = 9 should run the prefill kernel, got " + p9.passes[0].kernel);
+  const auto ps = plan::plan_attention(params(4, 1, 1, 4096, 128), DType::Float32, true, Format::MXFP8_E5M2,
+                                       DType::Bool, st);
+  if (ps.passes.size() != 2 || ps.passes[1].kernel != "attention_merge" || ps.splits != 32)
+    return fail("a long decode with one threadgroup should split the keys 32 ways and merge");
+  const auto pt = plan::plan_attention(params(1, 1, 1, 64, 64), DType::Float32, false, Format::MXFP8_E4M3,
+                                       DType::Bool, mto::Tier::TensorOps);
+  if (pt.passes[0].tier != mto::Tier::Simdgroup || pt.passes[0].fallback_reason.empty())
+    return fail("a tensorops attention plan should fall back to the simdgroup kernels and say why");
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+std::vector<Case> attention_cases() {
+  std::vector<Case> cases;
+  std::set<std::string> names;
+  cases.push_back({"plan/attention", [](const std::string&) { return plan_rules(); }});
+  auto add = [&](AttnShape s) {
+    const std::string name = case_name(s);
+    if (!names.insert(name).second) return;
+    cases.push_back({name, [=](const std::string& variant) { return run_case(s, name, variant); }});
+  };
+  const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
+  const int64_t dims[] = {64, 80, 96, 128, 256};
+
+  // Decode (Lq <= 8): every head dim; GQA 1, 4, 8; Lk 1, 7, 33, 129 (one pass) and 300 (split).
+  for (int64_t D : dims) {
+    add({1, 8, 1, 1, 129, D, f32});                 // GQA 8, one chunk, K/V read once
+    add({1, 4, 1, 7, 33, D, f32, KV::Dense, true}); // GQA 4, 28 rows in 4 chunks, causal
+  }
+  add({2, 2, 2, 1, 300, 64, f32});                   // split decode, GQA 1
+  add({1, 8, 2, 1, 300, 128, f32, KV::Dense, false, MaskKind::Additive});  // split + additive mask
+  add({1, 8, 1, 7, 300, 96, f32, KV::Dense, true});  // split, GQA 8 with 7 queries: 7 chunks
+  add({1, 2, 2, 7, 1, 64, f32, KV::Dense, true});    // Lq > Lk: six rows see no key
+  add({1, 4, 4, 1, 1, 80, f32});
+  add({1, 4, 1, 7, 7, 64, f32, KV::Dense, false, MaskKind::Bool});
+  add({2, 4, 2, 7, 129, 128, f32, KV::Dense, true, MaskKind::Additive});
+  add({1, 4, 4, 1, 33, 256, f32, KV::Dense, false, MaskKind::None, 0.3f});
+  add({1, 8, 1, 1, 129, 128, f16});
+  add({1, 4, 1, 7, 300, 64, f16, KV::Dense, true});
+  add({1, 8, 8, 1, 33, 80, bf16, KV::Dense, false, MaskKind::AdditiveHalf});
+  add({1, 8, 1, 1, 129, 128, f32, KV::E4M3});
+  add({1, 4, 1, 7, 300, 64, f16, KV::E5M2, true});
+  add({1, 8, 2, 1, 33, 256, f32, KV::E5M2, false, MaskKind::Bool});
+
+  // Prefill (Lq > 8): every head dim; Lq 33, 129, 300 against Lk 1 .. 300.
+  add({1, 1, 1, 33, 33, 64, f32});
+  add({1, 2, 1, 33, 129, 80, f32, KV::Dense, true});
+  add({1, 1, 1, 129, 33, 96, f32, KV::Dense, true});   // Lq > Lk: rows 0..95 see no key
+  add({1, 4, 1, 33, 7, 128, f32});                     // GQA 4, Lk inside one tile
+  add({1, 1, 1, 33, 129, 256, f32, KV::Dense, true});
+  add({1, 8, 1, 33, 1, 64, f32, KV::Dense, false, MaskKind::None, 0.7f});  // GQA 8, one key
+  add({1, 1, 1, 300, 300, 64, f32, KV::Dense, true});
+  add({1, 1, 1, 300, 129, 128, f32, KV::Dense, true});  // Lq > Lk, skipped tiles
+  add({1, 1, 1, 129, 300, 80, f32, KV::Dense, false, MaskKind::Additive});
+  add({2, 2, 2, 33, 33, 96, f32, KV::Dense, false, MaskKind::Bool});
+  add({1, 2, 2, 129, 129, 64, f16, KV::Dense, true});
+  add({1, 1, 1, 33, 300, 128, bf16, KV::Dense, false, MaskKind::AdditiveHalf});
+  add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true});
+  add({1, 1, 1, 129, 33, 256, f16, KV::E5M2, false, MaskKind::Bool});
+
+  // The grid: every (Lq, Lk) of {1, 7, 33, 129, 300}^2 for every head dim (float32 q, dense K/V),
+  // GQA ratio, causal and mask cycling so that each meets many combinations. Big prefill shapes
+  // keep one query head, so the suite stays fast.
+  const int64_t lens[] = {1, 7, 33, 129, 300};
+  int n = 0;
+  for (int64_t D : dims)
+    for (int64_t Lq : lens)
+      for (int64_t Lk : lens) {
+        int64_t G = n % 3 == 0 ? 1 : n % 3 == 1 ? 4 : 8;
+        if (Lq > 8 && G * Lq * Lk * D > int64_t(4) * 129 * 129 * 64) G = 1;
+        const int64_t Hkv = G == 1 ? 2 : 1;
+        const bool causal = (n / 3) % 2 == 1;
+        const MaskKind mask = n % 5 == 2 ? MaskKind::Bool : n % 5 == 4 ? MaskKind::Additive : MaskKind::None;
+        add({1, G * Hkv, Hkv, Lq, Lk, D, f32, KV::Dense, causal, mask});
+        ++n;
+      }
+  // bfloat16 q with mxfp8 K/V, a bfloat16 additive mask, per-head bool masks.
+  add({1, 4, 1, 7, 129, 96, bf16, KV::E4M3, false, MaskKind::AdditiveBF16});
+  add({2, 2, 1, 33, 300, 128, bf16, KV::E5M2, true, MaskKind::HeadKeys});
+  add({2, 8, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::HeadKeys});
+  add({1, 4, 4, 33, 33, 80, f16, KV::Dense, false, MaskKind::HeadKeys});
+  // float16 and mxfp8 over the same lengths, one head dim each.
+  for (int64_t Lq : lens)
+    for (int64_t Lk : lens) {
+      add({1, 4, 1, Lq, Lk, 128, f16, KV::Dense, Lq > Lk});
+      add({1, 2, 1, Lq, Lk, 64, f32, (Lq + Lk) % 2 ? KV::E4M3 : KV::E5M2, Lq <= Lk, MaskKind::None});
+    }
+  return cases;
+}
+
+}  // namespace mtoh_driver
