@@ -1,6 +1,7 @@
 // Quantized formats: the format table, element encoders (the decoders are the shared shader
-// helpers), table-driven dequantization, the OCP MX block quantizer and MLX-compatible affine
-// quantization. Rules: API.md "Quantized formats"; golden data: ../shared/oracle.
+// helpers), table-driven dequantization (vector kernels from core_simd.h where the CPU has them),
+// the OCP MX block quantizer and MLX-compatible affine quantization. Rules: API.md "Quantized
+// formats"; golden data: ../shared/oracle.
 //
 // Must not be built with -ffast-math: the quantizers rely on IEEE division, std::rint in the
 // default round-to-nearest-even mode and float32 subnormals (E8M0 byte 0 is 2^-127).
@@ -11,6 +12,7 @@
 #include <cstring>
 
 #include "../../shaders/mx_formats.h"
+#include "core_simd.h"
 #include "dtype.h"
 #include "error.h"
 
@@ -159,8 +161,14 @@ struct DecodeTables {
   float e3m2[64], e2m3[64];
   float fp4_pair[256][2], int4_pair[256][2];
   float int2_quad[256][4];
+  float fp4[16], int4[16], int2[4];  // single-code tables for the vector kernels
 
   DecodeTables() {
+    for (uint32_t c = 0; c < 16; ++c) {
+      fp4[c] = mto_decode_fp4_e2m1(c);
+      int4[c] = mto_decode_int4(c);
+      if (c < 4) int2[c] = mto_decode_int2(c);
+    }
     for (uint32_t c = 0; c < 256; ++c) {
       e4m3[c] = mto_decode_fp8_e4m3(c);
       e5m2[c] = mto_decode_fp8_e5m2(c);
@@ -322,6 +330,21 @@ void mx_quantize_t(const FormatInfo& info, const float* x, int64_t rows, int64_t
   }
 }
 
+// The vector kernel's decode mode and table for an MX format.
+simd::DeqMode mx_mode(Format f, const float** lut) {
+  const DecodeTables& t = tables();
+  switch (f) {
+    case Format::MXFP8_E4M3: *lut = t.e4m3; return simd::DeqMode::E4M3;
+    case Format::MXFP8_E5M2: *lut = t.e5m2; return simd::DeqMode::E5M2;
+    case Format::MXINT8: *lut = t.int8; return simd::DeqMode::Int8;
+    case Format::MXFP6_E3M2: *lut = t.e3m2; return simd::DeqMode::E3M2;
+    case Format::MXFP6_E2M3: *lut = t.e2m3; return simd::DeqMode::E2M3;
+    case Format::MXFP4: *lut = t.fp4; return simd::DeqMode::Lut4;
+    case Format::MXINT4: *lut = t.int4; return simd::DeqMode::Lut4;
+    default: *lut = t.int2; return simd::DeqMode::Lut2;
+  }
+}
+
 Error format_error(Format f) {
   return Error(code::Format, "unknown quantized format id " + std::to_string(int(f)));
 }
@@ -391,7 +414,35 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
   const FormatInfo& info = format_info(q.format);
   const int64_t block = q.block;
   const int64_t groups = q.cols / block;
-  const uint8_t* row_codes = q.codes + size_t(row) * row_code_bytes(q.format, q.cols);
+  const uint8_t* row_codes = q.codes + size_t(row) * (size_t(q.cols) * size_t(info.bits) / 8);
+#if defined(__GNUC__) || defined(__clang__)
+  // Callers walk a row in consecutive spans (gemv_t takes a few rows a chunk at a time): ask for
+  // this row's next span of codes now, so it is on its way while this one decodes.
+  if (k1 < q.cols) {
+    const size_t bits = size_t(info.bits);
+    const char* next = reinterpret_cast<const char*>(row_codes) + size_t(k1) * bits / 8;
+    const size_t len = size_t(std::min(k1 - k0, q.cols - k1)) * bits / 8;
+    for (size_t off = 0; off < len; off += 64) __builtin_prefetch(next + off);
+  }
+#endif
+  // Whole blocks go to the vector kernels where the CPU has them (core_simd.h; bit-identical to
+  // the per-block code below, which stays the portable path and handles a ragged last block).
+  const simd::CoreKernels& kern = simd::core_kernels();
+  const int64_t whole = (k1 - k0) / block;
+  if (whole > 0 && info.affine && kern.dequant_affine && block % 32 == 0) {
+    const int64_t g0 = row * groups + k0 / block;
+    kern.dequant_affine(info.bits, int(block), row_codes + size_t(k0) * size_t(info.bits) / 8,
+                        static_cast<const uint16_t*>(q.scales) + g0, q.biases + g0, whole, out);
+    out += whole * block;
+    k0 += whole * block;
+  } else if (whole > 0 && !info.affine && kern.dequant_mx && block == 32) {
+    const float* lut = nullptr;
+    const simd::DeqMode mode = mx_mode(q.format, &lut);
+    kern.dequant_mx(mode, lut, row_codes + size_t(k0) * size_t(info.bits) / 8,
+                    static_cast<const uint8_t*>(q.scales) + row * groups + k0 / block, whole, out);
+    out += whole * block;
+    k0 += whole * block;
+  }
   for (int64_t k = k0; k < k1; k += block) {
     const int64_t n = std::min(block, k1 - k);
     const int64_t g = row * groups + k / block;

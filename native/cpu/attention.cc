@@ -2,20 +2,21 @@
 //
 // Work is split into tasks over (batch, kv head, query block[, kv split]). One task handles every
 // query head that shares its kv head (GQA group, as MLX's sdpa_vector does), so each K/V tile is
-// converted or dequantized to float32 once and reused by all G * Bq query rows of the task:
+// converted or dequantized to float32 once and reused by all R = G heads x Bq queries of the task:
 //
-//   Q (scaled by scale*log2e, float32) [R, D]           R = G heads x Bq queries
-//   for each K/V tile of kTileK keys (skipping tiles past the causal diagonal):
-//     Kt = K_tile^T [D, kTileK]  (float32 scratch)      S = Q Kt                 (gemm)
-//     mask/causal -> -inf; m' = max(m, rowmax S); P = 2^(S - m'); l = l 2^(m - m') + sum P
-//     O = O 2^(m - m') + P V_tile                                                (gemm)
-//   o = O / l   (l == 0, i.e. a row that saw no key, gives zeros)
+//   Q = q rows * scale * log2(e)  [R, D] float32        (scores live in the log2 domain: exp2)
+//   for each tile of kTileK keys (tiles past the causal diagonal are skipped):
+//     S = Q K_tile^T      R > kDotRows: K tile transposed into scratch, register-blocked gemm
+//                         R <= kDotRows (decode): dot products straight from K's rows
+//     causal / mask -> -inf or + mask; m' = max(m, rowmax S); P = 2^(S - m')
+//     l = l 2^(m - m') + rowsum P;  O = O 2^(m - m') + P V_tile          (gemm; float32 V in place)
+//   o = O / l; a row that saw no key (l == 0, m == -inf throughout) gives zeros, never NaN.
 //
-// When there are few (batch, kv head, query block) tasks and many keys (decode), the keys are also
-// split across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines
-// them. Portable C++17: the gemm blocks use simd.h's compiler vectors (no intrinsics) and the other
+// With few (batch, kv head, query block) tasks and many keys (decode), the keys are also split
+// across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines them.
+// Portable C++17: the register blocks use simd.h's compiler vectors (no intrinsics) and the other
 // loops are written to auto-vectorise; on x86-64 Linux the hot loops are also compiled for AVX2+FMA
-// and AVX-512 and chosen at run time with the same switch as gemm.cc (gemm_isa()).
+// and AVX-512 and chosen at run time by the same switch as gemm.cc (gemm_isa()).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -24,6 +25,7 @@
 #include <vector>
 
 #include "../core/error.h"
+#include "attention_tile.h"
 #include "gemm.h"  // gemm_isa(): the one ISA choice (and its env override) for all cpu kernels
 #include "ops.h"
 #include "simd.h"
@@ -31,49 +33,14 @@
 namespace mto::cpu {
 namespace {
 
-constexpr int64_t kTileK = 64;  // keys per K/V tile (a multiple of kNR)
-constexpr int kNR = 16;         // columns of a gemm register block (keys of S, features of O)
+using namespace attention_tile;
+
+constexpr int64_t kTileK = 64;      // keys per K/V tile (a multiple of kNR)
 constexpr int64_t kTaskRows = 128;  // query rows (heads x queries) per task: reuse of a K/V tile
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-
-// float16 bits to float32, exact for every code (NaN payloads kept). The same arithmetic as
-// core/dtype.cc, but inline, so it is compiled into each ISA's instantiation of the hot loop, and
-// with the selects written as masks: GCC 12 does not vectorise the ?: form ("control flow").
-MTO_INLINE float half_to_float_inline(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  const int32_t em = int32_t(h & 0x7FFFu);                   // exponent and mantissa
-  uint32_t bits = (uint32_t(em) << 13) + (112u << 23);       // normal: re-bias 15 -> 127
-  bits |= 0x7F800000u & (0u - uint32_t(em >= 0x7C00));      // inf/NaN: exponent 255
-  const uint32_t sub = float_bits(float(em) * 5.9604644775390625e-08f);  // em * 2^-24, exact
-  const uint32_t is_sub = 0u - uint32_t(em < 0x0400);        // zero/subnormal
-  bits = (sub & is_sub) | (bits & ~is_sub);
-  return bits_float(bits | sign);
-}
-
-// src[off, off + n) of a dense tensor as float32.
-MTO_INLINE void convert_span(DType t, const void* src, int64_t off, int64_t n, float* __restrict dst) {
-  switch (t) {
-    case DType::Float32:
-      std::memcpy(dst, static_cast<const float*>(src) + off, size_t(n) * sizeof(float));
-      return;
-    case DType::Float16: {
-      const uint16_t* __restrict s = static_cast<const uint16_t*>(src) + off;
-      for (int64_t i = 0; i < n; ++i) dst[i] = half_to_float_inline(s[i]);
-      return;
-    }
-    case DType::BFloat16: {
-      const uint16_t* __restrict s = static_cast<const uint16_t*>(src) + off;
-      for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_float(s[i]);
-      return;
-    }
-    case DType::Bool:
-      to_float32(t, static_cast<const uint8_t*>(src) + off, dst, size_t(n));
-      return;
-  }
-}
 
 // Rows of a [rows, D] operand (dense of any dtype, or quantized along D) as float32.
 struct RowSource {
@@ -94,13 +61,21 @@ struct RowSource {
   }
   bool is_f32() const { return !quantized && dtype == DType::Float32; }
   const float* f32_row(int64_t row) const { return static_cast<const float*>(dense) + row * D; }
-  // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D).
-  MTO_INLINE void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
+  // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D). core's converters and
+  // dequantize_span pick their own vector kernels (core_simd.h).
+  void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
     if (quantized) {
       for (int64_t r = 0; r < n; ++r) dequantize_span(view, row0 + r, 0, D, dst + r * ld);
       return;
     }
-    for (int64_t r = 0; r < n; ++r) convert_span(dtype, dense, (row0 + r) * D, D, dst + r * ld);
+    const size_t es = dtype_size(dtype);
+    const char* src = static_cast<const char*>(dense) + size_t(row0 * D) * es;
+    if (ld == D) {
+      to_float32(dtype, src, dst, size_t(n * D));
+    } else {
+      for (int64_t r = 0; r < n; ++r)
+        to_float32(dtype, src + size_t(r * D) * es, dst + r * ld, size_t(D));
+    }
   }
 };
 
@@ -128,178 +103,28 @@ struct Plan {
 // Per-thread scratch, allocated once per parallel_for chunk; buffers a call does not need stay
 // empty (float32 K/V are read in place).
 struct Scratch {
-  std::vector<float> q, kt, ktmp, vt, s, o, m, l;
+  std::vector<float> q, kt, ktmp, vt, s, o, m, l, masktmp;
   explicit Scratch(const Plan& pl);
 };
 
-// ---- register-blocked gemm: C[M, N] (+)= A[M, K] B[K, N], N a multiple of kNR ----------------
-// An MR x kNR block of C lives in registers (MR x kNR/W vectors of W floats); each step of k loads
-// one row of B (kNR floats) and multiply-adds it with MR broadcast elements of A.
-template <int MR, int W>
-MTO_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
-                           const float* __restrict B, int64_t ldb, float* __restrict C, int64_t ldc,
-                           bool accumulate) {
-  using V = simd::Vec<W>;
-  constexpr int NV = kNR / W;
-  static_assert(NV * W == kNR, "kNR must be a multiple of the vector width");
-  V acc[MR][NV];
-  for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < NV; ++c) {
-      if (accumulate) simd::load<W>(acc[r][c], C + r * ldc + c * W);
-      else simd::splat<W>(acc[r][c], 0.f);
-    }
-  for (int64_t kk = 0; kk < K; ++kk) {
-    V b[NV];
-    for (int c = 0; c < NV; ++c) simd::load<W>(b[c], B + kk * ldb + c * W);
-    for (int r = 0; r < MR; ++r) {
-      const float a = A[r * lda + kk];
-      for (int c = 0; c < NV; ++c) simd::madd<W>(acc[r][c], b[c], a);
-    }
-  }
-  for (int r = 0; r < MR; ++r)
-    for (int c = 0; c < NV; ++c) simd::store<W>(C + r * ldc + c * W, acc[r][c]);
-}
-
-// The last M % MR rows of a gemm: one block of exactly that many rows.
-template <int MR, int W>
-MTO_INLINE void gemm_tail(int64_t rows, int64_t K, const float* A, int64_t lda, const float* B,
-                          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  if constexpr (MR > 1) {
-    if (rows == MR - 1) return gemm_block<MR - 1, W>(K, A, lda, B, ldb, C, ldc, accumulate);
-    gemm_tail<MR - 1, W>(rows, K, A, lda, B, ldb, C, ldc, accumulate);
-  }
-}
-
-// MR: rows per register block; W: vector width.
-template <int MR, int W>
-MTO_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
-                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  for (int64_t n0 = 0; n0 < N; n0 += kNR) {
-    int64_t m0 = 0;
-    for (; m0 + MR <= M; m0 += MR)
-      gemm_block<MR, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
-    if (m0 < M)
-      gemm_tail<MR, W>(M - m0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
-  }
-}
-
-// ---- few query rows (decode): S[r, j] = dot(Q[r], K[j]) straight from K's rows -----------------
-// With R <= kDotRows rows a transposed K tile would cost as much as the product itself, so each
-// key row is read once (from the tensor itself when it is float32) and dotted with all R rows.
-constexpr int64_t kDotRows = 8;
-
-template <int W>
-MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
-  if constexpr (W > 4) {
-    simd::Vec<W / 2> lo, hi;
-    std::memcpy(&lo, &v, sizeof lo);
-    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
-    simd::add<W / 2>(lo, hi);
-    return hsum_tree<W / 2>(lo);
-  } else {
-    return (v[0] + v[1]) + (v[2] + v[3]);
-  }
-}
-
-// RR rows x KB keys at a time (independent accumulator chains for latency).
-template <int RR, int KB, int W>
-MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __restrict K,
-                           int64_t ldk, float* __restrict S, int64_t lds) {
-  using V = simd::Vec<W>;
-  const int64_t Dv = D / W * W;
-  V acc[RR][KB];
-  for (int r = 0; r < RR; ++r)
-    for (int b = 0; b < KB; ++b) simd::splat<W>(acc[r][b], 0.f);
-  for (int64_t d = 0; d < Dv; d += W) {
-    V kv[KB];
-    for (int b = 0; b < KB; ++b) simd::load<W>(kv[b], K + b * ldk + d);
-    for (int r = 0; r < RR; ++r) {
-      V qv;
-      simd::load<W>(qv, Q + r * D + d);
-      for (int b = 0; b < KB; ++b) simd::madd<W>(acc[r][b], qv, kv[b]);
-    }
-  }
-  for (int r = 0; r < RR; ++r)
-    for (int b = 0; b < KB; ++b) {
-      float s = hsum_tree<W>(acc[r][b]);
-      for (int64_t d = Dv; d < D; ++d) s += Q[r * D + d] * K[b * ldk + d];
-      S[r * lds + b] = s;
-    }
-}
-
-template <int RR, int W>
-MTO_INLINE void dots_rows(int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
-                          float* S, int64_t lds) {
-  constexpr int KB = RR <= 2 ? 4 : RR <= 4 ? 2 : 1;  // keep RR * KB accumulators <= 8
-  int64_t j = 0;
-  for (; j + KB <= n; j += KB) dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
-  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds);
-}
-
-template <int W>
-MTO_INLINE void dots(int64_t R, int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
-                     float* S, int64_t lds) {
-  switch (R) {
-    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds);
-    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds);
-    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds);
-    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds);
-    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds);
-    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds);
-    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds);
-    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds);
-  }
-}
-
-// 2^x for x <= 0 (also -inf -> 0, NaN -> NaN), relative error ~2e-7. Branch-free and built from
-// plain float/int operations so that loops over it vectorise (std::exp2 does not).
-MTO_INLINE float exp2_nonpos(float x) {
-  const float xc = x < -126.f ? -126.f : x;
-  const float t = xc + 12582912.f;  // 1.5 * 2^23: rounds xc to an integer n in t's low bits
-  const float fn = t - 12582912.f;
-  const float f = xc - fn;  // [-0.5, 0.5]
-  // Cephes exp2f polynomial: 2^f = 1 + f P(f).
-  float poly = 1.535336188319500e-4f;
-  poly = poly * f + 1.339887440266574e-3f;
-  poly = poly * f + 9.618437357674640e-3f;
-  poly = poly * f + 5.550332471162809e-2f;
-  poly = poly * f + 2.402264791363012e-1f;
-  poly = poly * f + 6.931472028550421e-1f;
-  poly = poly * f + 1.f;  // Horner: last step is 1 + f * P(f)
-  uint32_t tb;
-  std::memcpy(&tb, &t, 4);
-  const uint32_t scale_bits = (tb - 0x4B400000u + 127u) << 23;  // 2^n
-  float scale;
-  std::memcpy(&scale, &scale_bits, 4);
-  const float r = poly * scale;
-  return x < -126.f ? 0.f : r;
-}
-
-// Scores of one row of a tile get -inf where the mask forbids, or the additive mask (log2 domain).
-MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t n, float* s) {
+// Scores of one row of a tile get -inf where the bool mask is false, or the additive mask (times
+// log2(e): scores are in the log2 domain). tmp: room for n floats.
+MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t n,
+                               float* __restrict s, float* __restrict tmp) {
   const int64_t sj = pl.p->mask_stride[3];
-  switch (pl.mask_dtype) {
-    case DType::Bool: {
-      const uint8_t* mk = static_cast<const uint8_t*>(pl.mask) + base;
-      for (int64_t j = 0; j < n; ++j)
-        if (!mk[(j0 + j) * sj]) s[j] = kNegInf;
-      break;
-    }
-    case DType::Float32: {
-      const float* mk = static_cast<const float*>(pl.mask) + base;
-      for (int64_t j = 0; j < n; ++j) s[j] += mk[(j0 + j) * sj] * kLog2e;
-      break;
-    }
-    case DType::Float16: {
-      const uint16_t* mk = static_cast<const uint16_t*>(pl.mask) + base;
-      for (int64_t j = 0; j < n; ++j) s[j] += half_to_float_inline(mk[(j0 + j) * sj]) * kLog2e;
-      break;
-    }
-    case DType::BFloat16: {
-      const uint16_t* mk = static_cast<const uint16_t*>(pl.mask) + base;
-      for (int64_t j = 0; j < n; ++j) s[j] += bf16_to_float(mk[(j0 + j) * sj]) * kLog2e;
-      break;
-    }
+  if (pl.mask_dtype == DType::Bool) {
+    const uint8_t* mk = static_cast<const uint8_t*>(pl.mask) + base + j0 * sj;
+    for (int64_t j = 0; j < n; ++j) s[j] = mk[j * sj] ? s[j] : kNegInf;
+    return;
+  }
+  const size_t es = dtype_size(pl.mask_dtype);
+  const char* mk = static_cast<const char*>(pl.mask) + size_t(base + j0 * sj) * es;
+  if (sj == 1) {  // a contiguous span: one bulk conversion
+    to_float32(pl.mask_dtype, mk, tmp, size_t(n));
+    for (int64_t j = 0; j < n; ++j) s[j] += tmp[j] * kLog2e;
+  } else {        // broadcast along keys (sj == 0) or strided
+    for (int64_t j = 0; j < n; ++j) to_float32(pl.mask_dtype, mk + size_t(j * sj) * es, tmp + j, 1);
+    for (int64_t j = 0; j < n; ++j) s[j] += tmp[j] * kLog2e;
   }
 }
 
@@ -307,8 +132,8 @@ MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t
 // Returns false when the row has still seen no key (its P row is left all zero). The max ignores
 // NaN scores, so a tile of only NaN and -inf would look fully masked: l is made NaN instead, and
 // the row's output is NaN as it would be without the online rewrite.
-MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l, float* __restrict orow,
-                                 int64_t Dp) {
+MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
+                            float* __restrict orow, int64_t Dp) {
   float mx[kNR];
   for (int c = 0; c < kNR; ++c) mx[c] = kNegInf;
   for (int64_t j = 0; j < nc; j += kNR)
@@ -416,7 +241,7 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       for (int64_t j = visible; j < nc; ++j) srow[j] = kNegInf;
       if (pl.mask && visible > 0) {
         const int64_t base = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
-        apply_mask_row(pl, base, j0, visible, srow);
+        apply_mask_row(pl, base, j0, visible, srow, sc.masktmp.data());
       }
       any_live |= softmax_row(srow, nc, m + r, l + r, O + r * Dp, Dp);
     }
@@ -467,6 +292,7 @@ Scratch::Scratch(const Plan& pl) {
     o.resize(size_t(pl.Rmax * pl.Dp));
     m.resize(size_t(pl.Rmax));
     l.resize(size_t(pl.Rmax));
+    if (pl.mask) masktmp.resize(size_t(kTileK));
   } catch (const std::bad_alloc&) {
     throw Error(code::OOM, "attention: could not allocate its per-thread scratch");
   }
@@ -488,7 +314,9 @@ constexpr int kBaseMR = 4;
 #else
 constexpr int kBaseMR = 2;
 #endif
-void run_tasks_base(const Plan& pl, int64_t t0, int64_t t1) { run_tasks_impl<kBaseMR, 4>(pl, t0, t1); }
+void run_tasks_base(const Plan& pl, int64_t t0, int64_t t1) {
+  run_tasks_impl<kBaseMR, 4>(pl, t0, t1);
+}
 #if MTO_X86_DISPATCH
 // AVX2: 4 rows x 2 ymm = 8 accumulators of 16 registers.
 MTO_TARGET_AVX2 void run_tasks_avx2(const Plan& pl, int64_t t0, int64_t t1) {

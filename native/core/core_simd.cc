@@ -1,0 +1,516 @@
+// Vector kernels behind core_simd.h: float16 <-> float32 conversion (F16C / AVX-512 / NEON) and
+// dequantization of whole MX blocks and affine groups (AVX2 / AVX-512), compiled with target
+// attributes and chosen at run time, so one binary built for baseline x86-64 runs everywhere.
+//
+// Exactness (every path gives the portable code's bits):
+// - MX values are table[code] * scale, one IEEE multiply per element, as in formats.cc; a
+//   16/64-entry table is multiplied by the scale once per block (the same products). MX int8 is
+//   float(q) * (scale * 2^-6): scale >= 2^-127, so scale * 2^-6 >= 2^-133 is an exact power of
+//   two and the product is the one rounding of q * 2^-6 * scale, as table[q] * scale is.
+// - Affine is s * float(q) and then + b, two roundings; MTO_NO_CONTRACT keeps GCC from fusing
+//   them into an FMA (it contracts vector intrinsics under its default -ffp-contract=fast).
+// - float16 conversion in hardware is exact for every finite value and RNE on the way down, but
+//   it quiets signaling NaNs; a vector that holds any NaN is redone by the portable code.
+#include "core_simd.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "../../shaders/mx_formats.h"
+#include "dtype.h"
+
+// Not under clang-cl (MSVC ABI): __builtin_cpu_supports there needs compiler-rt, not always linked.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
+#define MTO_CORE_X86 1
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12's avx512fintrin.h trips a false -Wmaybe-uninitialized (GCC PR 105593, fixed in 12.3).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
+#define MTO_CORE_NEON 1
+#include <arm_neon.h>
+#endif
+
+namespace mto::simd {
+
+namespace {
+
+// Portable fallbacks for the odd elements (NaN vectors, tails).
+inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
+}
+inline void f2h_scalar(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
+}
+
+#if defined(MTO_CORE_X86)
+
+constexpr int kMxBlock = 32;
+
+int block_bytes(DeqMode mode) {
+  switch (mode) {
+    case DeqMode::Int8: case DeqMode::E4M3: case DeqMode::E5M2: return 32;
+    case DeqMode::E3M2: case DeqMode::E2M3: return 24;
+    case DeqMode::Lut4: return 16;
+    default: return 8;
+  }
+}
+constexpr uint32_t kNaNBits = 0x7FC00000u;  // mto_decode_e8m0(0xFF)
+
+#define MTO_T_AVX2 __attribute__((target("avx2,f16c")))
+#define MTO_T_AVX512 __attribute__((target("avx512f,avx512bw,avx2,f16c")))
+// An empty asm that "modifies" v: the product must be materialised, so it cannot be fused with
+// the add that follows.
+#define MTO_NO_CONTRACT(v) __asm__("" : "+v"(v))
+
+// Affine scales and biases are widened with F16C's scalar _cvtsh_ss: exact, and a signaling NaN it
+// quiets would be quieted by the multiply or add anyway.
+// Affine groups whose scale or bias is inf/NaN: when both s * q and b are NaN, the portable loop
+// (as GCC compiles it) returns the product's NaN, while vaddps would return b's; such groups
+// select the product explicitly wherever it is NaN.
+inline bool nan_group(uint16_t s, uint16_t b) {
+  return (s & 0x7C00u) == 0x7C00u || (b & 0x7C00u) == 0x7C00u;
+}
+
+// ---- AVX2 (+F16C) ------------------------------------------------------------------------------
+
+MTO_T_AVX2 void h2f_avx2(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      h2f_scalar(src + i, dst + i, 8);
+      continue;
+    }
+    _mm256_storeu_ps(dst + i, v);
+  }
+  h2f_scalar(src + i, dst + i, n - i);
+}
+
+MTO_T_AVX2 void f2h_avx2(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 x = _mm256_loadu_ps(src + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(x, x, _CMP_UNORD_Q)) != 0) {
+      f2h_scalar(src + i, dst + i, 8);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  f2h_scalar(src + i, dst + i, n - i);
+}
+
+MTO_T_AVX2 inline __m128i load8_avx2(const uint8_t* p) {
+  return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+}
+
+// 32 nibble codes (16 bytes at c) through a 16-entry table held as two 8-float halves.
+MTO_T_AVX2 inline void nibbles32_avx2(const uint8_t* c, __m256 t_lo, __m256 t_hi, float* out) {
+  const __m256i dup0 = _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3);
+  const __m256i dup1 = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
+  const __m256i sh = _mm256_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i b = _mm256_cvtepu8_epi32(load8_avx2(c + 8 * h));
+    for (int q = 0; q < 2; ++q) {
+      // Lane k: byte k/2 shifted to put nibble k&1 lowest; permutevar uses bits 0-2, the blend
+      // bit 3 (moved to the sign), so the byte's high bits need no mask.
+      const __m256i idx = _mm256_srlv_epi32(_mm256_permutevar8x32_epi32(b, q ? dup1 : dup0), sh);
+      const __m256 lo = _mm256_permutevar8x32_ps(t_lo, idx);
+      const __m256 hi = _mm256_permutevar8x32_ps(t_hi, idx);
+      _mm256_storeu_ps(out + 16 * h + 8 * q,
+                       _mm256_blendv_ps(lo, hi, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28))));
+    }
+  }
+}
+
+// FP8 E4M3 codes (8 words) times vs: as float16 bits sign | magnitude << 7, the value / 2^8;
+// the NaN magnitude 0x7F becomes 1.875, not an E4M3 value, and is replaced by the signed NaN.
+MTO_T_AVX2 inline __m256 e4m3_avx2(__m128i x, __m256 vs) {
+  // x sign-extended to 16 bits: shifted by 7, bit 15 (and 14) is the sign, 13-7 the magnitude.
+  const __m128i h = _mm_and_si128(_mm_slli_epi16(x, 7), _mm_set1_epi16(-0x4080));
+  const __m256 f = _mm256_cvtph_ps(h);
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
+  const __m256 is_nan =
+      _mm256_cmp_ps(_mm256_andnot_ps(sign, f), _mm256_set1_ps(1.875f), _CMP_EQ_OQ);
+  const __m256 v = _mm256_mul_ps(_mm256_mul_ps(f, _mm256_set1_ps(256.0f)), vs);
+  const __m256 nan = _mm256_or_ps(_mm256_and_ps(f, sign),
+                                  _mm256_castsi256_ps(_mm256_set1_epi32(int(kNaNBits))));
+  return _mm256_blendv_ps(v, nan, is_nan);
+}
+
+MTO_T_AVX2 void deq_mx_avx2(DeqMode mode, const float* lut, const uint8_t* codes,
+                            const uint8_t* scales, int64_t nblocks, float* out) {
+  const int bytes_per_block = block_bytes(mode);
+  for (int64_t blk = 0; blk < nblocks; ++blk, codes += bytes_per_block, out += kMxBlock) {
+    const uint32_t sb = scales[blk];
+    if (sb == uint32_t(MTO_E8M0_NAN)) {
+      const __m256 nan = _mm256_castsi256_ps(_mm256_set1_epi32(int(kNaNBits)));
+      for (int j = 0; j < kMxBlock; j += 8) _mm256_storeu_ps(out + j, nan);
+      continue;
+    }
+    const float s = mto_decode_e8m0(sb);
+    switch (mode) {
+      case DeqMode::Int8: {
+        const __m256 vs = _mm256_set1_ps(s * 0.015625f);
+        for (int j = 0; j < kMxBlock; j += 8) {
+          const __m256 x = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(load8_avx2(codes + j)));
+          _mm256_storeu_ps(out + j, _mm256_mul_ps(x, vs));
+        }
+        break;
+      }
+      case DeqMode::E4M3:
+      case DeqMode::E5M2: {
+        const __m256 vs = _mm256_set1_ps(s);
+        for (int j = 0; j < kMxBlock; j += 8) {
+          const __m128i x = _mm_cvtepi8_epi16(load8_avx2(codes + j));  // sign-extended
+          const __m256 v = mode == DeqMode::E5M2
+                               ? _mm256_mul_ps(_mm256_cvtph_ps(_mm_slli_epi16(x, 8)), vs)
+                               : e4m3_avx2(x, vs);
+          _mm256_storeu_ps(out + j, v);
+        }
+        break;
+      }
+      case DeqMode::E3M2:
+      case DeqMode::E2M3: {
+        const __m256 vs = _mm256_set1_ps(s);
+        // float16 bits: sign to bit 15, magnitude bits placed so the exponent fields line up;
+        // then times 2^(15 - bias) (exact) makes the value.
+        const bool e3m2 = mode == DeqMode::E3M2;
+        const __m256 rebias = _mm256_set1_ps(e3m2 ? 4096.0f : 16384.0f);
+        // Lane half L (0/1) takes group L of the 6 bytes: dword d = its 24 bits >> 6d.
+        const __m256i shuf = _mm256_setr_epi8(0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1, 0, 1, 2, -1,
+                                              3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1, 3, 4, 5, -1);
+        const __m256i sh = _mm256_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18);
+        const __m256i m63 = _mm256_set1_epi32(63);
+        for (int j = 0; j < kMxBlock; j += 8) {
+          const int o = j / 4 * 3;  // 0, 6, 12, 18: stay inside the block's 24 bytes
+          const __m128i x = o + 8 <= 24 ? load8_avx2(codes + o)
+                                        : _mm_srli_si128(load8_avx2(codes + 16), 2);
+          const __m256i w = _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(x), shuf);
+          const __m256i c = _mm256_and_si256(_mm256_srlv_epi32(w, sh), m63);
+          // 8 dwords -> 8 words in order (pack works per 128-bit half).
+          const __m128i c16 = _mm256_castsi256_si128(
+              _mm256_permute4x64_epi64(_mm256_packus_epi32(c, c), 0x08));
+          const __m128i sign = _mm_slli_epi16(_mm_and_si128(c16, _mm_set1_epi16(32)), 10);
+          const __m128i mag = _mm_slli_epi16(_mm_and_si128(c16, _mm_set1_epi16(31)), e3m2 ? 8 : 7);
+          const __m256 f = _mm256_mul_ps(_mm256_cvtph_ps(_mm_or_si128(sign, mag)), rebias);
+          _mm256_storeu_ps(out + j, _mm256_mul_ps(f, vs));
+        }
+        break;
+      }
+      case DeqMode::Lut4: {
+        const __m256 vs = _mm256_set1_ps(s);
+        nibbles32_avx2(codes, _mm256_mul_ps(_mm256_loadu_ps(lut), vs),
+                       _mm256_mul_ps(_mm256_loadu_ps(lut + 8), vs), out);
+        break;
+      }
+      case DeqMode::Lut2: {
+        // The 4 values twice: permutevar's index bit 2 then does not matter.
+        const __m256 t = _mm256_mul_ps(_mm256_broadcast_ps(reinterpret_cast<const __m128*>(lut)),
+                                       _mm256_set1_ps(s));
+        const __m256i b = _mm256_cvtepu8_epi32(load8_avx2(codes));
+        const __m256i sh = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+        for (int q = 0; q < 4; ++q) {
+          const __m256i dup = _mm256_setr_epi32(2 * q, 2 * q, 2 * q, 2 * q, 2 * q + 1, 2 * q + 1,
+                                                2 * q + 1, 2 * q + 1);
+          const __m256i idx = _mm256_srlv_epi32(_mm256_permutevar8x32_epi32(b, dup), sh);
+          _mm256_storeu_ps(out + 8 * q, _mm256_permutevar8x32_ps(t, idx));
+        }
+        break;
+      }
+    }
+  }
+}
+
+MTO_T_AVX2 void deq_affine_avx2(int bits, int group, const uint8_t* codes,
+                                const uint16_t* scales, const uint16_t* biases, int64_t ngroups,
+                                float* out) {
+  const __m256 iota_lo = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 iota_hi = _mm256_setr_ps(8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t g = 0; g < ngroups; ++g, out += group) {
+    const __m256 vs = _mm256_set1_ps(_cvtsh_ss(scales[g]));
+    const __m256 vb = _mm256_set1_ps(_cvtsh_ss(biases[g]));
+    if (bits == 4) {
+      __m256 lo = _mm256_mul_ps(iota_lo, vs), hi = _mm256_mul_ps(iota_hi, vs);
+      MTO_NO_CONTRACT(lo);
+      MTO_NO_CONTRACT(hi);
+      const __m256 plo = lo, phi = hi;
+      lo = _mm256_add_ps(lo, vb);
+      hi = _mm256_add_ps(hi, vb);
+      if (nan_group(scales[g], biases[g])) {
+        lo = _mm256_blendv_ps(lo, plo, _mm256_cmp_ps(plo, plo, _CMP_UNORD_Q));
+        hi = _mm256_blendv_ps(hi, phi, _mm256_cmp_ps(phi, phi, _CMP_UNORD_Q));
+      }
+      for (int j = 0; j < group; j += 32, codes += 16) nibbles32_avx2(codes, lo, hi, out + j);
+    } else {
+      const bool nan_in = nan_group(scales[g], biases[g]);
+      for (int j = 0; j < group; j += 8, codes += 8) {
+        __m256 p = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(load8_avx2(codes))), vs);
+        MTO_NO_CONTRACT(p);
+        __m256 r = _mm256_add_ps(p, vb);
+        if (nan_in) r = _mm256_blendv_ps(r, p, _mm256_cmp_ps(p, p, _CMP_UNORD_Q));
+        _mm256_storeu_ps(out + j, r);
+      }
+    }
+  }
+}
+
+// ---- AVX-512 (F + BW) --------------------------------------------------------------------------
+
+MTO_T_AVX512 void h2f_avx512(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
+    if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0) {
+      h2f_scalar(src + i, dst + i, 16);
+      continue;
+    }
+    _mm512_storeu_ps(dst + i, v);
+  }
+  h2f_scalar(src + i, dst + i, n - i);
+}
+
+MTO_T_AVX512 void f2h_avx512(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 x = _mm512_loadu_ps(src + i);
+    if (_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q) != 0) {
+      f2h_scalar(src + i, dst + i, 16);
+      continue;
+    }
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
+                        _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  f2h_scalar(src + i, dst + i, n - i);
+}
+
+MTO_T_AVX512 inline __m128i load16_avx512(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+
+// 32 nibble codes (16 bytes at c) through a 16-entry table t.
+MTO_T_AVX512 inline void nibbles32_avx512(const uint8_t* c, __m512 t, float* out) {
+  const __m512i dup0 = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  const __m512i dup1 =
+      _mm512_setr_epi32(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
+  const __m512i sh = _mm512_setr_epi32(0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4, 0, 4);
+  const __m512i b = _mm512_cvtepu8_epi32(load16_avx512(c));
+  // permutexvar uses index bits 0-3 only: the byte's high nibble needs no mask.
+  const __m512i i0 = _mm512_srlv_epi32(_mm512_permutexvar_epi32(dup0, b), sh);
+  const __m512i i1 = _mm512_srlv_epi32(_mm512_permutexvar_epi32(dup1, b), sh);
+  _mm512_storeu_ps(out, _mm512_permutexvar_ps(i0, t));
+  _mm512_storeu_ps(out + 16, _mm512_permutexvar_ps(i1, t));
+}
+
+MTO_T_AVX512 void deq_mx_avx512(DeqMode mode, const float* lut, const uint8_t* codes,
+                                const uint8_t* scales, int64_t nblocks, float* out) {
+  const int bytes_per_block = block_bytes(mode);
+  __m512 t6[4];
+  if (mode == DeqMode::E3M2 || mode == DeqMode::E2M3) {
+    for (int q = 0; q < 4; ++q) t6[q] = _mm512_loadu_ps(lut + 16 * q);
+  }
+  for (int64_t blk = 0; blk < nblocks; ++blk, codes += bytes_per_block, out += kMxBlock) {
+    const uint32_t sb = scales[blk];
+    if (sb == uint32_t(MTO_E8M0_NAN)) {
+      const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(int(kNaNBits)));
+      _mm512_storeu_ps(out, nan);
+      _mm512_storeu_ps(out + 16, nan);
+      continue;
+    }
+    const float s = mto_decode_e8m0(sb);
+    switch (mode) {
+      case DeqMode::Int8: {
+        const __m512 vs = _mm512_set1_ps(s * 0.015625f);
+        for (int j = 0; j < kMxBlock; j += 16) {
+          const __m512 x = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load16_avx512(codes + j)));
+          _mm512_storeu_ps(out + j, _mm512_mul_ps(x, vs));
+        }
+        break;
+      }
+      case DeqMode::E5M2: {
+        const __m512 vs = _mm512_set1_ps(s);
+        for (int j = 0; j < kMxBlock; j += 16) {
+          const __m256i x = _mm256_cvtepu8_epi16(load16_avx512(codes + j));
+          _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_cvtph_ps(_mm256_slli_epi16(x, 8)), vs));
+        }
+        break;
+      }
+      case DeqMode::E4M3: {
+        // As float16 bits sign | magnitude << 7, the value / 2^8; the NaN magnitude 0x7F becomes
+        // 1.875, not an E4M3 value, and is replaced by the signed NaN.
+        const __m512 vs = _mm512_set1_ps(s);
+        const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
+        const __m512i qnan = _mm512_set1_epi32(int(kNaNBits));
+        for (int j = 0; j < kMxBlock; j += 16) {
+          // Sign-extended to 16 bits and shifted by 7: bit 15 (and 14) is the sign, 13-7 the
+          // magnitude; bit 14 is cleared.
+          const __m256i x = _mm256_cvtepi8_epi16(load16_avx512(codes + j));
+          const __m256i h = _mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16(-0x4080));
+          const __m512 f = _mm512_cvtph_ps(h);
+          const __m512 v = _mm512_mul_ps(_mm512_mul_ps(f, _mm512_set1_ps(256.0f)), vs);
+          const __mmask16 is_nan =
+              _mm512_cmp_ps_mask(_mm512_abs_ps(f), _mm512_set1_ps(1.875f), _CMP_EQ_OQ);
+          const __m512 nan = _mm512_castsi512_ps(
+              _mm512_or_si512(_mm512_and_si512(_mm512_castps_si512(f), sign), qnan));
+          _mm512_storeu_ps(out + j, _mm512_mask_mov_ps(v, is_nan, nan));
+        }
+        break;
+      }
+      case DeqMode::E3M2:
+      case DeqMode::E2M3: {
+        const __m512 vs = _mm512_set1_ps(s);
+        const __m512 t0 = _mm512_mul_ps(t6[0], vs), t1 = _mm512_mul_ps(t6[1], vs);
+        const __m512 t2 = _mm512_mul_ps(t6[2], vs), t3 = _mm512_mul_ps(t6[3], vs);
+        // 128-bit lane L takes group L of the 12 bytes: dword d = its 24 bits >> 6d.
+        const __m512i shuf = _mm512_set4_epi32(int(0x80020100u), int(0x80020100u),
+                                               int(0x80020100u), int(0x80020100u));
+        const __m512i lane = _mm512_setr_epi32(0, 0, 0, 0, 0x03030303, 0x03030303, 0x03030303,
+                                               0x03030303, 0x06060606, 0x06060606, 0x06060606,
+                                               0x06060606, 0x09090909, 0x09090909, 0x09090909,
+                                               0x09090909);
+        // Byte offsets 3L + {0,1,2}; the 0x80 byte (zero) stays >= 0x80 after the add.
+        const __m512i sel = _mm512_add_epi8(shuf, lane);
+        const __m512i sh =
+            _mm512_setr_epi32(0, 6, 12, 18, 0, 6, 12, 18, 0, 6, 12, 18, 0, 6, 12, 18);
+        const __m512i bit5 = _mm512_set1_epi32(32);
+        for (int j = 0; j < kMxBlock; j += 16) {
+          // Bytes 0-11 and 12-23 of the block, without reading past it.
+          const __m128i x =
+              j == 0 ? load16_avx512(codes) : _mm_srli_si128(load16_avx512(codes + 8), 4);
+          const __m512i w = _mm512_shuffle_epi8(_mm512_broadcast_i32x4(x), sel);
+          const __m512i idx = _mm512_srlv_epi32(w, sh);  // bits 0-4 pick, bit 5 the half
+          const __m512 lo = _mm512_permutex2var_ps(t0, idx, t1);
+          const __m512 hi = _mm512_permutex2var_ps(t2, idx, t3);
+          _mm512_storeu_ps(out + j,
+                           _mm512_mask_blend_ps(_mm512_test_epi32_mask(idx, bit5), lo, hi));
+        }
+        break;
+      }
+      case DeqMode::Lut4:
+        nibbles32_avx512(codes, _mm512_mul_ps(_mm512_loadu_ps(lut), _mm512_set1_ps(s)), out);
+        break;
+      case DeqMode::Lut2: {
+        // The 4 values four times: permutexvar's index bits 2-3 then do not matter.
+        const __m512 t =
+            _mm512_mul_ps(_mm512_broadcast_f32x4(_mm_loadu_ps(lut)), _mm512_set1_ps(s));
+        const __m512i b =
+            _mm512_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes)));
+        const __m512i sh = _mm512_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6, 0, 2, 4, 6);
+        const __m512i dup0 = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+        const __m512i dup1 = _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7);
+        const __m512i i0 = _mm512_srlv_epi32(_mm512_permutexvar_epi32(dup0, b), sh);
+        const __m512i i1 = _mm512_srlv_epi32(_mm512_permutexvar_epi32(dup1, b), sh);
+        _mm512_storeu_ps(out, _mm512_permutexvar_ps(i0, t));
+        _mm512_storeu_ps(out + 16, _mm512_permutexvar_ps(i1, t));
+        break;
+      }
+    }
+  }
+}
+
+MTO_T_AVX512 void deq_affine_avx512(int bits, int group, const uint8_t* codes,
+                                    const uint16_t* scales, const uint16_t* biases,
+                                    int64_t ngroups, float* out) {
+  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (int64_t g = 0; g < ngroups; ++g, out += group) {
+    const __m512 vs = _mm512_set1_ps(_cvtsh_ss(scales[g]));
+    const __m512 vb = _mm512_set1_ps(_cvtsh_ss(biases[g]));
+    if (bits == 4) {
+      __m512 t = _mm512_mul_ps(iota, vs);
+      MTO_NO_CONTRACT(t);
+      const __m512 p = t;
+      t = _mm512_add_ps(t, vb);
+      if (nan_group(scales[g], biases[g]))
+        t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q), p);
+      for (int j = 0; j < group; j += 32, codes += 16) nibbles32_avx512(codes, t, out + j);
+    } else {
+      const bool nan_in = nan_group(scales[g], biases[g]);
+      for (int j = 0; j < group; j += 16, codes += 16) {
+        const __m512 q = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16_avx512(codes)));
+        __m512 p = _mm512_mul_ps(q, vs);
+        MTO_NO_CONTRACT(p);
+        __m512 r = _mm512_add_ps(p, vb);
+        if (nan_in) r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q), p);
+        _mm512_storeu_ps(out + j, r);
+      }
+    }
+  }
+}
+
+constexpr CoreKernels kAvx2{"avx2", h2f_avx2, f2h_avx2, deq_mx_avx2, deq_affine_avx2};
+constexpr CoreKernels kAvx512{"avx512", h2f_avx512, f2h_avx512, deq_mx_avx512, deq_affine_avx512};
+
+#endif  // MTO_CORE_X86
+
+#if defined(MTO_CORE_NEON)
+
+// NEON float16 conversion (FCVT: exact widening, RNE narrowing under the default FPCR); vectors
+// holding a NaN go to the portable code, which keeps signaling NaNs signaling.
+void h2f_neon(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const uint16x8_t h = vld1q_u16(src + i);
+    const float32x4_t a = vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(h)));
+    const float32x4_t b = vcvt_f32_f16(vreinterpret_f16_u16(vget_high_u16(h)));
+    if (vminvq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b))) == 0) {
+      h2f_scalar(src + i, dst + i, 8);
+      continue;
+    }
+    vst1q_f32(dst + i, a);
+    vst1q_f32(dst + i + 4, b);
+  }
+  h2f_scalar(src + i, dst + i, n - i);
+}
+
+void f2h_neon(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float32x4_t a = vld1q_f32(src + i);
+    const float32x4_t b = vld1q_f32(src + i + 4);
+    if (vminvq_u32(vandq_u32(vceqq_f32(a, a), vceqq_f32(b, b))) == 0) {
+      f2h_scalar(src + i, dst + i, 8);
+      continue;
+    }
+    vst1_u16(dst + i, vreinterpret_u16_f16(vcvt_f16_f32(a)));
+    vst1_u16(dst + i + 4, vreinterpret_u16_f16(vcvt_f16_f32(b)));
+  }
+  f2h_scalar(src + i, dst + i, n - i);
+}
+
+constexpr CoreKernels kNeon{"neon", h2f_neon, f2h_neon, nullptr, nullptr};
+
+#endif  // MTO_CORE_NEON
+
+constexpr CoreKernels kBaseline{"baseline", nullptr, nullptr, nullptr, nullptr};
+
+const CoreKernels* pick_kernels() {
+  // Cap from the environment: baseline | avx2 | avx512 (anything else: no cap).
+  int cap = 2;
+  if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
+    if (!std::strcmp(env, "baseline")) cap = 0;
+    if (!std::strcmp(env, "avx2")) cap = 1;
+  }
+  if (cap == 0) return &kBaseline;
+#if defined(MTO_CORE_X86)
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  if (cap >= 2 && avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
+    return &kAvx512;
+  if (avx2) return &kAvx2;
+#elif defined(MTO_CORE_NEON)
+  return &kNeon;
+#endif
+  return &kBaseline;
+}
+
+}  // namespace
+
+const CoreKernels& core_kernels() {
+  static const CoreKernels* const k = pick_kernels();  // thread-safe one-time init
+  return *k;
+}
+
+}  // namespace mto::simd

@@ -1,0 +1,159 @@
+// Tile kernels of the cpu attention (attention.cc): register-blocked products of float32 tiles
+// and a vectorisable exp2. Everything is inline (always_inline where the compiler
+// allows) so that each ISA's instantiation of the task loop in attention.cc compiles these for its
+// own instruction set.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "simd.h"
+
+namespace mto::cpu::attention_tile {
+
+constexpr int kNR = 16;  // columns of a gemm register block (keys of S, features of O)
+
+// ---- register-blocked gemm: C[M, N] (+)= A[M, K] B[K, N], N a multiple of kNR ----------------
+// An MR x kNR block of C lives in registers (MR x kNR/W vectors of W floats); each step of k loads
+// one row of B (kNR floats) and multiply-adds it with MR broadcast elements of A.
+template <int MR, int W>
+MTO_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
+                           const float* __restrict B, int64_t ldb, float* __restrict C, int64_t ldc,
+                           bool accumulate) {
+  using V = simd::Vec<W>;
+  constexpr int NV = kNR / W;
+  static_assert(NV * W == kNR, "kNR must be a multiple of the vector width");
+  V acc[MR][NV];
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NV; ++c) {
+      if (accumulate) simd::load<W>(acc[r][c], C + r * ldc + c * W);
+      else simd::splat<W>(acc[r][c], 0.f);
+    }
+  for (int64_t kk = 0; kk < K; ++kk) {
+    V b[NV];
+    for (int c = 0; c < NV; ++c) simd::load<W>(b[c], B + kk * ldb + c * W);
+    for (int r = 0; r < MR; ++r) {
+      const float a = A[r * lda + kk];
+      for (int c = 0; c < NV; ++c) simd::madd<W>(acc[r][c], b[c], a);
+    }
+  }
+  for (int r = 0; r < MR; ++r)
+    for (int c = 0; c < NV; ++c) simd::store<W>(C + r * ldc + c * W, acc[r][c]);
+}
+
+// The last M % MR rows of a gemm: one block of exactly that many rows.
+template <int MR, int W>
+MTO_INLINE void gemm_tail(int64_t rows, int64_t K, const float* A, int64_t lda, const float* B,
+                          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  if constexpr (MR > 1) {
+    if (rows == MR - 1) return gemm_block<MR - 1, W>(K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_tail<MR - 1, W>(rows, K, A, lda, B, ldb, C, ldc, accumulate);
+  }
+}
+
+// MR: rows per register block; W: vector width.
+template <int MR, int W>
+MTO_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  for (int64_t n0 = 0; n0 < N; n0 += kNR) {
+    int64_t m0 = 0;
+    for (; m0 + MR <= M; m0 += MR)
+      gemm_block<MR, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
+    if (m0 < M)
+      gemm_tail<MR, W>(M - m0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc,
+                       accumulate);
+  }
+}
+
+// ---- few query rows (decode): S[r, j] = dot(Q[r], K[j]) straight from K's rows -----------------
+// With R <= kDotRows rows a transposed K tile would cost as much as the product itself, so each
+// key row is read once (from the tensor itself when it is float32) and dotted with all R rows.
+constexpr int64_t kDotRows = 8;
+
+template <int W>
+MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
+  if constexpr (W > 4) {
+    simd::Vec<W / 2> lo, hi;
+    std::memcpy(&lo, &v, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+    simd::add<W / 2>(lo, hi);
+    return hsum_tree<W / 2>(lo);
+  } else {
+    return (v[0] + v[1]) + (v[2] + v[3]);
+  }
+}
+
+// RR rows x KB keys at a time (independent accumulator chains for latency).
+template <int RR, int KB, int W>
+MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __restrict K,
+                           int64_t ldk, float* __restrict S, int64_t lds) {
+  using V = simd::Vec<W>;
+  const int64_t Dv = D / W * W;
+  V acc[RR][KB];
+  for (int r = 0; r < RR; ++r)
+    for (int b = 0; b < KB; ++b) simd::splat<W>(acc[r][b], 0.f);
+  for (int64_t d = 0; d < Dv; d += W) {
+    V kv[KB];
+    for (int b = 0; b < KB; ++b) simd::load<W>(kv[b], K + b * ldk + d);
+    for (int r = 0; r < RR; ++r) {
+      V qv;
+      simd::load<W>(qv, Q + r * D + d);
+      for (int b = 0; b < KB; ++b) simd::madd<W>(acc[r][b], qv, kv[b]);
+    }
+  }
+  for (int r = 0; r < RR; ++r)
+    for (int b = 0; b < KB; ++b) {
+      float s = hsum_tree<W>(acc[r][b]);
+      for (int64_t d = Dv; d < D; ++d) s += Q[r * D + d] * K[b * ldk + d];
+      S[r * lds + b] = s;
+    }
+}
+
+template <int RR, int W>
+MTO_INLINE void dots_rows(int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
+                          float* S, int64_t lds) {
+  constexpr int KB = RR <= 2 ? 4 : RR <= 4 ? 2 : 1;  // keep RR * KB accumulators <= 8
+  int64_t j = 0;
+  for (; j + KB <= n; j += KB) dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+}
+
+template <int W>
+MTO_INLINE void dots(int64_t R, int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
+                     float* S, int64_t lds) {
+  switch (R) {
+    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds);
+    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds);
+    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds);
+    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds);
+    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds);
+    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds);
+    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds);
+    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds);
+  }
+}
+
+// 2^x for x <= 0 (also -inf -> 0, NaN -> NaN), relative error ~2e-7. Branch-free and built from
+// plain float/int operations so that loops over it vectorise (std::exp2 does not).
+MTO_INLINE float exp2_nonpos(float x) {
+  const float xc = x < -126.f ? -126.f : x;
+  const float t = xc + 12582912.f;  // 1.5 * 2^23: rounds xc to an integer n in t's low bits
+  const float fn = t - 12582912.f;
+  const float f = xc - fn;  // [-0.5, 0.5]
+  // Cephes exp2f polynomial: 2^f = 1 + f P(f).
+  float poly = 1.535336188319500e-4f;
+  poly = poly * f + 1.339887440266574e-3f;
+  poly = poly * f + 9.618437357674640e-3f;
+  poly = poly * f + 5.550332471162809e-2f;
+  poly = poly * f + 2.402264791363012e-1f;
+  poly = poly * f + 6.931472028550421e-1f;
+  poly = poly * f + 1.f;  // Horner: last step is 1 + f * P(f)
+  uint32_t tb;
+  std::memcpy(&tb, &t, 4);
+  const uint32_t scale_bits = (tb - 0x4B400000u + 127u) << 23;  // 2^n
+  float scale;
+  std::memcpy(&scale, &scale_bits, 4);
+  const float r = poly * scale;
+  return x < -126.f ? 0.f : r;
+}
+
+}  // namespace mto::cpu::attention_tile

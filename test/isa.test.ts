@@ -1,0 +1,189 @@
+// Every cpu dispatch path gives the same results: a subset of the correctness checks runs in child
+// processes with METAL_TENSOROPS_CPU_ISA=baseline (the portable code), =avx2 and unset (the best
+// this CPU has, AVX-512 on our CI machines), and each must pass on its own and agree bit for bit
+// with the others. (On a CPU without AVX2 or AVX-512 the capped runs fall back to what it has.)
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { ORACLE_DIR } from './helpers/oracle';
+
+const root = resolve(__dirname, '..');
+const dist = join(root, 'dist', 'cjs', 'index.js');  // built by `npm test`'s pretest (build:ts)
+
+// The child: plain CommonJS against the built package, so it runs under `node` with its own env.
+const CHILD = String.raw`
+const { readFileSync } = require('node:fs');
+const { join } = require('node:path');
+const { open } = require(process.env.MTO_DIST);
+const ORACLE = process.env.MTO_ORACLE;
+
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+function randn(n, seed) {
+  const r = rng(seed), out = new Float32Array(n);
+  for (let i = 0; i < n; i++) out[i] = r() + r() + r() + r() - 2;
+  return out;
+}
+// FNV-1a over bytes: a digest to compare bits across processes.
+function digest(view) {
+  const b = new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+  let h = 0x811c9dc5;
+  for (let i = 0; i < b.length; i++) h = Math.imul(h ^ b[i], 0x01000193) >>> 0;
+  return h.toString(16);
+}
+function arr(ref, Ctor) {
+  const b = readFileSync(join(ORACLE, ref.file));
+  return new Ctor(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength));
+}
+// Exact float16 -> float64 (independent of the addon).
+function halfValue(h) {
+  const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 31, m = h & 1023;
+  if (e === 31) return m ? NaN : s * Infinity;
+  return e ? s * 2 ** (e - 15) * (1 + m / 1024) : s * m * 2 ** -24;
+}
+
+(async () => {
+  const dev = await open({ backend: 'cpu' });
+  const out = { failures: [], digests: {}, linearError: {} };
+  const fail = (what) => out.failures.push(what);
+
+  // 1. Oracle MX quantize -> dequantize, bit-exact.
+  const manifest = JSON.parse(readFileSync(join(ORACLE, 'manifest.json'), 'utf8'));
+  const MX = { mxfp8_e4m3: 'mxfp8', mxfp8_e5m2: 'mxfp8_e5m2', mxfp6_e3m2: 'mxfp6_e3m2',
+    mxfp6_e2m3: 'mxfp6_e2m3', mxfp4_e2m1: 'mxfp4', mxint8: 'mxint8' };
+  for (const c of manifest.cases.filter((c) => c.kind === 'mx_quantize')) {
+    const q = await dev.quantize(dev.tensor(arr(c.input, Float32Array), c.input.shape), { format: MX[c.format] });
+    const got = await (await q.dequantize()).toFloat32(), want = arr(c.dequantized, Float32Array);
+    for (let i = 0; i < want.length; i++) {
+      if (Number.isNaN(want[i]) ? !Number.isNaN(got[i]) : !Object.is(got[i], want[i])) {
+        fail(c.format + ' dequantized[' + i + '] = ' + got[i] + ', want ' + want[i]);
+        break;
+      }
+    }
+  }
+
+  // 2. Random codes and scales (extreme scale bytes and float16 scales and biases) for every format:
+  // the digest of the dequantized bits must not depend on the dispatch path.
+  const BITS = { mxfp8: 8, mxfp8_e5m2: 8, mxfp6_e3m2: 6, mxfp6_e2m3: 6, mxfp4: 4, mxint8: 8,
+    mxint4: 4, mxint2: 2, affine4: 4, affine8: 8 };
+  for (const [format, bits] of Object.entries(BITS)) {
+    for (const blockSize of format.startsWith('affine') ? [32, 64, 128] : [32]) {
+      const rows = 6, cols = 384, r = rng(bits * 1000 + blockSize);
+      const codes = Uint8Array.from({ length: (rows * cols * bits) / 8 }, () => Math.floor(r() * 256));
+      const groups = (rows * cols) / blockSize;
+      let opts;
+      if (format.startsWith('affine')) {
+        const half = () => { let h = Math.floor(r() * 65536); if (r() < 0.05) h |= 0x7800; return (h & 0x7c00) === 0x7c00 ? h ^ 0x400 : h; };
+        opts = { format, shape: [rows, cols], codes, blockSize,
+          scales: Uint16Array.from({ length: groups }, half), biases: Uint16Array.from({ length: groups }, half) };
+      } else {
+        const byte = () => { const x = r(); return x < 0.1 ? 0 : x < 0.2 ? 254 : Math.floor(r() * 255); };
+        opts = { format, shape: [rows, cols], codes, scales: Uint8Array.from({ length: groups }, byte) };
+      }
+      const d = await (await dev.fromQuantized(opts).dequantize()).toFloat32();
+      out.digests[format + '/' + blockSize] = digest(d);
+    }
+    if (!format.startsWith('affine')) {  // a NaN block (scale byte 0xFF) among finite ones
+      const x = randn(4 * 128, bits);
+      x[70] = NaN;
+      const q = await dev.quantize(dev.tensor(x, [4, 128]), { format });
+      out.digests[format + '/nan'] = digest(await (await q.dequantize()).toFloat32());
+    }
+  }
+
+  // 3. float16 round trips: every code decodes exactly; every finite value re-encodes to itself;
+  // float32 -> float16 of random bits (NaN payloads, subnormals, ties) has a path-independent digest.
+  const all = Uint16Array.from({ length: 65536 }, (_, i) => i);
+  const dec = await dev.tensor(all, [65536], 'float16').toFloat32();
+  for (let i = 0; i < 65536; i++) {
+    const want = halfValue(i);
+    if (Number.isNaN(want) ? !Number.isNaN(dec[i]) : !Object.is(dec[i], Math.fround(want))) {
+      fail('float16 ' + i.toString(16) + ' decodes to ' + dec[i] + ', want ' + want);
+      break;
+    }
+  }
+  const finite = dec.filter((v) => Number.isFinite(v));
+  const codesBack = await dev.tensor(finite, [finite.length], 'float16').data();
+  const codesFinite = all.filter((h) => (h & 0x7c00) !== 0x7c00);
+  for (let i = 0; i < codesFinite.length; i++) {
+    if (codesBack[i] !== codesFinite[i]) { fail('float16 ' + codesFinite[i].toString(16) + ' does not round-trip'); break; }
+  }
+  const r = rng(99), bitsIn = new Uint32Array(1 << 16);
+  for (let i = 0; i < bitsIn.length; i++) {
+    let u = Math.floor(r() * 2 ** 32) >>> 0;
+    const k = i & 3;
+    if (k === 1) u = ((u & 0x80ffffff) | 0x38000000) >>> 0;  // near the float16 subnormal range
+    if (k === 2) u = ((u & 0x807fffff) | 0x7f800000) >>> 0;  // inf / NaN with payloads
+    bitsIn[i] = u;
+  }
+  const f16 = await dev.tensor(new Float32Array(bitsIn.buffer), [bitsIn.length], 'float16').data();
+  out.digests.float32_to_float16 = digest(f16);
+  out.digests.float16_to_float32 = digest(dec);
+
+  // 4. Quantized linear against a float64 reference of the dequantized weights.
+  for (const format of ['mxfp4', 'mxint8', 'mxfp8', 'mxfp6_e2m3', 'affine4', 'affine8']) {
+    const N = 40, K = 256;
+    const w = await dev.quantize(dev.tensor(randn(N * K, 11), [N, K]), { format });
+    const wd = await (await w.dequantize()).toFloat32();
+    let worst = 0;
+    for (const M of [1, 9]) {
+      const x = randn(M * K, M + 100);
+      const y = await (await dev.linear(dev.tensor(x, [M, K]), w)).toFloat32();
+      for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+        let s = 0;
+        for (let k = 0; k < K; k++) s += x[m * K + k] * wd[n * K + k];
+        worst = Math.max(worst, Math.abs(y[m * N + n] - s) / (1 + Math.abs(s)));
+      }
+    }
+    out.linearError[format] = worst;
+  }
+  process.stdout.write(JSON.stringify(out));
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+interface ChildResult { failures: string[]; digests: Record<string, string>; linearError: Record<string, number> }
+
+function runChild(isa: string | undefined): ChildResult {
+  const env: NodeJS.ProcessEnv = { ...process.env, MTO_DIST: dist, MTO_ORACLE: ORACLE_DIR };
+  delete env.METAL_TENSOROPS_CPU_ISA;
+  if (isa) env.METAL_TENSOROPS_CPU_ISA = isa;
+  const stdout = execFileSync(process.execPath, ['-e', CHILD], {
+    cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 100_000, maxBuffer: 16 << 20,
+  });
+  return JSON.parse(stdout) as ChildResult;
+}
+
+const PATHS = ['baseline', 'avx2', undefined] as const;
+
+describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU_ISA)', () => {
+  const results = new Map<string, ChildResult>();
+  beforeAll(() => {
+    for (const isa of PATHS) results.set(isa ?? 'default', runChild(isa));
+  });
+
+  for (const isa of PATHS) {
+    const name = isa ?? 'default';
+    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized linear vs float64`, () => {
+      const r = results.get(name)!;
+      expect(r.failures).toEqual([]);
+      for (const [format, err] of Object.entries(r.linearError)) {
+        expect(err, `${name} ${format} linear`).toBeLessThanOrEqual(1e-4);
+      }
+    });
+  }
+
+  it('every path gives bit-identical dequantized values and float16 conversions', () => {
+    const base = results.get('baseline')!.digests;
+    expect(Object.keys(base).length).toBeGreaterThan(10);
+    for (const isa of ['avx2', 'default']) expect(results.get(isa)!.digests, isa).toEqual(base);
+  });
+});
