@@ -1,0 +1,36 @@
+// The cases of issue 6, and the tiny shapes of the smoke mode (a quick self-check of the bench).
+
+export const WEIGHT_FORMATS = ['float32', 'float16', 'mxfp4', 'mxfp8', 'mxint8', 'affine4'];
+
+/**
+ * Timing settings per mode: about targetMs of timed work per side and case. peaks: time per
+ * roofline measurement and the buffer streamed for bandwidth (the smoke mode's 32 MiB may sit in
+ * a cache: its bandwidth is not a memory bandwidth).
+ */
+export const MODES = {
+  full: { targetMs: 1500, minReps: 3, maxReps: 60, warmup: 2, scalingReps: 2, overheadCalls: 3000, peaks: { seconds: 0.3, readMiB: 1024 } },
+  quick: { targetMs: 300, minReps: 2, maxReps: 30, warmup: 1, scalingReps: 1, overheadCalls: 500, peaks: { seconds: 0.1, readMiB: 256 } },
+  smoke: { targetMs: 20, minReps: 1, maxReps: 5, warmup: 1, scalingReps: 1, overheadCalls: 50, peaks: { seconds: 0.03, readMiB: 32 } },
+};
+
+export function linearShapes(mode) {
+  if (mode === 'smoke') return { shapes: [[256, 256], [320, 256]], Ms: [1, 16] };
+  return { shapes: [[4096, 4096], [11008, 4096]], Ms: [1, 512] };
+}
+
+export function attentionCases(mode) {
+  if (mode === 'smoke') {
+    const s = { B: 1, Hq: 4, Hkv: 2, D: 32 };
+    return [{ ...s, Lq: 64, Lk: 64 }, { ...s, Lq: 1, Lk: 32 }, { ...s, Lq: 1, Lk: 128 }];
+  }
+  const s = { B: 1, Hq: 32, Hkv: 8, D: 128 };
+  return [{ ...s, Lq: 1024, Lk: 1024 }, { ...s, Lq: 1, Lk: 512 }, { ...s, Lq: 1, Lk: 4096 }];
+}
+
+export function quantizeCases(mode) {
+  const [rows, cols] = mode === 'smoke' ? [256, 256] : [4096, 4096];
+  return ['mxfp4', 'mxfp8'].map((format) => ({ rows, cols, format }));
+}
+
+/** The calling-overhead case: linear 1 x 32 x 32, float32. */
+export const OVERHEAD = { M: 1, N: 32, K: 32 };

@@ -1,0 +1,119 @@
+// Renders the bench's JSON document as a text table (terminal) or a Markdown table (README).
+
+const fmtMs = (ms) => (ms === null || ms === undefined ? '-' : ms < 1 ? `${(ms * 1e3).toPrecision(3)} us` : ms < 100 ? `${ms.toPrecision(3)} ms` : `${Math.round(ms)} ms`);
+const pct = (x) => (x === null || x === undefined ? '-' : `${Math.round(x * 100)}%`);
+const times = (x) => (x === null || x === undefined ? '-' : `${x.toFixed(2)}x`);
+const num = (x) => (x === null || x === undefined ? '-' : x >= 100 ? String(Math.round(x)) : x.toPrecision(3));
+
+const SHORT = {
+  'fraction of FMA peak': 'FMA',
+  'fraction of read bandwidth (weight bytes)': 'BW',
+  'fraction of read bandwidth (K/V bytes)': 'BW',
+  'median call-to-resolved-Promise time (us)': 'latency',
+};
+const shortName = (what) => SHORT[what] ?? (what.startsWith('speed vs') ? 'vs ORT' : what.startsWith('speedup of') ? 'scaling' : what);
+
+function targetsCell(targets) {
+  if (!targets.length) return '-';
+  const missed = targets.filter((t) => t.met === false);
+  const unknown = targets.filter((t) => t.met === null);
+  const parts = [];
+  if (missed.length) parts.push(`missed ${missed.map((t) => `${shortName(t.what)} ${Number(t.value.toPrecision(3))} (${t.goal})`).join(', ')}`);
+  if (targets.length - missed.length - unknown.length > 0) parts.push(`met ${targets.filter((t) => t.met).map((t) => shortName(t.what)).join(', ')}`);
+  if (unknown.length) parts.push(`n/a ${unknown.map((t) => shortName(t.what)).join(', ')}`);
+  return parts.join('; ');
+}
+
+function checkCell(check) {
+  if (!check) return '-';
+  const detail = check.maxAbsDiff !== undefined ? ` (max diff ${check.maxAbsDiff.toExponential(1)})`
+    : check.oursVsPeerRelRms !== undefined && check.peerHasOurWeights ? ` (vs ORT ${check.oursVsPeerRelRms.toExponential(1)})`
+      : check.oursRelRms !== undefined ? ` (err ${check.oursRelRms.toExponential(1)})`
+        : check.relRms !== undefined ? ` (err ${check.relRms.toExponential(1)})` : '';
+  return `${check.ok ? 'ok' : 'FAIL'}${detail}`;
+}
+
+const HEAD = ['case', 'ours', 'ORT', 'ORT/ours', 'ORT lvl4 (ratio)', 'GFLOP/s', 'GB/s', 'of limit', '1->N threads', 'check', 'targets'];
+const LEFT = new Set([0, 9, 10]);
+
+function rows(doc) {
+  return doc.cases.map((c) => [
+    c.id,
+    fmtMs(c.ours.medianMs),
+    c.peer ? (c.peer.error ? 'error' : fmtMs(c.peer.medianMs)) : '-',
+    times(c.ratio),
+    c.peerInt8Activations ? (c.peerInt8Activations.error ? 'error' : `${fmtMs(c.peerInt8Activations.medianMs)} (${times(c.ratioInt8Activations)})`) : '-',
+    num(c.ours.gflops),
+    num(c.ours.gbps),
+    c.fractionOfLimit === null ? '-' : `${pct(c.fractionOfLimit)} ${c.limit === 'fma' ? 'FMA' : 'BW'}`,
+    c.scaling ? times(c.scaling.speedup) : '-',
+    checkCell(c.check),
+    targetsCell(c.targets),
+  ]);
+}
+
+function machineLines(doc) {
+  const m = doc.machine;
+  const p = m.peaks;
+  const peer = doc.peer.available
+    ? `onnxruntime-node ${doc.peer.version}, CPU, intra-op threads ${doc.peer.intraOpThreads}, MatMulNBits accuracy_level ${doc.peer.matMulNBitsAccuracyLevel}`
+    : `missing (${doc.peer.reason})`;
+  return [
+    `${m.cpu}, ${m.cores} cores, ${m.os}, Node ${m.node}; load average ${m.loadAverage1m} at start, ${m.loadAverage1mAtEnd ?? '?'} at end`,
+    `measured: FMA peak ${p.fmaGflops} GFLOP/s with ${p.threads} threads (${p.fmaIsa}; one thread ${p.oneThread.fmaGflops}), ` +
+      `read bandwidth ${p.readGBps} GB/s (one thread ${p.oneThread.readGBps})`,
+    `ours: ${doc.threads} threads; peer: ${peer}`,
+    `${doc.date}, mode ${doc.mode}${doc.source ? `, commit ${doc.source.commit.slice(0, 7)}${doc.source.modified ? ' with local changes' : ''}` : ''}`,
+  ];
+}
+
+function summaryLine(doc) {
+  const s = doc.summary;
+  return `targets: ${s.targetsMet} met, ${s.targetsMissed} missed, ${s.targetsUnknown} not measurable; checks: ${s.checksFailed === 0 ? 'all ok' : `${s.checksFailed} FAILED`}`;
+}
+
+const peerOps = (doc) => [...new Set(doc.cases.flatMap((c) => [c.peer?.op, c.peerInt8Activations?.op]).filter(Boolean))];
+
+const LEGEND = [
+  "ORT/ours: onnxruntime's median time over ours (above 1: ours is faster); for MatMulNBits at its default",
+  'accuracy_level 0, which the targets use. ORT lvl4: the same op at accuracy_level 4 (int8 activations).',
+  'of limit: our GFLOP/s over the measured FMA peak (prefill), or our GB/s of weight (K/V) bytes over the',
+  'measured read bandwidth (decode). 1->N threads: our 1-thread time over our N-thread time.',
+];
+
+export function renderText(doc) {
+  const body = rows(doc);
+  const widths = HEAD.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
+  const line = (r) => r.map((cell, i) => (LEFT.has(i) ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join('  ').trimEnd();
+  const ops = peerOps(doc);
+  return [
+    ...machineLines(doc),
+    '',
+    line(HEAD),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...body.map(line),
+    '',
+    ...LEGEND,
+    'peer ops:',
+    ...ops.map((o) => `  ${o}`),
+    summaryLine(doc),
+  ].join('\n');
+}
+
+export function renderMarkdown(doc) {
+  const esc = (s) => s.replace(/\|/g, '\\|');
+  const ops = peerOps(doc);
+  return [
+    ...machineLines(doc).map((l) => `${l}  `),
+    '',
+    `| ${HEAD.join(' | ')} |`,
+    `|${HEAD.map((_, i) => (LEFT.has(i) ? '---' : '---:')).join('|')}|`,
+    ...rows(doc).map((r) => `| ${r.map(esc).join(' | ')} |`),
+    '',
+    LEGEND.join(' '),
+    '',
+    'Peer ops: ' + ops.map((o) => `${o}`).join('; ') + '.',
+    '',
+    summaryLine(doc) + '.',
+  ].join('\n');
+}

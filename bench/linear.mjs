@@ -1,0 +1,176 @@
+// linear cases: y[M, N] = x[M, K] @ W^T with float32 activations, decode (M = 1) and prefill,
+// for each weight format, against onnxruntime's MatMul (float32 weights) and MatMulNBits
+// (4-bit and 8-bit, block 32, accuracy_level 0).
+import { WEIGHT_FORMATS, linearShapes } from './cases.mjs';
+import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
+import { fromMxint8, quantizeAsymmetric4, quantizeSymmetric } from './nbits.mjs';
+import { ACCURACY_LEVEL, ACCURACY_LEVEL_INT8 } from './peer-ort.mjs';
+import { flushCaches, measure, settle } from './timing.mjs';
+
+// Decode streams the weights: caches are flushed before each run of ours and the peer's alike.
+const flush = (M) => (M === 1 ? { before: flushCaches } : {});
+
+export const linearId = (M, N, K, fmt) => `linear ${M === 1 ? 'decode' : 'prefill'} ${M}x${N}x${K} ${fmt}`;
+
+// Bounds on our output's error against the float32 result (relative RMS) for the check. Far above
+// what each format gives on uniform data (see check.oursRelRms in any run), far below a broken
+// kernel's error (~1).
+const ERROR_BOUND = { float32: 1e-5, float16: 2e-3, mxfp8: 0.08, mxint8: 0.02, mxfp4: 0.25, affine4: 0.15 };
+
+// Which onnxruntime op runs as the peer of each weight format.
+const PEER_OF = {
+  float32: 'matmul', float16: 'matmul', mxfp4: 'nbits4', affine4: 'nbits4zp', mxfp8: 'nbits8', mxint8: 'nbits8',
+};
+
+function peerDescription(key, level = ACCURACY_LEVEL) {
+  const nb = (bits, zp, weights) =>
+    `MatMulNBits bits=${bits} block_size=32 accuracy_level=${level}${zp ? ' with zero_points' : ''} (${weights})`;
+  return {
+    matmul: 'MatMul float32 (W^T pre-transposed initializer)',
+    nbits4: nb(4, false, 'symmetric int4 of the same float32 W'),
+    nbits4zp: nb(4, true, 'asymmetric uint4 of the same float32 W'),
+    nbits8: nb(8, false, 'exactly our mxint8 weights'),
+  }[key];
+}
+
+export async function runLinear(ctx) {
+  const { dev, dev1, peer, mode, settings, wanted, log, record } = ctx;
+  const { shapes, Ms } = linearShapes(mode);
+  const out = [];
+  for (const [N, K] of shapes) {
+    const todo = Ms.flatMap((M) => WEIGHT_FORMATS.filter((f) => wanted(linearId(M, N, K, f))).map((f) => [M, f]));
+    if (todo.length === 0) continue;
+    const formats = new Set(todo.map(([, f]) => f));
+    log(`linear ${N}x${K}: preparing weights (${[...formats].join(', ')})`);
+    const W = randomFloats(N * K, N + K, 1);
+    const wf32 = dev.tensor(W, [N, K]);
+    const weights = { float32: wf32 };
+    for (const f of formats) {
+      if (f === 'float16') weights[f] = dev.tensor(W, [N, K], 'float16');
+      else if (f !== 'float32') weights[f] = await dev.quantize(wf32, { format: f, blockSize: 32 });
+    }
+
+    // Peer sessions, one per op kind and accuracy level, built on first use and shared by all M.
+    const peers = {};
+    const quantized = {};
+    const planes = async (key) => {
+      if (!(key in quantized)) {
+        if (key === 'nbits4') quantized[key] = quantizeSymmetric(W, N, K, 4);
+        if (key === 'nbits4zp') quantized[key] = quantizeAsymmetric4(W, N, K);
+        if (key === 'nbits8') {
+          const m = weights.mxint8 ?? (await dev.quantize(wf32, { format: 'mxint8', blockSize: 32 }));
+          const codes = await m.codes();
+          quantized[key] = fromMxint8(new Int8Array(codes.buffer, codes.byteOffset, codes.length), await m.scales(), N, K);
+          if (!weights.mxint8) m.dispose();
+        }
+      }
+      return quantized[key];
+    };
+    const peerFor = async (f, level = ACCURACY_LEVEL) => {
+      const key = PEER_OF[f];
+      if (!peer || (key === 'matmul' && level !== ACCURACY_LEVEL)) return null;
+      const name = `${key}@${level}`;
+      if (peers[name] === null) throw new Error('this peer session failed before');
+      if (!(name in peers)) {
+        log(`linear ${N}x${K}: building onnxruntime ${key} session${key === 'matmul' ? '' : ` (accuracy_level ${level})`}`);
+        const q = key === 'matmul' ? null : await planes(key);
+        const runner = q ? await peer.matmulNBits(q, N, K, level) : await peer.matmul(W, N, K);
+        const bytes = q ? q.B.length + q.scales.byteLength + (q.zeroPoints?.length ?? 0) : N * K * 4;
+        peers[name] = { name, runner, bytes, op: peerDescription(key, level), byM: {} };
+      }
+      return peers[name];
+    };
+    // Times a peer once per (session, M): formats that share an op share its number.
+    const timePeer = async (f, level, x, M) => {
+      try {
+        const p = await peerFor(f, level);
+        if (!p) return { result: null, y: null };
+        if (!p.byM[M]) {
+          const feeds = p.runner.feeds(x, M);
+          const r = await measure(() => p.runner.run(feeds), { ...settings, ...flush(M), release: (t) => t.dispose?.(), keepLast: true });
+          const y = Float32Array.from(r.last.data);
+          r.last.dispose?.();
+          delete r.last;
+          p.byM[M] = { r, y };
+          await settle();
+        }
+        return { result: { op: p.op, ...p.byM[M].r, bytes: p.bytes }, y: p.byM[M].y };
+      } catch (err) {
+        // The peer failing is reported, never fatal: our side still runs.
+        const error = String(err?.message ?? err).split('\n')[0];
+        peers[`${PEER_OF[f]}@${level}`] = null;
+        log(`peer failed: ${error}`);
+        return { result: { op: peerDescription(PEER_OF[f], level), error }, y: null };
+      }
+    };
+
+    for (const M of Ms) {
+      const fmts = todo.filter(([m]) => m === M).map(([, f]) => f);
+      if (fmts.length === 0) continue;
+      const x = randomFloats(M * K, M * 7 + 3, 1);
+      const xt = dev.tensor(x, [M, K]);
+      // The float32 result every check compares against.
+      const refT = await dev.linear(xt, wf32);
+      const ref = await refT.toFloat32();
+      refT.dispose();
+      for (const f of fmts) {
+        const id = linearId(M, N, K, f);
+        log(id);
+        const w = weights[f];
+        const flops = 2 * M * N * K;
+        const ours = await measure(() => dev.linear(xt, w), { ...settings, ...flush(M), release: (y) => y.dispose(), keepLast: true });
+        const yOurs = await ours.last.toFloat32();
+        ours.last.dispose();
+        delete ours.last;
+        await settle();
+
+        const { result: peerResult, y: yPeer } = await timePeer(f, ACCURACY_LEVEL, x, M);
+        const { result: peerLevel4 } = await timePeer(f, ACCURACY_LEVEL_INT8, x, M);
+
+        let scaling = null;
+        if (dev1 && M > 1) {
+          const s = await measure(() => dev1.linear(xt, w), {
+            warmup: 1, minReps: settings.scalingReps, maxReps: settings.scalingReps, targetMs: 0, release: (y) => y.dispose(),
+          });
+          scaling = { threads: 1, medianMs: s.medianMs, reps: s.reps };
+        }
+
+        const check = {
+          reference: 'x @ W^T with the float32 W (our float32 result)',
+          oursRelRms: relRms(yOurs, ref),
+          bound: ERROR_BOUND[f],
+        };
+        if (yPeer) {
+          check.peerRelRms = relRms(yPeer, ref);
+          check.oursVsPeerMaxAbsDiff = maxAbsDiff(yOurs, yPeer);
+          check.oursVsPeerRelRms = relRms(yOurs, yPeer);
+          check.peerHasOurWeights = f === 'float32' || f === 'mxint8';
+        }
+        // Our float32 result is checked against the peer's (same weights, float32 arithmetic);
+        // every other format against our float32 result, within the format's bound; mxint8 also
+        // against the peer, which runs exactly the same weights.
+        const relToPeer = check.peerHasOurWeights ? check.oursVsPeerRelRms : 0;
+        check.ok = Number.isFinite(check.oursRelRms) && check.oursRelRms <= check.bound && relToPeer <= 1e-5;
+
+        out.push(record({
+          id, op: 'linear', phase: M === 1 ? 'decode' : 'prefill', weights: f,
+          shape: { M, N, K },
+          flops,
+          bytes: w.bytes,
+          bytesWhat: 'weight bytes',
+          limit: M === 1 ? 'bandwidth' : 'fma',
+          ours,
+          peer: peerResult,
+          ...(peerLevel4 ? { peerInt8Activations: peerLevel4 } : {}),
+          scaling,
+          check,
+        }));
+      }
+      xt.dispose();
+    }
+    for (const w of Object.values(weights)) w.dispose();
+    for (const p of Object.values(peers)) await p?.runner.session.release?.();
+    for (const k of Object.keys(quantized)) delete quantized[k];
+  }
+  return out;
+}

@@ -1,0 +1,62 @@
+// Turns a measured case into the record the JSON document holds: throughput, the fraction of the
+// machine's limit, the ratio to the peer, thread scaling, and the targets of issue 6.
+import { targetsFor } from './targets.mjs';
+
+const round = (x, sig = 4) => (x === null || x === undefined || !Number.isFinite(x) ? x ?? null : Number(x.toPrecision(sig)));
+
+function timing(r, flops, bytes) {
+  const s = r.medianMs / 1e3;
+  const out = {
+    medianMs: round(r.medianMs), minMs: round(r.minMs), maxMs: round(r.maxMs), reps: r.reps,
+    gflops: flops ? round(flops / s / 1e9) : null,
+    gbps: bytes ? round(bytes / s / 1e9) : null,
+  };
+  if (r.medianMs < 1) out.medianUs = round(r.medianMs * 1e3);
+  return out;
+}
+
+/** record(c) for a run with `threads` threads and measured `peaks` (machine.mjs). */
+export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnxruntime-node not available' } = {}) {
+  return (c) => {
+    const ours = timing(c.ours, c.flops, c.bytes);
+    const peerTiming = (p) => {
+      if (!p) return null;
+      if (p.error) return { op: p.op, error: p.error };
+      return { op: p.op, ...timing(p, c.flops, p.bytes ?? c.bytes), ...(p.bytes ? { bytes: p.bytes } : {}) };
+    };
+    // peer median / our median: above 1, ours is faster.
+    const ratioTo = (p) => (p && !p.error ? round(p.medianMs / c.ours.medianMs, 3) : null);
+    const peer = peerTiming(c.peer);
+    const rec = {
+      id: c.id,
+      op: c.op,
+      phase: c.phase ?? null,
+      weights: c.weights ?? null,
+      shape: c.shape,
+      threads,
+      flops: c.flops ?? null,
+      bytes: c.bytes ?? null,
+      bytesWhat: c.bytesWhat ?? null,
+      ours,
+      peer,
+      ...(c.peer ? {} : { peerMissing: c.peerMissing ?? peerMissing }),
+      ratio: ratioTo(c.peer),
+      // linear with MatMulNBits peers: the same op at accuracy_level 4 (int8 activations), for
+      // information; the targets use the default level (peer above).
+      ...(c.peerInt8Activations
+        ? { peerInt8Activations: peerTiming(c.peerInt8Activations), ratioInt8Activations: ratioTo(c.peerInt8Activations) }
+        : {}),
+      limit: c.limit,
+      fractionOfLimit:
+        c.limit === 'fma' && ours.gflops ? round(ours.gflops / peaks.fmaGflops, 3)
+          : c.limit === 'bandwidth' && ours.gbps ? round(ours.gbps / peaks.readGBps, 3) : null,
+      scaling: c.scaling
+        ? { threads: 1, medianMs: round(c.scaling.medianMs), reps: c.scaling.reps, speedup: round(c.scaling.medianMs / c.ours.medianMs, 3) }
+        : null,
+      check: c.check ? Object.fromEntries(Object.entries(c.check).map(([k, v]) => [k, typeof v === 'number' ? round(v, 3) : v])) : null,
+    };
+    // The targets are for issue 6's shapes: the smoke mode's tiny ones get none.
+    rec.targets = targets ? targetsFor(rec, threads) : [];
+    return rec;
+  };
+}

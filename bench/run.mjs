@@ -1,0 +1,167 @@
+#!/usr/bin/env node
+// npm run bench [-- options]: the cpu backend against onnxruntime-node on the CPU, in one run,
+// with the machine's FMA peak and read bandwidth measured at the start.
+//
+//   --json           print one JSON document (progress goes to stderr)
+//   --filter TEXT    only cases whose id holds every word of TEXT; several filters with commas
+//                    ("linear decode,attention")
+//   --threads N      threads for ours and for onnxruntime (default: all cores)
+//   --quick          fewer repetitions (same shapes)
+//   --smoke          tiny shapes, a handful of repetitions: checks that the bench works
+//   --no-peer        run our side only
+//   --out FILE       also write the JSON document to FILE (written once the run is complete)
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import * as os from 'node:os';
+import { dirname } from 'node:path';
+import { combinePeaks, describeMachine, measurePeaks } from './machine.mjs';
+import { MODES } from './cases.mjs';
+import { runAttention } from './attention.mjs';
+import { runLinear } from './linear.mjs';
+import { runOverhead } from './overhead.mjs';
+import { runQuantize } from './quantize.mjs';
+import { renderText } from './format.mjs';
+import { makeRecord } from './record.mjs';
+import { ACCURACY_LEVEL, OrtPeer, loadPeer } from './peer-ort.mjs';
+
+const require = createRequire(import.meta.url);
+const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer] [--out FILE]';
+
+function parseArgs(argv) {
+  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, out: null };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) throw new Error(`${arg} needs a value\n${USAGE}`);
+      return argv[++i];
+    };
+    if (arg === '--json') a.json = true;
+    else if (arg === '--quick') a.mode = 'quick';
+    else if (arg === '--smoke') a.mode = 'smoke';
+    else if (arg === '--no-peer') a.peer = false;
+    else if (arg === '--filter') a.filter = value();
+    else if (arg === '--out') a.out = value();
+    else if (arg.startsWith('--filter=')) a.filter = arg.slice(9);
+    else if (arg === '--threads' || arg.startsWith('--threads=')) {
+      const v = arg === '--threads' ? value() : arg.slice(10);
+      a.threads = Number(v);
+      if (!Number.isInteger(a.threads) || a.threads < 1 || a.threads > 1024) throw new Error(`--threads must be an integer from 1 to 1024; got ${v}`);
+    } else if (arg === '--help' || arg === '-h') {
+      console.log(USAGE);
+      process.exit(0);
+    } else throw new Error(`unknown option ${arg}\n${USAGE}`);
+  }
+  return a;
+}
+
+/** A case is wanted when, for some comma-separated filter, its id holds every word of it. */
+function makeFilter(filter) {
+  if (!filter) return () => true;
+  const alternatives = filter.split(',').map((f) => f.trim().toLowerCase().split(/\s+/).filter(Boolean)).filter((f) => f.length);
+  return (id) => alternatives.some((words) => words.every((w) => id.toLowerCase().includes(w)));
+}
+
+/** The git commit the run measured, and whether tracked files differed from it (null outside git). */
+function sourceCommit() {
+  const git = (...a) => execFileSync('git', a, { cwd: new URL('..', import.meta.url), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  try {
+    return { commit: git('rev-parse', 'HEAD'), modified: git('status', '--porcelain', '--untracked-files=no') !== '' };
+  } catch {
+    return null;
+  }
+}
+
+function loadPackage() {
+  try {
+    return { mto: require('../dist/cjs/index.js'), binding: require('../dist/cjs/native.js').loadBinding() };
+  } catch (err) {
+    throw new Error(`cannot load metal-tensorops from dist/ (run npm run build first): ${err.message}`);
+  }
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const settings = MODES[args.mode];
+  const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+  const { mto, binding } = loadPackage();
+  const machine = describeMachine();
+  const threads = args.threads ?? machine.cores;
+
+  log(`measuring the machine's FMA peak and read bandwidth (${threads} threads and 1)`);
+  const peaksAtStart = measurePeaks(binding, threads, settings.peaks);
+  log(`FMA peak ${peaksAtStart.fmaGflops} GFLOP/s (${peaksAtStart.fmaIsa}), read ${peaksAtStart.readGBps} GB/s`);
+
+  const loaded = args.peer ? loadPeer() : { missing: 'disabled by --no-peer' };
+  if (loaded.missing) log(`peer missing: ${loaded.missing}`);
+  const peer = loaded.ort ? new OrtPeer(loaded.ort, threads) : null;
+
+  const dev = await mto.open({ backend: 'cpu', threads });
+  const dev1 = threads > 1 ? await mto.open({ backend: 'cpu', threads: 1 }) : null;
+  const ctx = {
+    dev, dev1, peer, mode: args.mode, settings, log,
+    wanted: makeFilter(args.filter),
+    record: (c) => c,  // records are made at the end, once the limits are final
+  };
+  const recordOptions = {
+    targets: args.mode !== 'smoke',
+    ...(loaded.missing ? { peerMissing: `onnxruntime-node not available: ${loaded.missing}` } : {}),
+  };
+
+  const started = Date.now();
+  const measured = [
+    ...(await runOverhead(ctx)),
+    ...(await runLinear(ctx)),
+    ...(await runAttention(ctx)),
+    ...(await runQuantize(ctx)),
+  ];
+  const seconds = Math.round((Date.now() - started) / 100) / 10;
+  log('measuring the limits again (the best of both measurements counts)');
+  const peaks = combinePeaks([peaksAtStart, measurePeaks(binding, threads, settings.peaks)]);
+  const cases = measured.map(makeRecord(peaks, threads, recordOptions));
+  const targets = cases.flatMap((c) => c.targets);
+  const doc = {
+    bench: 'metal-tensorops cpu backend vs onnxruntime-node (CPU)',
+    package: require('../package.json').version,
+    source: sourceCommit(),
+    date: new Date().toISOString(),
+    mode: args.mode,
+    filter: args.filter,
+    threads,
+    seconds,
+    machine: { ...machine, loadAverage1mAtEnd: Math.round(os.loadavg()[0] * 100) / 100, peaks },
+    peer: loaded.ort
+      ? { name: 'onnxruntime-node', version: loaded.version, available: true, executionProvider: 'cpu', intraOpThreads: threads, matMulNBitsAccuracyLevel: ACCURACY_LEVEL }
+      : { name: 'onnxruntime-node', available: false, reason: loaded.missing },
+    notes: [
+      'Times are medians of the timed repetitions after warm-up, from the call to the resolved Promise, for ours and the peer alike.',
+      'ratio = peer median / our median: above 1, ours is faster.',
+      'fractionOfLimit: GFLOP/s over the measured FMA peak (limit fma), or GB/s of weight bytes (linear) / K and V bytes (attention) / input bytes (quantize) over the measured read bandwidth (limit bandwidth).',
+      'linear: x and W uniform in [-1, 1); affine4 uses group size 32, like the peer. Each check compares with the float32 result; the float32 and mxint8 cases also with the peer, which then runs exactly the same weights.',
+      `MatMulNBits accuracy_level ${ACCURACY_LEVEL} is the op's default (unset): float32 computation on the CPU.`,
+      'scaling: our 1-thread median over our N-thread median (prefill cases).',
+      'decode cases (limit bandwidth): every cache line of a 128 MiB buffer is read before every run of ours and of the peer, outside the timing, so weights and K/V come from memory, not from a cache the previous run filled.',
+    ],
+    cases,
+    summary: {
+      cases: cases.length,
+      targetsMet: targets.filter((t) => t.met === true).length,
+      targetsMissed: targets.filter((t) => t.met === false).length,
+      targetsUnknown: targets.filter((t) => t.met === null).length,
+      checksFailed: cases.filter((c) => c.check && !c.check.ok).length,
+    },
+  };
+  log(`done in ${doc.seconds} s`);
+  const json = `${JSON.stringify(doc, null, 2)}\n`;
+  if (args.out) {
+    mkdirSync(dirname(args.out), { recursive: true });
+    writeFileSync(args.out, json);
+    log(`wrote ${args.out}`);
+  }
+  process.stdout.write(args.json ? json : `${renderText(doc)}\n`);
+}
+
+main().catch((err) => {
+  process.stderr.write(`[bench] ${err.stack ?? err}\n`);
+  process.exit(1);
+});
