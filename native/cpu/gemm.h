@@ -9,6 +9,7 @@
 #pragma once
 #include <cstdint>
 
+#include "../core/tensor.h"
 #include "thread_pool.h"
 
 namespace mto::cpu {
@@ -51,6 +52,25 @@ class RowSpanSource {
     (void)n0; (void)nrows; (void)begin; (void)end; (void)a; (void)lda; (void)M; (void)out;
     return false;
   }
+};
+
+// Rows of a dense row-major matrix [rows, width] of any float dtype (float32 rows are read in
+// place; float16/bfloat16 rows are converted into the scratch).
+class DenseRows final : public RowSpanSource {
+ public:
+  DenseRows(const Tensor& t, int64_t width)
+      : bytes_(static_cast<const uint8_t*>(t.buffer->data())), dtype_(t.dtype), width_(width) {}
+  const float* span(int64_t row, int64_t begin, int64_t end, float* scratch) const override {
+    const size_t offset = size_t(row * width_ + begin);
+    if (dtype_ == DType::Float32) return reinterpret_cast<const float*>(bytes_) + offset;
+    to_float32(dtype_, bytes_ + offset * dtype_size(dtype_), scratch, size_t(end - begin));
+    return scratch;
+  }
+
+ private:
+  const uint8_t* bytes_;
+  DType dtype_;
+  int64_t width_;
 };
 
 // Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel.

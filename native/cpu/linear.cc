@@ -14,24 +14,6 @@
 namespace mto::cpu {
 namespace {
 
-// Rows of a dense w[N, K] of any float dtype.
-class DenseRows final : public RowSpanSource {
- public:
-  DenseRows(const Tensor& w, int64_t K)
-      : bytes_(static_cast<const uint8_t*>(w.buffer->data())), dtype_(w.dtype), K_(K) {}
-  const float* span(int64_t n, int64_t k0, int64_t k1, float* scratch) const override {
-    const size_t offset = size_t(n * K_ + k0);
-    if (dtype_ == DType::Float32) return reinterpret_cast<const float*>(bytes_) + offset;
-    to_float32(dtype_, bytes_ + offset * dtype_size(dtype_), scratch, size_t(k1 - k0));
-    return scratch;
-  }
-
- private:
-  const uint8_t* bytes_;
-  DType dtype_;
-  int64_t K_;
-};
-
 // Rows of a quantized w[N, K]: the one decode path, dequantize_span.
 // For few rows of x (gemv_t) the formats with a fused decode-and-dot kernel (core_simd.h) skip the
 // float32 spans: each block is decoded in registers and multiplied with x there.

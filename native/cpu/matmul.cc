@@ -54,24 +54,6 @@ class DensePanels final : public PanelSource {
   int64_t N_, batch_stride_;
 };
 
-// Rows of b viewed as [rows, N] (the batches stacked), any float dtype, for gemv_n.
-class DenseRows final : public RowSpanSource {
- public:
-  DenseRows(const Tensor& b, int64_t N)
-      : bytes_(static_cast<const uint8_t*>(b.buffer->data())), dtype_(b.dtype), N_(N) {}
-  const float* span(int64_t row, int64_t n0, int64_t n1, float* scratch) const override {
-    const size_t offset = size_t(row * N_ + n0);
-    if (dtype_ == DType::Float32) return reinterpret_cast<const float*>(bytes_) + offset;
-    to_float32(dtype_, bytes_ + offset * dtype_size(dtype_), scratch, size_t(n1 - n0));
-    return scratch;
-  }
-
- private:
-  const uint8_t* bytes_;
-  DType dtype_;
-  int64_t N_;
-};
-
 }  // namespace
 
 void matmul(ThreadPool& pool, const Tensor& a, const Tensor& b, const MatmulParams& p, float* c) {
