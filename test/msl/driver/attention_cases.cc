@@ -72,31 +72,6 @@ std::string case_name(const AttnShape& s) {
   return n;
 }
 
-Comparison close(const Bytes& got_bytes, const std::vector<float>& ref, double tolerance, int64_t D) {
-  Comparison c;
-  std::vector<float> got(ref.size());
-  std::memcpy(got.data(), got_bytes.data(), got.size() * sizeof(float));
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = got[i], w = ref[i];
-    const double tol = tolerance * (1.0 + std::fabs(w));
-    const double err = std::fabs(g - w);
-    const bool good = (std::isnan(g) && std::isnan(w)) || err <= tol;
-    if (std::isfinite(err)) {
-      c.max_abs_err = std::max(c.max_abs_err, err);
-      c.worst_ratio = std::max(c.worst_ratio, err / tol);
-    }
-    if (good) continue;
-    if (c.mismatches++ == 0) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "o[row %lld, %lld]: kernel %.9g, cpu %.9g (tolerance %.3g)",
-                    (long long)(int64_t(i) / D), (long long)(int64_t(i) % D), g, w, tol);
-      c.first_mismatch = buf;
-    }
-  }
-  c.ok = c.mismatches == 0;
-  return c;
-}
-
 // Runs every pass of the plan in order (partials flow from the split pass to the merge pass),
 // twice with the harness's two layouts and poisons, as run_plan_case does for one dispatch.
 CaseResult run_attention_plan(const mto::plan::AttentionPlan& plan, const std::string& variant,
@@ -222,7 +197,7 @@ CaseResult run_case(const AttnShape& s, const std::string& name, const std::stri
       ap, s.dtype, s.kv != KV::Dense, fmt, mask_ptr ? mask.dtype : DType::Bool, mto::Tier::Simdgroup);
   const double tol = s.dtype == DType::Float32 ? 2e-5 : 3e-3;
   return run_attention_plan(plan, variant, inputs, ref.size() * sizeof(float),
-                            [&](const std::map<Arg, Bytes>& out) { return close(out.at(Arg::O), ref, tol, s.D); });
+                            [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::O), ref, tol, s.D, "o"); });
 }
 
 // "" when `make` throws mto::Error with `code`, else what happened instead.

@@ -1,4 +1,6 @@
 // run_plan_case and the JSON form of a result (cases.h).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -91,6 +93,33 @@ std::string to_json(const CaseResult& r) {
   j += ", \"max_abs_err\": " + num(r.compare.max_abs_err) + ", \"worst_ratio\": " + num(r.compare.worst_ratio) +
        ", \"mismatches\": " + std::to_string(r.compare.mismatches) + ", \"ms\": " + num(r.ms) + "}";
   return j;
+}
+
+Comparison compare_floats(const Bytes& got_bytes, const std::vector<float>& ref, double tolerance,
+                          int64_t row_width, const char* what) {
+  Comparison c;
+  std::vector<float> got(ref.size());
+  std::memcpy(got.data(), got_bytes.data(), got.size() * sizeof(float));
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double g = got[i], w = ref[i];
+    const double tol = tolerance * (1.0 + std::fabs(w));
+    const double err = std::fabs(g - w);
+    const bool good = (std::isnan(g) && std::isnan(w)) || err <= tol;
+    if (std::isfinite(err)) {
+      c.max_abs_err = std::max(c.max_abs_err, err);
+      c.worst_ratio = std::max(c.worst_ratio, err / tol);
+    }
+    if (good) continue;
+    if (c.mismatches++ == 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s[%lld, %lld]: kernel %.9g, cpu %.9g (tolerance %.3g)", what,
+                    (long long)(int64_t(i) / row_width), (long long)(int64_t(i) % row_width), g, w,
+                    tol);
+      c.first_mismatch = buf;
+    }
+  }
+  c.ok = c.mismatches == 0;
+  return c;
 }
 
 }  // namespace mtoh_driver

@@ -19,6 +19,11 @@ struct Comparison {
   double worst_ratio = 0;  // max |got - ref| / tolerance (<= 1 passes); 0 for exact comparisons
   std::string first_mismatch;
 };
+// Compares float32 outputs with a reference: |got - ref| <= tolerance * (1 + |ref|), NaN matching
+// NaN; the first mismatch is named as `what`[row, column] of a matrix `row_width` wide.
+Comparison compare_floats(const Bytes& got, const std::vector<float>& ref, double tolerance,
+                          int64_t row_width, const char* what);
+
 using Compare = std::function<Comparison(const std::map<mto::plan::Arg, Bytes>& outputs)>;
 
 struct CaseResult {

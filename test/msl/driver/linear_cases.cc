@@ -39,31 +39,6 @@ mto::Tensor dense(const std::vector<float>& v, mto::Shape shape) {
   return t;
 }
 
-Comparison close(const Bytes& got_bytes, const std::vector<float>& ref, int64_t N) {
-  Comparison c;
-  std::vector<float> got(ref.size());
-  std::memcpy(got.data(), got_bytes.data(), got.size() * sizeof(float));
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double g = got[i], w = ref[i];
-    const double tol = kTolerance * (1.0 + std::fabs(w));
-    const double err = std::fabs(g - w);
-    const bool good = (std::isnan(g) && std::isnan(w)) || err <= tol;
-    if (std::isfinite(err)) {
-      c.max_abs_err = std::max(c.max_abs_err, err);
-      c.worst_ratio = std::max(c.worst_ratio, err / tol);
-    }
-    if (good) continue;
-    if (c.mismatches++ == 0) {
-      char buf[160];
-      std::snprintf(buf, sizeof buf, "y[%lld, %lld]: kernel %.9g, cpu %.9g (tolerance %.3g)",
-                    (long long)(int64_t(i) / N), (long long)(int64_t(i) % N), g, w, tol);
-      c.first_mismatch = buf;
-    }
-  }
-  c.ok = c.mismatches == 0;
-  return c;
-}
-
 CaseResult run_case(mto::Format f, LinearShape s, const std::string& name, const std::string& variant,
                     mto::Tier tier) {
   const uint64_t seed = seed_of(name);
@@ -96,7 +71,7 @@ CaseResult run_case(mto::Format f, LinearShape s, const std::string& name, const
   const mto::plan::Dispatch plan =
       mto::plan::plan_linear(f, s.block, mto::DType::Float32, s.M, s.N, s.K, s.bias, tier);
   return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * sizeof(float)}},
-                       [&](const std::map<Arg, Bytes>& out) { return close(out.at(Arg::Y), ref, s.N); });
+                       [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::Y), ref, kTolerance, s.N, "y"); });
 }
 
 }  // namespace
