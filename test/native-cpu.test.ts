@@ -1,0 +1,72 @@
+// The cpu backend's kernels built for arm64 and run under qemu-user: the NEON paths (float16
+// conversion, GEMM and attention micro-kernels) that no x86-64 run of the addon reaches.
+// test/native/cpu_kernels_check.cc checks linear (every format), matmul and attention against
+// float64 references, and dumps quantize and the float16/bfloat16 conversions, which must be
+// byte-identical to the x86-64 build (the addon's own results, oracle-tested by formats.test.ts).
+// Needs g++-aarch64-linux-gnu and qemu-user (.ci/run installs them); a missing toolchain fails
+// this suite rather than skipping it. Elsewhere than Linux x86-64 the suite is skipped (counted).
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = resolve(__dirname, '..');
+const scratch = mkdtempSync(join(tmpdir(), 'mto-native-cpu-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+const runners: Record<string, string[]> = {
+  native: [],
+  arm64: ['qemu-aarch64', '-L', '/usr/aarch64-linux-gnu'],
+};
+const programs: Record<string, string> = {};
+
+function build(target: string): string {
+  const r = spawnSync(process.execPath, [join(root, 'test/native/build.mjs'), target], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) {
+    throw new Error(`building the ${target} kernel check failed (needs g++-aarch64-linux-gnu and qemu-user: ` +
+      `apt-get install -y g++-aarch64-linux-gnu qemu-user):\n${r.stderr}`);
+  }
+  return r.stdout.trim();
+}
+
+function runCheck(target: string, args: string[], env: Record<string, string> = {}) {
+  const [cmd, ...pre] = [...runners[target], programs[target]];
+  const r = spawnSync(cmd, [...pre, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  if (r.error) throw r.error;
+  return { status: r.status, output: `${r.stdout}${r.stderr}` };
+}
+
+describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu kernels on arm64 (qemu) and x86-64', () => {
+  beforeAll(() => {
+    programs.native = build('native');
+    programs.arm64 = build('arm64');
+  }, 600_000);
+
+  it('arm64 (NEON): linear in every format, matmul and attention match float64 references', () => {
+    const { status, output } = runCheck('arm64', ['check']);
+    expect(output).toMatch(/^isa: core=neon gemm=baseline$/m);
+    expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
+    expect(output, output).not.toMatch(/^FAIL /m);
+    expect(status, output).toBe(0);
+  });
+
+  it('x86-64 runs the same checks without Node, on the widest ISA here', () => {
+    const { status, output } = runCheck('native', ['check']);
+    expect(output).toMatch(/^isa: core=\S+ gemm=\S+$/m);
+    expect(status, output).toBe(0);
+  });
+
+  it('arm64 quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', () => {
+    const files = ['native', 'arm64'].map((t) => {
+      const file = join(scratch, `${t}.bin`);
+      const { status, output } = runCheck(t, ['dump', file]);
+      expect(status, output).toBe(0);
+      return readFileSync(file);
+    });
+    expect(files[0].length).toBeGreaterThan(1_000_000);
+    const first = files[0].findIndex((b, i) => b !== files[1][i]);
+    expect(first, `first differing byte at ${first}`).toBe(-1);
+    expect(files[1].length).toBe(files[0].length);
+  });
+});

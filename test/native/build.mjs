@@ -1,0 +1,65 @@
+// Builds test/native/cpu_kernels_check for one target from the cpu backend's own sources
+// (sources.json's native/core and native/cpu entries, with the addon's compile flags), so that the
+// kernels can run without Node: natively, and for arm64 under qemu-user (NEON paths).
+//
+// Incremental: an object is rebuilt when it is missing, when its compile command changed, or when
+// a file its dependency list (-MD) names is newer. Output under build/native-check/<target>/.
+//
+//   node test/native/build.mjs [native|arm64]     prints the program's path on success
+import { execFile } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const here = dirname(fileURLToPath(import.meta.url));
+const root = resolve(here, '../..');
+
+export const targets = {
+  native: { cxx: 'g++', runner: [] },
+  // Debian: g++-aarch64-linux-gnu and qemu-user (.ci/run installs both).
+  arm64: { cxx: 'aarch64-linux-gnu-g++', runner: ['qemu-aarch64', '-L', '/usr/aarch64-linux-gnu'] },
+};
+
+const flags = ['-std=c++17', '-O3', '-fexceptions', '-pthread', '-Wall', '-Inative', '-Ishaders'];
+
+function stale(obj, cmdFile, cmd) {
+  if (!existsSync(obj) || !existsSync(cmdFile) || readFileSync(cmdFile, 'utf8') !== cmd) return true;
+  const built = statSync(obj).mtimeMs;
+  const deps = readFileSync(obj.replace(/\.o$/, '.d'), 'utf8').replace(/\\\n/g, ' ').split(/\s+/).slice(1);
+  return deps.some((d) => d && (!existsSync(join(root, d)) || statSync(join(root, d)).mtimeMs > built));
+}
+
+/** Builds the check program for `target`; resolves to its path. */
+export async function build(target) {
+  const { cxx } = targets[target];
+  const out = join(root, 'build', 'native-check', target);
+  mkdirSync(out, { recursive: true });
+  const { sources } = JSON.parse(readFileSync(join(root, 'sources.json'), 'utf8'));
+  const units = [...sources.filter((s) => /^native\/(core|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc'];
+  const objects = units.map((s) => join(out, s.replace(/[/.]/g, '_') + '.o'));
+  const queue = units.map((src, i) => ({ src, obj: objects[i] }));
+  const worker = async () => {
+    for (let job = queue.shift(); job; job = queue.shift()) {
+      const args = [...flags, '-MD', '-c', job.src, '-o', job.obj];
+      const cmdFile = job.obj.replace(/\.o$/, '.cmd');
+      const cmd = [cxx, ...args].join(' ');
+      if (!stale(job.obj, cmdFile, cmd)) continue;
+      await run(cxx, args, { cwd: root, maxBuffer: 1 << 24 });
+      writeFileSync(cmdFile, cmd);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, availableParallelism()) }, worker));
+  const exe = join(out, 'cpu_kernels_check');
+  await run(cxx, ['-pthread', '-o', exe, ...objects], { cwd: root });
+  return exe;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  build(process.argv[2] ?? 'native').then((exe) => console.log(exe), (e) => {
+    console.error(e.stderr || e.message);
+    process.exit(1);
+  });
+}

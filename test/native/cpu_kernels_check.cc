@@ -1,0 +1,284 @@
+// Runs the cpu backend's kernels without Node, so that the same checks run on every build of them:
+// natively on x86-64 (under each METAL_TENSOROPS_CPU_ISA) and cross-compiled for arm64 under
+// qemu-user, which is how the NEON paths are exercised on these x86-64 machines.
+//
+//   cpu_kernels_check check         linear / matmul / attention against float64 references
+//                                   computed here from the scalar element codec; prints the ISA
+//                                   paths taken, one line per case, exit 1 on any failure.
+//   cpu_kernels_check dump FILE     writes the bytes of quantize (every format, special values
+//                                   included) and of the float16 / bfloat16 conversions, which must
+//                                   be identical on every platform: test/native-cpu.test.ts compares
+//                                   the arm64 dump with the x86-64 one (itself oracle-tested).
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/core_simd.h"
+#include "core/error.h"
+#include "cpu/gemm.h"
+#include "cpu/ops.h"
+
+using namespace mto;
+
+namespace {
+
+// Deterministic values in [-1, 1) (xorshift), the same on every platform.
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  float next() {
+    s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+    return float(int64_t(s >> 40) - (int64_t(1) << 23)) / float(1 << 23);
+  }
+};
+
+TensorPtr dense(const Shape& shape, DType dt, Rng& rng, float amp = 1.f) {
+  auto t = std::make_shared<Tensor>();
+  t->shape = shape;
+  t->dtype = dt;
+  t->buffer = make_buffer(t->bytes());
+  std::vector<float> v(size_t(t->numel()));
+  for (auto& e : v) e = amp * rng.next();
+  from_float32(dt, v.data(), t->buffer->data(), v.size());
+  return t;
+}
+
+std::vector<double> as_double(const Tensor& t) {
+  std::vector<float> f(size_t(t.numel()));
+  to_float32(t.dtype, t.buffer->data(), f.data(), f.size());
+  return {f.begin(), f.end()};
+}
+
+// Dequantizes with the scalar element codec and the block-scale rule of API.md, independently of
+// dequantize_span and the vector decoders the kernels use.
+std::vector<double> reference_dequant(const QTensor& q) {
+  const QuantView v = q.view();
+  const FormatInfo& fi = format_info(v.format);
+  std::vector<double> out(size_t(v.rows * v.cols));
+  const size_t row_bytes = row_code_bytes(v.format, v.cols);
+  const int64_t groups = v.cols / v.block;
+  for (int64_t r = 0; r < v.rows; ++r) {
+    for (int64_t k = 0; k < v.cols; ++k) {
+      const int64_t bit = k * fi.bits;
+      const uint8_t* p = v.codes + r * row_bytes + bit / 8;
+      const unsigned word = unsigned(p[0]) | (bit % 8 + fi.bits > 8 ? unsigned(p[1]) << 8 : 0u);
+      const uint8_t code = uint8_t((word >> (bit % 8)) & ((1u << fi.bits) - 1));
+      const int64_t g = r * groups + k / v.block;
+      double w;
+      if (fi.affine) {
+        const double s = half_to_float(static_cast<const uint16_t*>(v.scales)[g]);
+        w = s * code + half_to_float(v.biases[g]);
+      } else {
+        const uint8_t e = static_cast<const uint8_t*>(v.scales)[g];
+        w = e == 0xFF ? NAN : std::ldexp(double(decode_element(fi.element, code)), int(e) - 127);
+      }
+      out[size_t(r * v.cols + k)] = w;
+    }
+  }
+  return out;
+}
+
+int failures = 0;
+
+// |got - ref| <= tol * (1 + |ref|) everywhere; one line per case.
+void report(const std::string& name, const float* got, const std::vector<double>& ref, double tol) {
+  double worst = 0;
+  size_t at = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double err = std::fabs(got[i] - ref[i]) / (1 + std::fabs(ref[i]));
+    if (!(err <= worst)) { worst = err; at = i; }
+  }
+  const bool ok = worst <= tol;
+  if (!ok) ++failures;
+  std::printf("%s %s (max rel err %.3g at %zu, tol %.1g)\n", ok ? "ok" : "FAIL", name.c_str(),
+              worst, at, tol);
+}
+
+void check_linear(cpu::ThreadPool& pool, Rng& rng) {
+  const Format formats[] = {Format::MXFP8_E4M3, Format::MXFP8_E5M2, Format::MXFP6_E3M2,
+                            Format::MXFP6_E2M3, Format::MXFP4,      Format::MXINT8,
+                            Format::MXINT4,     Format::MXINT2,     Format::AFFINE4,
+                            Format::AFFINE8};
+  const int64_t Ms[] = {1, 3, 8, 9, 33};
+  for (Format f : formats) {
+    for (int64_t M : Ms) {
+      const int64_t N = 37 + M, K = 128 * (1 + M % 3);
+      // Affine groups of 32, 64 and 128 (MX blocks are always 32).
+      const int block = !format_info(f).affine ? 32 : M == 9 ? 64 : M == 33 ? 128 : 32;
+      TensorPtr wf = dense({N, K}, DType::Float32, rng);
+      QTensorPtr w = make_qtensor({N, K}, f, block);
+      cpu::quantize(pool, *wf, *w);
+      TensorPtr x = dense({M, K}, DType::Float32, rng);
+      const std::vector<double> wd = reference_dequant(*w), xd = as_double(*x);
+      std::vector<double> ref(size_t(M * N));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += xd[size_t(m * K + k)] * wd[size_t(n * K + k)];
+          ref[size_t(m * N + n)] = s;
+        }
+      const Operand xo{x.get(), nullptr}, wo{nullptr, w.get()};
+      const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
+      std::vector<float> y(size_t(M * N));
+      cpu::linear(pool, xo, wo, nullptr, p, y.data());
+      report("linear " + std::string(format_info(f).name) + " M=" + std::to_string(M) + " N=" +
+                 std::to_string(N) + " K=" + std::to_string(K),
+             y.data(), ref, 2e-5);
+    }
+  }
+}
+
+void check_matmul(cpu::ThreadPool& pool, Rng& rng) {
+  const DType types[] = {DType::Float32, DType::Float16, DType::BFloat16};
+  const int64_t shapes[][3] = {{1, 19, 40}, {9, 33, 17}, {67, 45, 130}, {130, 97, 257}};
+  for (DType dt : types) {
+    for (const auto& s : shapes) {
+      const int64_t M = s[0], N = s[1], K = s[2];
+      TensorPtr a = dense({M, K}, dt, rng), b = dense({K, N}, dt, rng);
+      const std::vector<double> ad = as_double(*a), bd = as_double(*b);
+      std::vector<double> ref(size_t(M * N));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += ad[size_t(m * K + k)] * bd[size_t(k * N + n)];
+          ref[size_t(m * N + n)] = acc;
+        }
+      const MatmulParams p = check_matmul(*a, *b);
+      std::vector<float> c(size_t(M * N));
+      cpu::matmul(pool, *a, *b, p, c.data());
+      report("matmul " + std::string(dtype_name(dt)) + " " + std::to_string(M) + "x" +
+                 std::to_string(N) + "x" + std::to_string(K),
+             c.data(), ref, 2e-5);
+    }
+  }
+}
+
+void check_attention(cpu::ThreadPool& pool, Rng& rng) {
+  struct Case { int64_t Hq, Hkv, Lq, Lk, D; bool causal; };
+  const Case cases[] = {{4, 4, 1, 300, 64, false}, {8, 2, 1, 33, 128, false},
+                        {4, 1, 7, 129, 80, true},  {4, 2, 33, 7, 96, true},
+                        {2, 2, 40, 300, 128, true}, {8, 1, 129, 129, 64, false}};
+  for (const Case& c : cases) {
+    TensorPtr q = dense({1, c.Hq, c.Lq, c.D}, DType::Float32, rng);
+    TensorPtr k = dense({1, c.Hkv, c.Lk, c.D}, DType::Float32, rng);
+    TensorPtr v = dense({1, c.Hkv, c.Lk, c.D}, DType::Float32, rng);
+    const Operand qo{q.get(), nullptr}, ko{k.get(), nullptr}, vo{v.get(), nullptr};
+    const AttentionParams p = check_attention(qo, ko, vo, std::nullopt, c.causal, nullptr);
+    const std::vector<double> qd = as_double(*q), kd = as_double(*k), vd = as_double(*v);
+    std::vector<double> ref(size_t(c.Hq * c.Lq * c.D), 0.0), s(size_t(c.Lk));
+    for (int64_t h = 0; h < c.Hq; ++h) {
+      const int64_t hk = h / (c.Hq / c.Hkv);
+      for (int64_t i = 0; i < c.Lq; ++i) {
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < c.Lk; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < c.D; ++d)
+            dot += qd[size_t((h * c.Lq + i) * c.D + d)] * kd[size_t((hk * c.Lk + j) * c.D + d)];
+          const bool seen = !c.causal || j <= i + (c.Lk - c.Lq);
+          s[size_t(j)] = seen ? dot * p.scale : -INFINITY;
+          mx = std::max(mx, s[size_t(j)]);
+        }
+        if (mx == -INFINITY) continue;  // a fully masked row is zeros
+        double sum = 0;
+        for (auto& e : s) { e = std::exp(e - mx); sum += e; }
+        for (int64_t j = 0; j < c.Lk; ++j)
+          for (int64_t d = 0; d < c.D; ++d)
+            ref[size_t((h * c.Lq + i) * c.D + d)] +=
+                s[size_t(j)] / sum * vd[size_t((hk * c.Lk + j) * c.D + d)];
+      }
+    }
+    std::vector<float> o(ref.size());
+    cpu::attention(pool, qo, ko, vo, p, o.data());
+    char name[128];
+    std::snprintf(name, sizeof name, "attention Hq=%lld Hkv=%lld Lq=%lld Lk=%lld D=%lld%s",
+                  (long long)c.Hq, (long long)c.Hkv, (long long)c.Lq, (long long)c.Lk,
+                  (long long)c.D, c.causal ? " causal" : "");
+    report(name, o.data(), ref, 2e-5);
+  }
+}
+
+// Inputs that reach every branch of the encoders: random values over many binades, exact ties,
+// signed zeros, subnormals, values past every element's max, infinities and NaN.
+std::vector<float> quantize_inputs(int64_t n, Rng& rng) {
+  std::vector<float> v(static_cast<size_t>(n));
+  const float specials[] = {0.f, -0.f, 1e-45f, -1e-40f, 0.25f, 0.75f, 1.25f, 6.f, 448.f,
+                            57344.f, 1e30f, -1e30f, INFINITY, -INFINITY, NAN, 3.0e-3f};
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = rng.next();
+    v[size_t(i)] = i % 7 == 3 ? specials[(i / 7) % 16] : std::ldexp(r, int(i % 41) - 20);
+  }
+  return v;
+}
+
+int dump(const char* path) {
+  FILE* out = std::fopen(path, "wb");
+  if (!out) { std::perror(path); return 2; }
+  auto put = [&](const void* p, size_t n) { std::fwrite(p, 1, n, out); };
+  cpu::ThreadPool pool(2);
+  Rng rng(7);
+  const int64_t rows = 37, cols = 256;
+  const std::vector<float> x = quantize_inputs(rows * cols, rng);
+  for (int f = 0; f <= int(Format::AFFINE8); ++f) {
+    const Format fmt = Format(f);
+    for (int block : {32, 64, 128}) {
+      if (!is_valid_block(fmt, block)) continue;
+      auto t = std::make_shared<Tensor>();
+      t->shape = {rows, cols};
+      t->buffer = make_buffer(t->bytes());
+      std::vector<float> xf = x;
+      // Affine groups need finite inputs (API.md); MX takes everything.
+      if (format_info(fmt).affine)
+        for (auto& e : xf) if (!std::isfinite(e) || std::fabs(e) > 1e4f) e = 1.f;
+      std::memcpy(t->buffer->data(), xf.data(), t->bytes());
+      QTensorPtr q = make_qtensor(t->shape, fmt, block);
+      cpu::quantize(pool, *t, *q);
+      put(q->codes->data(), q->codes->bytes());
+      put(q->scales->data(), q->scales->bytes());
+      if (q->biases) put(q->biases->data(), q->biases->bytes());
+      std::vector<float> back(size_t(rows * cols));
+      cpu::dequantize(pool, *q, back.data());
+      put(back.data(), back.size() * 4);
+    }
+  }
+  // Every float16 and bfloat16 bit pattern to float32, and the inputs back to both.
+  std::vector<uint16_t> all(65536);
+  for (size_t i = 0; i < all.size(); ++i) all[i] = uint16_t(i);
+  std::vector<float> widened(all.size());
+  half_to_float_n(all.data(), widened.data(), all.size());
+  put(widened.data(), widened.size() * 4);
+  bf16_to_float_n(all.data(), widened.data(), all.size());
+  put(widened.data(), widened.size() * 4);
+  std::vector<uint16_t> narrowed(x.size());
+  float_to_half_n(x.data(), narrowed.data(), x.size());
+  put(narrowed.data(), narrowed.size() * 2);
+  float_to_bf16_n(x.data(), narrowed.data(), x.size());
+  put(narrowed.data(), narrowed.size() * 2);
+  return std::fclose(out) == 0 ? 0 : 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  try {
+    if (cmd == "dump" && argc == 3) return dump(argv[2]);
+    if (cmd != "check") {
+      std::fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
+      return 2;
+    }
+    std::printf("isa: core=%s gemm=%s\n", simd::core_kernels().name,
+                cpu::gemm_isa_name(cpu::gemm_isa()));
+    cpu::ThreadPool pool(2);
+    Rng rng(1);
+    check_linear(pool, rng);
+    check_matmul(pool, rng);
+    check_attention(pool, rng);
+    std::printf("%d failed\n", failures);
+    return failures ? 1 : 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "error %s: %s\n", e.code(), e.what());
+    return 2;
+  }
+}
