@@ -108,6 +108,8 @@ function loadErrorMessage(err: unknown, root: string): string {
     'Possible fixes:',
     '- Reinstall without --ignore-scripts so the install step can pick the prebuilt binary: ' +
       'npm install metal-tensorops',
+    '- npm 11 and later hold back install scripts until approved: npm install-scripts approve ' +
+      'metal-tensorops, then npm rebuild metal-tensorops',
     '- Build from source (needs python3, make and a C++17 compiler; on macOS the Xcode command ' +
       'line tools): npm rebuild metal-tensorops --build-from-source',
     '- Electron: the addon is Node-API, so one binary fits every Electron version; make sure your ' +
