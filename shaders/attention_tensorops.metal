@@ -125,6 +125,9 @@ template <typename T, int KV, int D>
   auto cS = qk.get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
   auto cM = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
   auto cL = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+  // One O layout serves both ways P arrives: a cooperative tensor's layout follows from the
+  // descriptor, the scope and the operands' element types (the data-size query of Apple's
+  // MPPTensorOpsMatMul2dImpl.h takes exactly those), and P is float either way.
   auto cO0 = pv.template get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
   auto cO1 = pv.template get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();  // D = 256
   attn_tops_fill(cM, ninf);
