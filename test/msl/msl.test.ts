@@ -154,15 +154,18 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
   });
 
   // Both ways of feeding P into the second matmul2d, and layouts that differ from the default seed.
+  // The threadgroup-memory branch is what macOS 26 runs, so it gets every case; the seeds a sample
+  // with every head dim, dtype and K/V format.
   it('tensorops attention: the threadgroup-memory branch when is_compatible_as_left_input says no, and other layout seeds', () => {
     const all = runDriver(['--filter', 'attention-tensorops/'], { MTOH_COOP_LEFT_COMPATIBLE: '0' });
     expect(all.cases.length).toBe(group('attention-tensorops/').length);
     expect(failures(all.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
     const sample = ['attention-tensorops/prefill/f16/', 'attention-tensorops/prefill/bf16/', 'attention-tensorops/prefill/f32/mxfp8',
-      'attention-tensorops/prefill/f32/dense/d80/', 'attention-tensorops/prefill/f32/dense/d256/'];
+      'attention-tensorops/prefill/f32/dense/d80/'];
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(['--filter', sample.join(',')], { MTOH_COOP_SEED: seed });
-      expect(r.cases.length).toBeGreaterThanOrEqual(40);
+      expect(r.cases.length).toBeGreaterThanOrEqual(30);
+      for (const D of [64, 80, 96, 128, 256]) expect(r.cases.some((c) => c.name.includes(`/d${D}/`)), `d${D}`).toBe(true);
       expect(failures(r.cases), `MTOH_COOP_SEED=${seed}`).toEqual([]);
     }
   });
