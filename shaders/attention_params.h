@@ -1,5 +1,6 @@
-// The attention kernels (shaders/attention.metal): buffer slots, tile geometry and parameters,
-// declared once for the kernels and the host (native/core/dispatch_plan.cc, plan_attention).
+// The attention kernels (shaders/attention.metal, attention_tensorops.metal): buffer slots, tile
+// geometry and parameters, declared once for the kernels and the host (native/core/dispatch_plan.cc,
+// plan_attention).
 //
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v with FlashAttention semantics (API.md):
 // bottom-right causal, bool or additive mask broadcast by element strides, GQA (query head h reads
@@ -56,6 +57,16 @@
 #define ATTN_PREFILL_BQ 16
 #define ATTN_PREFILL_BK 16
 #define ATTN_PREFILL_SIMDGROUPS 2
+
+// Prefill on the tensorops tiers (shaders/attention_tensorops.metal): a threadgroup owns
+// ATTN_TOPS_SIMDGROUPS x ATTN_TOPS_SG_ROWS query rows of one query head, each SIMD-group whole
+// rows (execution_simdgroup). Keys go ATTN_TOPS_BK at a time: the P V product takes the scores as
+// its left input, which needs a static inner dimension, and a static K must be a multiple of 32.
+// Q and K are staged ATTN_TOPS_DCHUNK features at a time (threadgroup memory holds 32 KiB).
+#define ATTN_TOPS_SG_ROWS 16
+#define ATTN_TOPS_SIMDGROUPS 2
+#define ATTN_TOPS_BK 32
+#define ATTN_TOPS_DCHUNK 64
 
 struct AttentionKernelParams {
   mto_i32 B, Hq, Hkv, Lq, Lk, D;

@@ -232,12 +232,17 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantize
 
   AttentionPlan out;
   const std::string tail = std::string(suffix) + "_" + kv + "_d" + std::to_string(D);
+  // The tensorops tiers run prefill with matmul2d (library "attention_tensorops", MSL 4.0/4.1; on
+  // tensorops-mx the same kernel, whose P V product then takes the scores directly) and decode
+  // and its merge with the vector kernels of library "attention": bound by memory bandwidth, not
+  // by the matrix units. Both libraries are compiled for the requested tier.
+  const bool tops = tier == Tier::TensorOps || tier == Tier::TensorOpsMx;
   auto base = [&](const std::string& kernel) {
     Dispatch d;
     d.library = "attention";
     d.kernel = kernel;
-    d.tier = Tier::Simdgroup;
-    if (tier != Tier::Simdgroup) {
+    d.tier = tops ? tier : Tier::Simdgroup;
+    if (!tops && tier != Tier::Simdgroup) {
       d.fallback_reason = std::string("no ") + tier_name(tier) + " attention kernels yet; using the simdgroup kernels";
     }
     return d;
@@ -253,9 +258,15 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantize
     kp.split_len = kp.Lk;
     Dispatch d = base("attention_prefill_" + tail);
     d.threadgroups[0] = ceil_div(p.Lq, ATTN_PREFILL_BQ);
+    d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
+    if (tops) {
+      d.library = "attention_tensorops";
+      d.kernel = "attention_tensorops_prefill_" + tail;
+      d.threadgroups[0] = ceil_div(p.Lq, ATTN_TOPS_SIMDGROUPS * ATTN_TOPS_SG_ROWS);
+      d.threads_per_threadgroup[0] = 32 * ATTN_TOPS_SIMDGROUPS;
+    }
     d.threadgroups[1] = uint32_t(p.Hq);
     d.threadgroups[2] = uint32_t(p.B);
-    d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
     d.buffers = {{ATTN_BUFFER_Q, Arg::Q},         {ATTN_BUFFER_K, Arg::K},
                  {ATTN_BUFFER_V, Arg::V},         {ATTN_BUFFER_K_SCALES, k_scales},
                  {ATTN_BUFFER_V_SCALES, v_scales}, {ATTN_BUFFER_MASK, mask},

@@ -76,8 +76,10 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
 // dtype (kv_format empty) or mxfp8 (Format::MXFP8_E4M3 / MXFP8_E5M2, blocks of 32 along D); the
 // mask's dtype when p.mask is set. o is float32. Lq <= 8 runs the decode kernel, as one pass or,
 // for long Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill
-// kernel. Throws E_SHAPE for head dims without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V
-// needs D a multiple of 32), E_DTYPE, E_FORMAT, E_BACKEND (Tier::Cpu).
+// kernel. Tier::TensorOps and Tier::TensorOpsMx run prefill with the matmul2d kernel of library
+// "attention_tensorops" and decode with the vector decode kernel. Throws E_SHAPE for head dims
+// without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V needs D a multiple of 32), E_DTYPE,
+// E_FORMAT, E_BACKEND (Tier::Cpu).
 struct AttentionPlan {
   std::vector<Dispatch> passes;  // run in order
   uint64_t partial_o_bytes = 0;  // split decode: scratch bound as PartialO / PartialML

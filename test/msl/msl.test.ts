@@ -12,7 +12,7 @@ interface CaseResult {
   worst_ratio: number; mismatches: number;
 }
 interface Report { variant: string; seconds: number; cases: CaseResult[]; passed: number; failed: number }
-interface Fault { name: string; why: string; file: string; filter: string; expect: string }
+interface Fault { name: string; why: string; file: string; filter: string; expect: string; env?: Record<string, string> }
 
 const compiler = process.env.MSL_CXX || 'clang++-19';
 const haveCompiler = (() => {
@@ -131,6 +131,52 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(failures(r.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
   });
 
+  it('tensorops attention: prefill through matmul2d (every head dim, every Lq > 8 and Lk of the edge set), decode through the vector kernel, every option, against the cpu backend', () => {
+    const cases = group('attention-tensorops/');
+    expect(failures(cases)).toEqual([]);
+    for (const c of cases) {
+      expect(c.kernel, c.name).toMatch(c.name.startsWith('attention-tensorops/decode/') ? /^attention_decode_/ : /^attention_tensorops_prefill_/);
+    }
+    // The main configuration covers every prefill edge shape for every head dim.
+    for (const D of [64, 80, 96, 128, 256]) {
+      for (const Lq of [33, 129, 300]) {
+        for (const Lk of [1, 7, 33, 129, 300]) {
+          const tag = `attention-tensorops/prefill/f32/dense/d${D}/`;
+          expect(cases.some((c) => c.name.startsWith(tag) && c.name.includes(`/Lq${Lq}.Lk${Lk}`)), `${tag} Lq${Lq}.Lk${Lk}`).toBe(true);
+        }
+      }
+    }
+    for (const tag of ['/f16/', '/bf16/', '/mxfp8/', '/mxfp8_e5m2/', '/causal', '/mask_bool/', '/mask_add/', '/mask_add_f16',
+      '/mask_add_bf16', '/mask_bool_heads', '/scale', '.Hq4.Hkv1/', '.Hq8.Hkv1/', 'attention-tensorops/decode/']) {
+      expect(cases.some((c) => c.name.includes(tag) || c.name.endsWith(tag.replace(/\/$/, ''))), tag).toBe(true);
+    }
+    expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  // Both ways of feeding P into the second matmul2d, and layouts that differ from the default seed.
+  // The threadgroup-memory branch is what macOS 26 runs, so it gets every case; the seeds a sample
+  // with every head dim, dtype and K/V format.
+  it('tensorops attention: the threadgroup-memory branch when is_compatible_as_left_input says no, and other layout seeds', () => {
+    const all = runDriver(['--filter', 'attention-tensorops/'], { MTOH_COOP_LEFT_COMPATIBLE: '0' });
+    expect(all.cases.length).toBe(group('attention-tensorops/').length);
+    expect(failures(all.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
+    const sample = ['attention-tensorops/prefill/f16/', 'attention-tensorops/prefill/bf16/', 'attention-tensorops/prefill/f32/mxfp8',
+      'attention-tensorops/prefill/f32/dense/d80/'];
+    for (const seed of ['1', '0x9e3779b9']) {
+      const r = runDriver(['--filter', sample.join(',')], { MTOH_COOP_SEED: seed });
+      expect(r.cases.length).toBeGreaterThanOrEqual(30);
+      for (const D of [64, 80, 96, 128, 256]) expect(r.cases.some((c) => c.name.includes(`/d${D}/`)), `d${D}`).toBe(true);
+      expect(failures(r.cases), `MTOH_COOP_SEED=${seed}`).toEqual([]);
+    }
+  });
+
+  it('tensorops attention: by default the scores go directly into the second matmul2d (a fault in the threadgroup-memory branch goes unnoticed there)', () => {
+    const fault = (faults as Fault[]).find((f) => f.name === 'tensorops_attn_fallback_no_barrier')!;
+    const r = runDriver(['--variant', fault.name, '--filter', fault.filter]);
+    expect(r.cases.length).toBeGreaterThan(0);
+    expect(failures(r.cases)).toEqual([]);
+  });
+
   it('tensorops: the layout-assuming kernel fails under other seeds too', () => {
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(['--variant', 'coop_layout', '--filter', 'linear-tensorops/mxfp4/M33/'], { MTOH_COOP_SEED: seed });
@@ -165,8 +211,9 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
   });
 
   for (const fault of faults as Fault[]) {
-    it(`planted fault '${fault.name}' is caught (${fault.expect}): ${fault.why}`, () => {
-      const r = runDriver(['--variant', fault.name, '--filter', fault.filter]);
+    const under = fault.env ? ` under ${Object.entries(fault.env).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';
+    it(`planted fault '${fault.name}' is caught (${fault.expect})${under}: ${fault.why}`, () => {
+      const r = runDriver(['--variant', fault.name, '--filter', fault.filter], fault.env);
       expect(r.cases.length, `no case matches '${fault.filter}'`).toBeGreaterThan(0);
       for (const c of r.cases) {
         expect(c.ok, `${c.name} passed with the fault planted`).toBe(false);

@@ -12,6 +12,7 @@
 #include <optional>
 #include <set>
 
+#include "attention_case.h"
 #include "cases.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -26,18 +27,6 @@ namespace {
 using mto::DType;
 using mto::Format;
 using mto::plan::Arg;
-
-enum class KV { Dense, E4M3, E5M2 };
-enum class MaskKind { None, Bool, Additive, AdditiveHalf, AdditiveBF16, HeadKeys };
-
-struct AttnShape {
-  int64_t B, Hq, Hkv, Lq, Lk, D;
-  DType dtype = DType::Float32;
-  KV kv = KV::Dense;
-  bool causal = false;
-  MaskKind mask = MaskKind::None;
-  std::optional<float> scale;
-};
 
 Bytes bytes_of(const mto::Buffer& b) {
   const auto* p = static_cast<const unsigned char*>(b.data());
@@ -57,8 +46,10 @@ const char* dtype_tag(DType t) {
   return t == DType::Float32 ? "f32" : t == DType::Float16 ? "f16" : "bf16";
 }
 
-std::string case_name(const AttnShape& s) {
-  std::string n = std::string("attention/") + (s.Lq <= 8 ? "decode/" : "prefill/") + dtype_tag(s.dtype) + "/" +
+}  // namespace
+
+std::string attention_case_name(const AttnShape& s, const char* prefix) {
+  std::string n = std::string(prefix) + (s.Lq <= 8 ? "decode/" : "prefill/") + dtype_tag(s.dtype) + "/" +
                   (s.kv == KV::Dense ? "dense" : s.kv == KV::E4M3 ? "mxfp8" : "mxfp8_e5m2") +
                   "/d" + std::to_string(s.D) + "/B" + std::to_string(s.B) + ".Hq" + std::to_string(s.Hq) +
                   ".Hkv" + std::to_string(s.Hkv) + "/Lq" + std::to_string(s.Lq) + ".Lk" + std::to_string(s.Lk);
@@ -71,6 +62,8 @@ std::string case_name(const AttnShape& s) {
   if (s.scale) n += "/scale";
   return n;
 }
+
+namespace {
 
 // Runs every pass of the plan in order (partials flow from the split pass to the merge pass),
 // twice with the harness's two layouts and poisons, as run_plan_case does for one dispatch.
@@ -130,7 +123,10 @@ CaseResult run_attention_plan(const mto::plan::AttentionPlan& plan, const std::s
   return r;
 }
 
-CaseResult run_case(const AttnShape& s, const std::string& name, const std::string& variant) {
+}  // namespace
+
+CaseResult run_attention_case(const AttnShape& s, const std::string& name, const std::string& variant,
+                              mto::Tier tier) {
   const uint64_t seed = seed_of(name);
   // q at twice unit scale, so the running max changes from key to key and the rescale matters.
   const mto::Tensor q = tensor(normal_data(s.B * s.Hq * s.Lq * s.D, seed, 2.0f), {s.B, s.Hq, s.Lq, s.D}, s.dtype);
@@ -194,11 +190,13 @@ CaseResult run_case(const AttnShape& s, const std::string& name, const std::stri
   if (mask_ptr) inputs[Arg::Mask] = bytes_of(*mask.buffer);
 
   const mto::plan::AttentionPlan plan = mto::plan::plan_attention(
-      ap, s.dtype, s.kv != KV::Dense, fmt, mask_ptr ? mask.dtype : DType::Bool, mto::Tier::Simdgroup);
+      ap, s.dtype, s.kv != KV::Dense, fmt, mask_ptr ? mask.dtype : DType::Bool, tier);
   const double tol = s.dtype == DType::Float32 ? 2e-5 : 3e-3;
   return run_attention_plan(plan, variant, inputs, ref.size() * sizeof(float),
                             [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::O), ref, tol, s.D, "o"); });
 }
+
+namespace {
 
 // "" when `make` throws mto::Error with `code`, else what happened instead.
 std::string expect_error(const char* code, const std::function<void()>& make) {
@@ -273,10 +271,22 @@ CaseResult plan_rules() {
                                        DType::Bool, st);
   if (ps.passes.size() != 2 || ps.passes[1].kernel != "attention_merge" || ps.splits != 32)
     return fail("a long decode with one threadgroup should split the keys 32 ways and merge");
-  const auto pt = plan::plan_attention(params(1, 1, 1, 64, 64), DType::Float32, false, Format::MXFP8_E4M3,
-                                       DType::Bool, mto::Tier::TensorOps);
-  if (pt.passes[0].tier != mto::Tier::Simdgroup || pt.passes[0].fallback_reason.empty())
-    return fail("a tensorops attention plan should fall back to the simdgroup kernels and say why");
+  for (mto::Tier tier : {mto::Tier::TensorOps, mto::Tier::TensorOpsMx}) {
+    const std::string tn = mto::tier_name(tier);
+    const auto pd = plan::plan_attention(params(1, 1, 1, 64, 64), DType::Float32, false, Format::MXFP8_E4M3,
+                                         DType::Bool, tier);
+    if (pd.passes[0].kernel != "attention_decode_f32_dense_d64" || pd.passes[0].library != "attention" ||
+        pd.passes[0].tier != tier || !pd.passes[0].fallback_reason.empty())
+      return fail("decode on " + tn + " should run the vector decode kernel, got " + pd.passes[0].kernel);
+    const auto pp = plan::plan_attention(params(2, 2, 33, 64, 80), DType::Float16, false, Format::MXFP8_E4M3,
+                                         DType::Bool, tier);
+    const auto& d = pp.passes[0];
+    if (pp.passes.size() != 1 || d.kernel != "attention_tensorops_prefill_f16_dense_d80" ||
+        d.library != "attention_tensorops" || d.tier != tier || !d.fallback_reason.empty())
+      return fail("prefill on " + tn + " should run the tensorops kernel, got " + d.library + "/" + d.kernel);
+    if (d.threadgroups[0] != 2 || d.threadgroups[1] != 2 || d.threads_per_threadgroup[0] != 64)
+      return fail("tensorops prefill: 33 rows should be 2 threadgroups of 2 SIMD-groups x 16 rows");
+  }
   r.ok = true;
   return r;
 }
@@ -288,9 +298,11 @@ std::vector<Case> attention_cases() {
   std::set<std::string> names;
   cases.push_back({"plan/attention", [](const std::string&) { return plan_rules(); }});
   auto add = [&](AttnShape s) {
-    const std::string name = case_name(s);
+    const std::string name = attention_case_name(s, "attention/");
     if (!names.insert(name).second) return;
-    cases.push_back({name, [=](const std::string& variant) { return run_case(s, name, variant); }});
+    cases.push_back({name, [=](const std::string& variant) {
+      return run_attention_case(s, name, variant, mto::Tier::Simdgroup);
+    }});
   };
   const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
   const int64_t dims[] = {64, 80, 96, 128, 256};

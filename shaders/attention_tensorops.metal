@@ -1,0 +1,253 @@
+// FlashAttention prefill for the tensorops and tensorops-mx tiers (MSL 4.0, TensorOps), the
+// algorithm of WWDC26 talk 330: o = softmax(q k^T * scale + mask) v with the scores never leaving
+// the SIMD-group's registers. Semantics, slots and tile sizes: attention_params.h; plans:
+// native/core/dispatch_plan.cc (plan_attention). Decode (Lq <= 8) on these tiers is the vector
+// kernel of shaders/attention.metal: it is bound by memory bandwidth, not by the matrix units.
+//
+// A threadgroup owns ATTN_TOPS_SIMDGROUPS x 16 query rows of one query head; each SIMD-group owns
+// 16 whole rows, so every matmul2d runs with execution_simdgroup and the row softmax needs no
+// exchange between SIMD-groups. Per 32-key tile:
+//   1. S = (q * scale * log2 e) k^T into a cooperative tensor, accumulated over 64-feature chunks
+//      of Q and K staged (as float, mxfp8 decoded) in threadgroup memory; the chunk K is dynamic,
+//      since a static K that is not a multiple of 32 is truncated on macOS 26.1 (D = 80, 96).
+//   2. Invisible keys (causal, mask, past Lk) become -inf; reduce_rows(max, identity -inf) gives
+//      the tile's row max, the running (m, l) live in row-reduction tensors, map_iterator gives
+//      each score its row's max for P = exp2(S - m), reduce_rows(sum, identity 0) the row sums.
+//   3. O *= 2^(m_old - m_new) row by row, O += P V: P goes into the second matmul2d directly when
+//      is_compatible_as_left_input says the layouts allow it (macOS 27: the tensorops-mx tier),
+//      else through threadgroup memory (store, simdgroup_barrier, a tensor view). V is staged as
+//      float; for D = 256 it is staged and multiplied in two halves of 128 columns (two O tensors),
+//      so that a 32-key V tile fits in threadgroup memory.
+// Every index into a cooperative tensor comes from get_multidimensional_index / map_iterator:
+// the element-to-thread layout is implementation-defined and differs across GPU generations. The
+// per-row rescale factors reach O (another op's layout) through threadgroup memory by row index.
+//
+// All matmul operands are float (float x float -> float, a combination every TensorOps release
+// supports): q may be float16/bfloat16 and K/V mxfp8, and a cooperative left input must have the
+// element type of the destination it came from (float, for an exact softmax). The mx tier's
+// scale planes do not apply: a scaled right operand must be transposed (V is not) and the
+// quantized pairs are half x fp8, not float x fp8 (METAL.md). Masked scores are -inf and
+// exp2(-inf) = 0 is relied on: compile without fast math, as for attention.metal.
+#include <metal_stdlib>
+
+#include "attention_common.h"
+
+#if __METAL_VERSION__ >= 400
+#include <metal_tensor>
+#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>
+
+using namespace metal;
+using namespace mpp::tensor_ops;
+
+typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> attn_staged_t;
+
+template <typename CT>
+inline void attn_tops_fill(thread CT& ct, float value) {
+  for (int i = 0; i < ct.get_capacity(); ++i)
+    if (ct.is_valid_element(i)) ct[i] = value;
+}
+
+// ct[row, :] *= factor[row] for every element this thread holds.
+template <typename CT>
+inline void attn_tops_scale_rows(thread CT& ct, threadgroup const float* factor) {
+  for (int i = 0; i < ct.get_capacity(); ++i) {
+    if (!ct.is_valid_element(i)) continue;
+    ct[i] *= factor[ct.get_multidimensional_index(i)[1]];
+  }
+}
+
+// factor[row] = value of the row-reduction element that holds `row`.
+template <typename RT>
+inline void attn_tops_rows_to_threadgroup(thread RT& rt, threadgroup float* factor, bool reciprocal) {
+  for (int i = 0; i < rt.get_capacity(); ++i) {
+    if (!rt.is_valid_element(i)) continue;
+    const float x = rt[i];
+    factor[rt.get_multidimensional_index(i)[0]] = reciprocal ? (x > 0.0f ? 1.0f / x : 0.0f) : x;
+  }
+}
+
+// o[row0 + row, col0 + column] = O[row, column] * inv_l[row] for the rows before Lq.
+template <typename CT>
+inline void attn_tops_store(thread CT& cO, device float* o, uint row0, uint Lq, uint col0, uint D,
+                            threadgroup const float* inv_l) {
+  for (int i = 0; i < cO.get_capacity(); ++i) {
+    if (!cO.is_valid_element(i)) continue;
+    const auto idx = cO.get_multidimensional_index(i);  // {column, row}
+    const uint row = row0 + uint(idx[1]);
+    if (row < Lq) o[ulong(row) * D + col0 + uint(idx[0])] = cO[i] * inv_l[idx[1]];
+  }
+}
+
+template <typename T, int KV, int D>
+[[kernel]] void attention_tensorops_prefill(
+    device const T* q [[buffer(ATTN_BUFFER_Q)]],
+    device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
+    device const typename attn_kv_storage<T, KV>::type* v [[buffer(ATTN_BUFFER_V)]],
+    device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
+    device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
+    device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
+    device float* o [[buffer(ATTN_BUFFER_O)]],
+    constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    uint3 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]],
+    ushort sg [[simdgroup_index_in_threadgroup]]) {
+  constexpr int SR = ATTN_TOPS_SG_ROWS, NSG = ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK;
+  constexpr int BQ = SR * NSG, THREADS = 32 * NSG;
+  constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK;  // features per Q/K staging step
+  constexpr int DV = D > 128 ? D / 2 : D;                          // output columns per P V product
+  constexpr int NV = D / DV;
+  // Staged rows are padded by 4 floats, so that rows start in different memory banks.
+  constexpr int LDC = DC + 4, LDV = DV + 4, LDP = BK + 4;
+  constexpr int QK_FLOATS = (BQ + BK) * LDC, V_FLOATS = BK * LDV;
+  constexpr int STAGE = QK_FLOATS > V_FLOATS ? QK_FLOATS : V_FLOATS;
+  static_assert(NV * DV == D && NV <= 2 && DV % 16 == 0, "P V tiles");
+  // The Q and K chunks of a step, then the V tile (or half tile) of the same key tile.
+  threadgroup float stage[STAGE];
+  threadgroup float ps[NSG][SR * LDP];  // P through threadgroup memory when it cannot go directly
+  threadgroup float rowf[NSG][SR];      // per-row factors for O: rescale, then 1 / l
+
+  const uint q0 = group.x * BQ, h = group.y, b = group.z;
+  const uint kvh = h / uint(p.G);
+  const int r0 = int(sg) * SR;  // this SIMD-group's rows in the block
+  const float ninf = attn_neg_inf();
+  const ulong q_base = (ulong(b) * uint(p.Hq) + h) * uint(p.Lq);
+  const ulong kv_base = (ulong(b) * uint(p.Hkv) + kvh) * uint(p.Lk);
+
+  // S[SR, BK] += Q[SR, chunk] K[BK, chunk]^T, K staged as keys x features (transposed right).
+  constexpr auto qk_desc = matmul2d_descriptor(SR, BK, static_cast<int>(dynamic_extent), false, true, false,
+                                               matmul2d_descriptor::mode::multiply_accumulate);
+  // O[SR, DV] += P[SR, BK] V[BK, DV]; a cooperative left input needs the static inner dimension.
+  constexpr auto pv_desc = matmul2d_descriptor(SR, DV, BK, false, false, false,
+                                               matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<qk_desc, execution_simdgroup> qk;
+  matmul2d<pv_desc, execution_simdgroup> pv;
+
+  auto cS = qk.get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+  auto cM = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+  auto cL = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+  // One O layout serves both ways P arrives: a cooperative tensor's layout follows from the
+  // descriptor, the scope and the operands' element types (the data-size query of Apple's
+  // MPPTensorOpsMatMul2dImpl.h takes exactly those), and P is float either way.
+  auto cO0 = pv.template get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+  auto cO1 = pv.template get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();  // D = 256
+  attn_tops_fill(cM, ninf);
+  attn_tops_fill(cL, 0.0f);
+  attn_tops_fill(cO0, 0.0f);
+  if (NV > 1) attn_tops_fill(cO1, 0.0f);
+  attn_staged_t tp(&ps[sg][0], dextents<int32_t, 2>(BK, SR), array<int32_t, 2>{1, LDP});
+
+  // Keys past the causal diagonal of the block's last row are never visited.
+  int kend = p.Lk;
+  if (p.causal) kend = min(p.Lk, int(q0) + BQ + p.Lk - p.Lq);
+
+  for (int k0 = 0; k0 < kend; k0 += BK) {
+    // 1. Scores, in the log2 domain. The accumulating op starts from zeros.
+    attn_tops_fill(cS, 0.0f);
+    for (int d0 = 0; d0 < D; d0 += DC) {
+      const int dc = min(DC, D - d0);
+      // The staged tiles of the previous step must be consumed before they are overwritten.
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (int e = tid; e < BQ * dc; e += THREADS) {
+        const int r = e / dc, d = e % dc;
+        const uint i = q0 + uint(r);
+        stage[r * LDC + d] = i < uint(p.Lq) ? float(q[(q_base + i) * uint(D) + uint(d0 + d)]) * p.scale_log2 : 0.0f;
+      }
+      for (int e = tid; e < BK * dc; e += THREADS) {
+        const int r = e / dc, d = e % dc;
+        const int j = k0 + r;
+        stage[(BQ + r) * LDC + d] =
+            j < p.Lk ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D)) : 0.0f;
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      attn_staged_t tq(&stage[r0 * LDC], dextents<int32_t, 2>(dc, SR), array<int32_t, 2>{1, LDC});
+      attn_staged_t tk(&stage[BQ * LDC], dextents<int32_t, 2>(dc, BK), array<int32_t, 2>{1, LDC});
+      qk.run(tq, tk, cS);
+    }
+
+    // 2. Online softmax on the SIMD-group's rows.
+    for (int i = 0; i < cS.get_capacity(); ++i) {
+      if (!cS.is_valid_element(i)) continue;
+      const auto idx = cS.get_multidimensional_index(i);  // {key, row}
+      float bias;
+      const bool vis = attn_visible(p, mask, b, h, int(q0) + r0 + idx[1], k0 + idx[0], bias);
+      const float s = cS[i] + bias;
+      cS[i] = vis && s > ninf ? s : ninf;  // an additive -inf (or NaN) hides the key too
+    }
+    auto cTileMax = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+    reduce_rows(cS, cTileMax, reduction_operation::max, ninf);
+    auto cF = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+    for (int r = 0; r < cM.get_capacity(); ++r) {
+      if (!cM.is_valid_element(r)) continue;
+      const float m_new = max(cM[r], cTileMax[r]);
+      cF[r] = m_new == ninf ? 1.0f : exp2(cM[r] - m_new);  // a row that saw no key yet keeps O = 0
+      cM[r] = m_new;
+    }
+    for (int i = 0; i < cS.get_capacity(); ++i) {
+      if (!cS.is_valid_element(i)) continue;
+      auto it = cS.get_iterator(i);
+      const float m = *cM.map_iterator(it);
+      cS[i] = m == ninf ? 0.0f : exp2(cS[i] - m);
+    }
+    auto cTileSum = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+    reduce_rows(cS, cTileSum, reduction_operation::sum, 0.0f);
+    for (int r = 0; r < cL.get_capacity(); ++r)
+      if (cL.is_valid_element(r)) cL[r] = cL[r] * cF[r] + cTileSum[r];
+
+    // 3. O = diag(factor) O + P V.
+    attn_tops_rows_to_threadgroup(cF, &rowf[sg][0], false);
+    simdgroup_barrier(mem_flags::mem_threadgroup);
+    attn_tops_scale_rows(cO0, &rowf[sg][0]);
+    if (NV > 1) attn_tops_scale_rows(cO1, &rowf[sg][0]);
+    const bool direct = pv.template is_compatible_as_left_input<float, float, float>(cS);
+    for (int c = 0; c < NV; ++c) {
+      // Every SIMD-group is done with the staged Q/K chunk (or the previous V half).
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (int e = tid; e < BK * DV; e += THREADS) {
+        const int r = e / DV, d = e % DV;
+        const int j = k0 + r;
+        // Keys past Lk are zeros, not garbage: their P is 0, and 0 * NaN would not be.
+        stage[r * LDV + d] =
+            j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), uint(c * DV + d), uint(D)) : 0.0f;
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      attn_staged_t tv(&stage[0], dextents<int32_t, 2>(DV, BK), array<int32_t, 2>{1, LDV});
+      if (direct) {
+        auto cP = pv.template get_left_input_cooperative_tensor<float, float, float>(cS);
+        if (c == 0) pv.run(cP, tv, cO0);
+        else pv.run(cP, tv, cO1);
+      } else {
+        if (c == 0) {
+          cS.store(tp);
+          simdgroup_barrier(mem_flags::mem_threadgroup);
+        }
+        if (c == 0) pv.run(tp, tv, cO0);
+        else pv.run(tp, tv, cO1);
+      }
+    }
+  }
+
+  // o = O / l; a row that saw no key (l = 0) is zeros. Rows past Lq are never stored.
+  attn_tops_rows_to_threadgroup(cL, &rowf[sg][0], true);
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  attn_tops_store(cO0, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), 0u, uint(D), &rowf[sg][0]);
+  if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);
+}
+
+#define MTO_ATTN_TOPS_DENSE(T, tname, D) \
+  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_dense_d" #D, attention_tensorops_prefill, T, ATTN_KV_DENSE, D)
+#define MTO_ATTN_TOPS_MX(T, tname, D)                                                                      \
+  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_d" #D, attention_tensorops_prefill, T, \
+                      ATTN_KV_MXFP8_E4M3, D)                                                               \
+  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_e5m2_d" #D, attention_tensorops_prefill, T, \
+                      ATTN_KV_MXFP8_E5M2, D)
+#define MTO_ATTN_TOPS_DTYPE(T, tname)                                                                   \
+  MTO_ATTN_TOPS_DENSE(T, tname, 64) MTO_ATTN_TOPS_DENSE(T, tname, 80) MTO_ATTN_TOPS_DENSE(T, tname, 96) \
+  MTO_ATTN_TOPS_DENSE(T, tname, 128) MTO_ATTN_TOPS_DENSE(T, tname, 256)                                 \
+  MTO_ATTN_TOPS_MX(T, tname, 64) MTO_ATTN_TOPS_MX(T, tname, 96) MTO_ATTN_TOPS_MX(T, tname, 128)          \
+  MTO_ATTN_TOPS_MX(T, tname, 256)
+
+MTO_ATTN_TOPS_DTYPE(float, "f32")
+MTO_ATTN_TOPS_DTYPE(half, "f16")
+MTO_ATTN_TOPS_DTYPE(bfloat, "bf16")
+
+#endif  // __METAL_VERSION__ >= 400

@@ -1,0 +1,76 @@
+// FlashAttention on the tensorops tier (shaders/attention_tensorops.metal for prefill, the vector
+// decode kernel of shaders/attention.metal for Lq <= 8) against the cpu backend, through
+// plan_attention(..., Tier::TensorOps): "attention-tensorops/...". Tolerances: attention_case.h.
+//
+// The main configuration (float32 q, dense K/V) runs every (Lq, Lk) of {33, 129, 300} x
+// {1, 7, 33, 129, 300} for every head dim, with GQA ratio, causal and mask cycling; the other
+// options (float16/bfloat16 q, mxfp8 E4M3/E5M2 K/V, bool/additive/per-head masks, scale, MQA)
+// are sampled so that each value meets several shapes. msl.test.ts runs these cases under other
+// cooperative-tensor seeds and with is_compatible_as_left_input forced to false as well.
+#include <set>
+
+#include "attention_case.h"
+
+namespace mtoh_driver {
+
+std::vector<Case> attention_tensorops_cases() {
+  using mto::DType;
+  std::vector<Case> cases;
+  std::set<std::string> names;
+  auto add = [&](AttnShape s) {
+    const std::string name = attention_case_name(s, "attention-tensorops/");
+    if (!names.insert(name).second) return;
+    cases.push_back({name, [=](const std::string& variant) {
+      return run_attention_case(s, name, variant, mto::Tier::TensorOps);
+    }});
+  };
+  const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
+  const int64_t dims[] = {64, 80, 96, 128, 256};
+  const int64_t lens[] = {1, 7, 33, 129, 300};
+
+  // Main configuration: every prefill (Lq, Lk) for every head dim. GQA 1, 4, 8, causal and masks
+  // cycle; shapes with many rows keep fewer query heads so the suite stays fast.
+  int n = 0;
+  for (int64_t D : dims)
+    for (int64_t Lq : lens) {
+      if (Lq <= 8) continue;
+      for (int64_t Lk : lens) {
+        int64_t G = n % 3 == 0 ? 1 : n % 3 == 1 ? 4 : 8;
+        if (G * Lq * Lk * D > int64_t(4) * 129 * 129 * 64) G = 1;
+        const int64_t Hkv = G == 1 ? 2 : 1;
+        const bool causal = (n / 3) % 2 == 1 || Lq > Lk;  // Lq > Lk: whole rows see no key
+        const MaskKind mask = n % 5 == 2 ? MaskKind::Bool : n % 5 == 4 ? MaskKind::Additive : MaskKind::None;
+        add({1, G * Hkv, Hkv, Lq, Lk, D, f32, KV::Dense, causal, mask});
+        ++n;
+      }
+    }
+
+  // float16 / bfloat16 q: every head dim, edge lengths, causal with Lq > Lk.
+  add({1, 4, 1, 33, 129, 64, f16, KV::Dense, true});
+  add({1, 2, 2, 129, 33, 80, f16, KV::Dense, true});
+  add({1, 8, 1, 33, 7, 96, f16});
+  add({1, 1, 1, 300, 300, 128, f16, KV::Dense, false, MaskKind::Bool});
+  add({2, 2, 1, 33, 300, 256, f16, KV::Dense, true, MaskKind::AdditiveHalf});
+  add({1, 4, 4, 33, 33, 64, bf16, KV::Dense, false, MaskKind::AdditiveBF16});
+  add({1, 2, 1, 129, 129, 128, bf16, KV::Dense, true});
+  add({1, 1, 1, 33, 1, 256, bf16});
+  // mxfp8 K/V (E4M3 and E5M2) decoded in the kernel, every head dim a multiple of 32.
+  add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true});
+  add({1, 2, 1, 129, 33, 96, f16, KV::E5M2, true, MaskKind::Bool});
+  add({1, 8, 1, 33, 300, 128, bf16, KV::E4M3, false, MaskKind::Additive});
+  add({1, 1, 1, 300, 129, 256, f32, KV::E5M2, true});
+  add({2, 2, 2, 33, 7, 256, f16, KV::E4M3});
+  add({1, 2, 2, 33, 33, 96, f32, KV::E4M3, false, MaskKind::HeadKeys});
+  // Masks broadcast per head, a custom scale, MQA with GQA 8.
+  add({2, 4, 1, 33, 129, 80, f32, KV::Dense, false, MaskKind::HeadKeys});
+  add({1, 8, 1, 33, 33, 64, f32, KV::Dense, false, MaskKind::AdditiveHalf, 0.3f});
+  add({1, 4, 2, 129, 7, 128, f32, KV::Dense, false, MaskKind::None, 0.7f});
+
+  // Decode on this tier is the vector kernel: one pass, and split over the keys with the merge.
+  add({1, 8, 1, 1, 129, 128, f32});
+  add({1, 4, 1, 7, 300, 64, f16, KV::E5M2, true});
+  add({1, 2, 2, 1, 300, 256, bf16, KV::Dense, false, MaskKind::Additive});
+  return cases;
+}
+
+}  // namespace mtoh_driver
