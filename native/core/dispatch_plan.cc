@@ -114,8 +114,10 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   if (!is_valid_block(f, block)) {
     throw Error(code::Format, std::string(info.name) + " does not use blocks of " + std::to_string(block));
   }
-  if (x != DType::Float32) {
-    throw Error(code::DType, std::string("the Metal linear kernels take float32 activations, got ") + dtype_name(x));
+  const char* suffix = dtype_suffix(x);
+  if (!suffix) {
+    throw Error(code::DType, std::string("the Metal linear kernels take float32, float16 or bfloat16 x, got ") +
+                                 dtype_name(x));
   }
   if (M <= 0 || N <= 0 || K <= 0 || K % block != 0 || K % 32 != 0) {
     throw Error(code::Shape, "linear needs M, N > 0 and K a positive multiple of 32 and of the block (" +
@@ -139,7 +141,7 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   d.library = "qlinear";
   d.tier = Tier::Simdgroup;
   const bool decode = M <= QLINEAR_DECODE_MAX_M;
-  d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + info.name + "_f32";
+  d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + info.name + "_" + suffix;
   if (tier == Tier::TensorOps || tier == Tier::TensorOpsMx) {
     // The tensorops tier: decode (a GEMV, bandwidth-bound) is the shared qlinear_decode; larger M
     // runs the matmul2d kernel of shaders/qlinear_tensorops.metal (a library compiled at MSL 4.0).
@@ -149,7 +151,7 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
     }
     if (!decode) {
       d.library = "qlinear_tensorops";
-      d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_f32";
+      d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_" + suffix;
     }
   } else if (tier != Tier::Simdgroup) {
     d.fallback_reason = std::string("no ") + tier_name(tier) + " linear kernels yet; using the simdgroup kernels";

@@ -63,7 +63,7 @@ struct Dispatch {
 // Throws mto::Error (E_FORMAT, E_DTYPE, E_SHAPE) for what no kernel handles.
 Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 
-// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32, w quantized with format f and
+// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32/float16/bfloat16, w quantized with format f and
 // block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
 // tiled kernel. Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops",
 // MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx has no kernels of its own

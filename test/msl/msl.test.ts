@@ -72,7 +72,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(failures(cases)).toEqual([]);
   });
 
-  it('linear: every format, decode and tiled kernels, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+  it('linear: every format, decode and tiled kernels, float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
     const cases = group('linear/');
     expect(failures(cases)).toEqual([]);
     // Coverage the suite promises: every format, M on both sides of the decode/tiled switch.
@@ -81,7 +81,12 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
       for (const M of [1, 3, 8, 9, 33]) {
         const c = cases.find((x) => x.name.startsWith(`linear/${format}/M${M}/`));
         expect(c, `linear/${format}/M${M}`).toBeDefined();
-        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_/ : /^qlinear_gemm_/);
+        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_.*_f32$/ : /^qlinear_gemm_.*_f32$/);
+        for (const dtype of ['f16', 'bf16']) {
+          const h = cases.find((x) => x.name.startsWith(`linear/${format}/${dtype}/M${M}/`));
+          expect(h, `linear/${format}/${dtype}/M${M}`).toBeDefined();
+          expect(h!.kernel).toMatch(new RegExp(`^${M <= 8 ? 'qlinear_decode_' : 'qlinear_gemm_'}.*_${dtype}$`));
+        }
       }
     }
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
@@ -103,7 +108,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
-  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
     const cases = group('linear-tensorops/');
     expect(failures(cases)).toEqual([]);
     for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2',
@@ -111,7 +116,12 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
       for (const M of [1, 3, 8, 9, 33]) {
         const c = cases.find((x) => x.name.startsWith(`linear-tensorops/${format}/M${M}/`));
         expect(c, `linear-tensorops/${format}/M${M}`).toBeDefined();
-        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_/ : /^qlinear_tensorops_gemm_/);
+        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_.*_f32$/ : /^qlinear_tensorops_gemm_.*_f32$/);
+        for (const dtype of ['f16', 'bf16']) {
+          const h = cases.find((x) => x.name.startsWith(`linear-tensorops/${format}/${dtype}/M${M}/`));
+          expect(h, `linear-tensorops/${format}/${dtype}/M${M}`).toBeDefined();
+          expect(h!.kernel).toMatch(new RegExp(`^${M <= 8 ? 'qlinear_decode_' : 'qlinear_tensorops_gemm_'}.*_${dtype}$`));
+        }
       }
     }
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
