@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "../../shaders/attention_params.h"
+#include "../../shaders/matmul_params.h"
 #include "../../shaders/mx_formats.h"
 #include "../../shaders/qlinear_params.h"
 #include "../../shaders/quantize_params.h"
@@ -20,6 +21,7 @@ namespace {
 static_assert(sizeof(MxQuantizeParams) == 16, "MxQuantizeParams layout");
 static_assert(sizeof(QLinearParams) == 32, "QLinearParams layout");
 static_assert(sizeof(AttentionKernelParams) == 72, "AttentionKernelParams layout");
+static_assert(sizeof(MatmulKernelParams) == 16, "MatmulKernelParams layout");
 
 template <class P>
 std::vector<uint8_t> bytes_of(const P& p) {
@@ -70,6 +72,8 @@ const char* arg_name(Arg a) {
     case Arg::O: return "o";
     case Arg::PartialO: return "partial.o";
     case Arg::PartialML: return "partial.ml";
+    case Arg::A: return "a";
+    case Arg::B: return "b";
   }
   return "?";
 }
@@ -177,6 +181,56 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
                {QLINEAR_BUFFER_BIAS, has_bias ? Arg::Bias : Arg::Unused},
                {QLINEAR_BUFFER_Y, Arg::Y},
                {QLINEAR_BUFFER_PARAMS, Arg::Params}};
+  d.params = bytes_of(p);
+  return d;
+}
+
+Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
+                     Tier tier) {
+  if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
+  const char* suffix = dtype_suffix(a);
+  if (!suffix || a != b) {
+    throw Error(code::DType, std::string("the Metal matmul kernels take a and b of one dtype (float32, float16 or "
+                                         "bfloat16), got a ") + dtype_name(a) + " and b " + dtype_name(b));
+  }
+  if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) {
+    throw Error(code::Shape, "matmul needs batch, M, N, K > 0, got batch=" + std::to_string(batch) +
+                                 " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  }
+  check_i32("batch", batch);
+  check_i32("M * K", M * K);
+  check_i32("K * N", K * N);
+  check_i32("M * N", M * N);
+
+  MatmulKernelParams p = {};
+  p.M = int32_t(M);
+  p.N = int32_t(N);
+  p.K = int32_t(K);
+  p.b_batched = b_batched ? 1 : 0;
+
+  Dispatch d;
+  if (tier == Tier::Simdgroup) {
+    d.library = "matmul";
+    d.kernel = std::string("matmul_gemm_") + suffix;
+    d.tier = Tier::Simdgroup;
+    d.threadgroups[0] = ceil_div(N, MATMUL_GEMM_BN);
+    d.threadgroups[1] = ceil_div(M, MATMUL_GEMM_BM);
+    d.threads_per_threadgroup[0] = 32 * MATMUL_GEMM_SIMDGROUPS;
+  } else {
+    // TensorOps and TensorOpsMx: the MX scale planes concern quantized operands only.
+    d.library = "matmul_tensorops";
+    d.kernel = std::string("matmul_tensorops_gemm_") + suffix;
+    d.tier = Tier::TensorOps;
+    // matmul2d<..., execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
+    d.threadgroups[0] = ceil_div(N, MATMUL_TOPS_BN);
+    d.threadgroups[1] = ceil_div(M, MATMUL_TOPS_BM);
+    d.threads_per_threadgroup[0] = 32 * MATMUL_TOPS_SIMDGROUPS;
+  }
+  d.threadgroups[2] = uint32_t(batch);
+  d.buffers = {{MATMUL_BUFFER_A, Arg::A},
+               {MATMUL_BUFFER_B, Arg::B},
+               {MATMUL_BUFFER_Y, Arg::Y},
+               {MATMUL_BUFFER_PARAMS, Arg::Params}};
   d.params = bytes_of(p);
   return d;
 }

@@ -37,6 +37,8 @@ enum class Arg : uint8_t {
   Mask,               // bool bytes or additive float elements
   O,                  // output, float32
   PartialO, PartialML,  // split decode: written by the first pass, read by the merge pass
+  // dense matmul (plan_matmul): y = a @ b, the output bound as Y
+  A, B,
 };
 const char* arg_name(Arg a);
 
@@ -69,6 +71,15 @@ Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 // MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx has no kernels of its own
 // yet and uses the tensorops ones (saying so in fallback_reason); Tier::Cpu throws E_BACKEND.
 Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
+                     Tier tier);
+
+// y[batch, M, N] = a[batch, M, K] @ b[K, N] (b_batched: b[batch, K, N]), a and b dense of one
+// dtype (float32, float16 or bfloat16), y float32. One tiled kernel for every M: simdgroup_matrix
+// tiles on Tier::Simdgroup (library "matmul"), matmul2d on Tier::TensorOps and TensorOpsMx
+// (library "matmul_tensorops", MSL 4.0; tensorops-mx adds nothing for dense operands). Throws
+// E_DTYPE (other dtypes, or a and b of different dtypes: convert one first), E_SHAPE,
+// E_BACKEND (Tier::Cpu).
+Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
                      Tier tier);
 
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (FlashAttention, API.md), from the validated

@@ -127,10 +127,26 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
+  it('matmul: dense float32/float16/bfloat16 through simdgroup_matrix tiles and matmul2d, edge tiles in M, N and K, batches, within 1e-4 * (1 + |ref|)', () => {
+    for (const [prefix, kernel] of [['matmul/', 'matmul_gemm_'], ['matmul-tensorops/', 'matmul_tensorops_gemm_']]) {
+      const cases = group(prefix);
+      expect(failures(cases)).toEqual([]);
+      for (const dtype of ['f32', 'f16', 'bf16']) {
+        for (const M of [1, 3, 8, 9, 33]) {
+          const c = cases.find((x) => x.name.startsWith(`${prefix}${dtype}/B1/M${M}/`));
+          expect(c, `${prefix}${dtype}/M${M}`).toBeDefined();
+          expect(c!.kernel).toBe(kernel + dtype);
+        }
+        expect(cases.some((c) => c.name.startsWith(`${prefix}${dtype}/B3.bb/`)), `${prefix}${dtype} batched b`).toBe(true);
+      }
+      expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+    }
+  });
+
   // The cooperative-tensor element-to-thread order is scrambled by a seed: correct kernels pass
   // under any seed, and is_compatible_as_left_input may answer either way.
   it('tensorops: the scrambled cooperative-tensor layout under two other seeds, and left-input reuse both ways', () => {
-    const filter = ['--filter', 'linear-tensorops/,harness/tensorops/'];
+    const filter = ['--filter', 'linear-tensorops/,harness/tensorops/,matmul-tensorops/'];
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(filter, { MTOH_COOP_SEED: seed });
       expect(r.cases.filter((c) => c.name.startsWith('linear-tensorops/')).length).toBeGreaterThanOrEqual(70);

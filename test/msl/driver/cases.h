@@ -54,6 +54,7 @@ std::vector<Case> selftest_cases();  // the harness itself (test/msl/selftest/se
 std::vector<Case> plan_cases();      // what the dispatch plans refuse
 std::vector<Case> tensorops_cases(); // the TensorOps shim (test/msl/selftest/tensorops_selftest.metal)
 std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), and plan/attention
+std::vector<Case> matmul_cases();    // dense matmul kernels (matmul_cases.cc), and plan/matmul
 
 std::string to_json(const CaseResult& r);
 
