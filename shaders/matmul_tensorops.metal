@@ -30,11 +30,13 @@ template <typename T>
   constexpr int BM = MATMUL_TOPS_BM, BN = MATMUL_TOPS_BN;
   const int M = p.M, N = p.N, K = p.K;
   const ulong batch = group.z;
-  typedef tensor<device const T, dextents<int32_t, 2>, tensor_inline> operand_t;
+  // Element types without const: reported to fail a static_assert in Apple's headers (a
+  // secondary source), so the read-only operands are viewed through a cast.
+  typedef tensor<device T, dextents<int32_t, 2>, tensor_inline> operand_t;
   typedef tensor<device float, dextents<int32_t, 2>, tensor_inline> result_t;
   // Extents and strides innermost first: a is M rows of K, b K rows of N, y M rows of N.
-  operand_t ta(a + batch * ulong(M) * ulong(K), dextents<int32_t, 2>(K, M), array<int32_t, 2>{1, K});
-  operand_t tb(b + (p.b_batched ? batch * ulong(K) * ulong(N) : 0ul), dextents<int32_t, 2>(N, K),
+  operand_t ta((device T*)a + batch * ulong(M) * ulong(K), dextents<int32_t, 2>(K, M), array<int32_t, 2>{1, K});
+  operand_t tb((device T*)b + (p.b_batched ? batch * ulong(K) * ulong(N) : 0ul), dextents<int32_t, 2>(N, K),
                array<int32_t, 2>{1, N});
   result_t ty(y + batch * ulong(M) * ulong(N), dextents<int32_t, 2>(N, M), array<int32_t, 2>{1, N});
 

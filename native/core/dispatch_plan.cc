@@ -49,6 +49,24 @@ const char* dtype_suffix(DType t) {
   }
 }
 
+// Why the tensorops-mx scale-plane kernel cannot run this linear ("" when it can): Metal has
+// element types for fp8 e4m3/e5m2 and fp4 e2m1 only, pairs them with half activations only, and
+// format tensors need rows of a multiple of 128 bytes (METAL.md).
+std::string linear_mx_refusal(Format f, DType x, int64_t K) {
+  if (f != Format::MXFP8_E4M3 && f != Format::MXFP8_E5M2 && f != Format::MXFP4) {
+    return std::string("Metal has no scale-plane element type for ") + format_info(f).name;
+  }
+  if (x != DType::Float16) {
+    return std::string("Metal's scale-plane matmul takes float16 activations, not ") + dtype_name(x);
+  }
+  const int64_t row_bytes = K * format_info(f).bits / 8;
+  if (row_bytes % QLINEAR_MX_ROW_ALIGN != 0) {
+    return "weight rows of " + std::to_string(row_bytes) + " bytes are not a multiple of " +
+           std::to_string(QLINEAR_MX_ROW_ALIGN);
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* arg_name(Arg a) {
@@ -149,18 +167,28 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   if (tier == Tier::TensorOps || tier == Tier::TensorOpsMx) {
     // The tensorops tier: decode (a GEMV, bandwidth-bound) is the shared qlinear_decode; larger M
     // runs the matmul2d kernel of shaders/qlinear_tensorops.metal (a library compiled at MSL 4.0).
+    // tensorops-mx adds scale-plane matmul2d (shaders/qlinear_tensorops_mx.metal, MSL 4.1) where
+    // Metal knows the format and the operands fit its rules; the rest runs the tensorops kernels.
     d.tier = Tier::TensorOps;
-    if (tier == Tier::TensorOpsMx) {
-      d.fallback_reason = "no tensorops-mx linear kernels yet; using the tensorops kernels";
-    }
-    if (!decode) {
+    const std::string why_not_mx = tier == Tier::TensorOpsMx && !decode ? linear_mx_refusal(f, x, K) : "";
+    if (!decode && tier == Tier::TensorOpsMx && why_not_mx.empty()) {
+      d.tier = Tier::TensorOpsMx;
+      d.library = "qlinear_tensorops_mx";
+      d.kernel = std::string("qlinear_tensorops_mx_gemm_") + info.name + "_" + suffix;
+    } else if (!decode) {
       d.library = "qlinear_tensorops";
       d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_" + suffix;
+      if (!why_not_mx.empty()) d.fallback_reason = why_not_mx + "; using the tensorops (dequantizing) kernel";
     }
   } else if (tier != Tier::Simdgroup) {
     d.fallback_reason = std::string("no ") + tier_name(tier) + " linear kernels yet; using the simdgroup kernels";
   }
-  if (d.library == "qlinear_tensorops") {
+  if (d.library == "qlinear_tensorops_mx") {
+    // matmul2d<..., execution_simdgroups<QLINEAR_MX_SIMDGROUPS>>.
+    d.threadgroups[0] = ceil_div(N, QLINEAR_MX_BN);
+    d.threadgroups[1] = ceil_div(M, QLINEAR_MX_BM);
+    d.threads_per_threadgroup[0] = 32 * QLINEAR_MX_SIMDGROUPS;
+  } else if (d.library == "qlinear_tensorops") {
     // matmul2d<..., execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
     d.threadgroups[0] = ceil_div(N, QLINEAR_TOPS_BN);
     d.threadgroups[1] = ceil_div(M, QLINEAR_TOPS_BM);

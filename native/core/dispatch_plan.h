@@ -68,8 +68,10 @@ Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 // y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32/float16/bfloat16, w quantized with format f and
 // block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
 // tiled kernel. Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops",
-// MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx has no kernels of its own
-// yet and uses the tensorops ones (saying so in fallback_reason); Tier::Cpu throws E_BACKEND.
+// MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx runs mxfp8, mxfp8_e5m2 and
+// mxfp4 weights with float16 x and 128-byte weight rows through scale-plane matmul2d (library
+// "qlinear_tensorops_mx", MSL 4.1, tier TensorOpsMx) and everything else as Tier::TensorOps,
+// saying why in fallback_reason; Tier::Cpu throws E_BACKEND.
 Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
                      Tier tier);
 

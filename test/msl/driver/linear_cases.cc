@@ -43,7 +43,7 @@ mto::Tensor dense(const std::vector<float>& v, mto::Shape shape, mto::DType dtyp
 }
 
 CaseResult run_case(mto::Format f, mto::DType xt, LinearShape s, const std::string& name,
-                    const std::string& variant, mto::Tier tier) {
+                    const std::string& variant, mto::Tier tier, double tolerance = kTolerance) {
   const uint64_t seed = seed_of(name);
   const mto::Tensor x = dense(normal_data(s.M * s.K, seed), {s.M, s.K}, xt);
   // Weight rows at different magnitudes, so scales differ from row to row and block to block.
@@ -74,10 +74,15 @@ CaseResult run_case(mto::Format f, mto::DType xt, LinearShape s, const std::stri
   const mto::plan::Dispatch plan =
       mto::plan::plan_linear(f, s.block, xt, s.M, s.N, s.K, s.bias, tier);
   return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * sizeof(float)}},
-                       [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::Y), ref, kTolerance, s.N, "y"); });
+                       [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::Y), ref, tolerance, s.N, "y"); });
 }
 
 }  // namespace
+
+CaseResult run_linear_case(mto::Format f, int block, mto::DType x, int64_t M, int64_t N, int64_t K, bool bias,
+                           const std::string& name, const std::string& variant, mto::Tier tier, double tolerance) {
+  return run_case(f, x, {M, N, K, block, bias}, name, variant, tier, tolerance);
+}
 
 std::vector<Case> linear_cases() {
   struct Config {
