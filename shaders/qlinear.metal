@@ -3,7 +3,8 @@
 // output. Activations are converted to float32 as they are read (exact for all three) and weights
 // are dequantized to float32, not to T: an MX scale spans 2^-127..2^127, beyond float16's range,
 // and bfloat16 would round the decoded values. Weights are dequantized inside the kernel by
-// mx_dequant.h (the decoders of mx_formats.h, shared with the cpu backend). Shapes and slots: qlinear_params.h; which kernel runs: native/core/dispatch_plan.cc.
+// mx_dequant.h (the decoders of mx_formats.h, shared with the cpu backend). Shapes and slots:
+// qlinear_params.h; which kernel runs: native/core/dispatch_plan.cc.
 //
 //   qlinear_decode (M <= 8, token generation) is bound by memory bandwidth: each SIMD-group
 //   streams 4 weight rows once, every lane a contiguous run of codes, dots the decoded run with
