@@ -81,6 +81,8 @@ const char* arg_name(Arg a) {
     case Arg::Y: return "y";
     case Arg::Codes: return "codes";
     case Arg::Scales: return "scales";
+    case Arg::A: return "a";
+    case Arg::B: return "b";
     case Arg::Q: return "q";
     case Arg::K: return "k";
     case Arg::V: return "v";
@@ -90,8 +92,6 @@ const char* arg_name(Arg a) {
     case Arg::O: return "o";
     case Arg::PartialO: return "partial.o";
     case Arg::PartialML: return "partial.ml";
-    case Arg::A: return "a";
-    case Arg::B: return "b";
   }
   return "?";
 }

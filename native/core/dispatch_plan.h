@@ -31,14 +31,13 @@ enum class Arg : uint8_t {
   Y,        // dense output, float32
   Codes,    // quantize outputs
   Scales,
+  A, B,     // dense matmul operands (plan_matmul); the output is Y
   // attention (plan_attention)
   Q, K, V,            // dense operands, or for k/v the mxfp8 codes
   KScales, VScales,   // mxfp8 k/v: E8M0 scales
   Mask,               // bool bytes or additive float elements
   O,                  // output, float32
   PartialO, PartialML,  // split decode: written by the first pass, read by the merge pass
-  // dense matmul (plan_matmul): y = a @ b, the output bound as Y
-  A, B,
 };
 const char* arg_name(Arg a);
 
@@ -65,8 +64,8 @@ struct Dispatch {
 // Throws mto::Error (E_FORMAT, E_DTYPE, E_SHAPE) for what no kernel handles.
 Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 
-// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32/float16/bfloat16, w quantized with format f and
-// block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
+// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32/float16/bfloat16, w quantized with
+// format f and block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
 // tiled kernel. Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops",
 // MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx runs mxfp8, mxfp8_e5m2 and
 // mxfp4 weights with float16 x and 128-byte weight rows through scale-plane matmul2d (library
