@@ -64,8 +64,9 @@ template <int FMT>
   // Innermost first: x is M rows of K halves; w is N rows of K codes (strides count elements,
   // also for packed fp4), its plane N rows of K / 32 scale bytes.
   x_t tx((device half*)x, dextents<int32_t, 2>(K, M), array<int32_t, 2>{1, K});
-  w_t tw((device format_t*)codes, dextents<int32_t, 2>(K, N), array<int32_t, 2>{1, K},
-         scales_t((device metal_fp8_ue8m0_format*)scales));
+  // The pointers are cast to the views' data_handle_type, whatever a packed-format handle is.
+  w_t tw((typename w_t::data_handle_type)codes, dextents<int32_t, 2>(K, N), array<int32_t, 2>{1, K},
+         scales_t((typename scales_t::data_handle_type)scales));
 
   const int m0 = int(group.y) * BM, n0 = int(group.x) * BN;
   auto sx = tx.slice(0, m0);  // rows m0.. of x, all of K
