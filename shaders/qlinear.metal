@@ -1,7 +1,10 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the simdgroup tier (Apple7+),
-// every format of API.md, float32 activations and output, float32 accumulation. Weights are
-// dequantized inside the kernel by mx_dequant.h (the decoders of mx_formats.h, shared with the
-// cpu backend). Shapes and slots: qlinear_params.h; which kernel runs: native/core/dispatch_plan.cc.
+// every format of API.md, float32/float16/bfloat16 activations (T), float32 accumulation and
+// output. Activations are converted to float32 as they are read (exact for all three) and weights
+// are dequantized to float32, not to T: an MX scale spans 2^-127..2^127, beyond float16's range,
+// and bfloat16 would round the decoded values. Weights are dequantized inside the kernel by
+// mx_dequant.h (the decoders of mx_formats.h, shared with the cpu backend). Shapes and slots:
+// qlinear_params.h; which kernel runs: native/core/dispatch_plan.cc.
 //
 //   qlinear_decode (M <= 8, token generation) is bound by memory bandwidth: each SIMD-group
 //   streams 4 weight rows once, every lane a contiguous run of codes, dots the decoded run with
@@ -17,9 +20,9 @@
 
 using namespace metal;
 
-template <int FMT>
+template <typename T, int FMT>
 [[kernel]] void qlinear_decode(
-    device const float* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
@@ -49,9 +52,9 @@ template <int FMT>
       mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), w[r]);
     }
     for (uint m = 0; m < M; ++m) {
-      const device float* xm = x + ulong(m) * K + k;
+      const device T* xm = x + ulong(m) * K + k;
       float xv[RUN];
-      for (int i = 0; i < RUN; ++i) xv[i] = xm[i];
+      for (int i = 0; i < RUN; ++i) xv[i] = float(xm[i]);
       for (int r = 0; r < ROWS; ++r) {
         float s = 0.0f;
         for (int i = 0; i < RUN; ++i) s += xv[i] * w[r][i];
@@ -71,9 +74,9 @@ template <int FMT>
   }
 }
 
-template <int FMT>
+template <typename T, int FMT>
 [[kernel]] void qlinear_gemm(
-    device const float* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
@@ -111,7 +114,7 @@ template <int FMT>
     const uint k = k0 + lc;
     const uint m = m0 + lr;
     const bool x_in = m < M && k < K;
-    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? x[ulong(m) * K + k + uint(i)] : 0.0f;
+    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? float(x[ulong(m) * K + k + uint(i)]) : 0.0f;
     const uint n = n0 + lr;
     if (n < N && k < K) {
       mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), &ws[lr][lc]);
@@ -141,9 +144,14 @@ template <int FMT>
   }
 }
 
-#define MTO_QLINEAR_FORMAT(fmt, name)                                       \
-  MTO_KERNEL_INSTANCE("qlinear_decode_" name "_f32", qlinear_decode, fmt)   \
-  MTO_KERNEL_INSTANCE("qlinear_gemm_" name "_f32", qlinear_gemm, fmt)
+// One instance per format and activation type; host names end in the dtype ("_f16").
+#define MTO_QLINEAR_DTYPE(fmt, name, T, tname)                                    \
+  MTO_KERNEL_INSTANCE("qlinear_decode_" name "_" tname, qlinear_decode, T, fmt)   \
+  MTO_KERNEL_INSTANCE("qlinear_gemm_" name "_" tname, qlinear_gemm, T, fmt)
+#define MTO_QLINEAR_FORMAT(fmt, name)            \
+  MTO_QLINEAR_DTYPE(fmt, name, float, "f32")     \
+  MTO_QLINEAR_DTYPE(fmt, name, half, "f16")      \
+  MTO_QLINEAR_DTYPE(fmt, name, bfloat, "bf16")
 
 MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
 MTO_QLINEAR_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")

@@ -38,6 +38,16 @@
 #define QLINEAR_TOPS_BK 64
 #define QLINEAR_TOPS_SIMDGROUPS 4
 
+// Tensorops-mx tier (shaders/qlinear_tensorops_mx.metal, MSL 4.1 scale planes), M > 8, weights
+// whose element type Metal knows (mxfp8, mxfp8_e5m2, mxfp4) and float16 x: one matmul2d per
+// BM x BN tile of y over the whole K, x and the weights with their E8M0 scale plane viewed in
+// device memory. The weight rows must be a multiple of QLINEAR_MX_ROW_ALIGN bytes (the rule for
+// buffer-backed format tensors, assumed for inline views: METAL.md, test/msl/README.md).
+#define QLINEAR_MX_BM 32
+#define QLINEAR_MX_BN 32
+#define QLINEAR_MX_SIMDGROUPS 4
+#define QLINEAR_MX_ROW_ALIGN 128
+
 struct QLinearParams {
   mto_i32 M, N, K;   // K a multiple of 32 (and of group_size)
   mto_i32 group_size;  // affine group (32, 64 or 128); 32 for MX formats

@@ -1,6 +1,7 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops tier (MSL 4.0,
-// TensorOps): every format of API.md, float32 activations, accumulation and output. Compiled
-// only at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; METAL.md).
+// TensorOps): every format of API.md, float32/float16/bfloat16 activations (T, converted to
+// float32 as they are staged, as in qlinear.metal), float32 accumulation and output. Compiled only
+// at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; METAL.md).
 //
 // The route WWDC26 talk 330 gives for weight formats the hardware path does not know: each step
 // dequantizes a BN x BK tile of w (mx_dequant.h, the decoders the cpu backend uses) and stages the
@@ -26,9 +27,9 @@
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-template <int FMT>
+template <typename T, int FMT>
 [[kernel]] void qlinear_tensorops_gemm(
-    device const float* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
@@ -68,7 +69,7 @@ template <int FMT>
     const uint k = k0 + lc;
     const uint m = m0 + lr;
     const bool x_in = m < M && k < K;
-    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? x[ulong(m) * K + k + uint(i)] : 0.0f;
+    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? float(x[ulong(m) * K + k + uint(i)]) : 0.0f;
     const uint n = n0 + lr;
     if (n < N && k < K) {
       mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), &ws[lr][lc]);
@@ -93,8 +94,10 @@ template <int FMT>
   }
 }
 
-#define MTO_QLINEAR_TOPS_FORMAT(fmt, name) \
-  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_f32", qlinear_tensorops_gemm, fmt)
+#define MTO_QLINEAR_TOPS_FORMAT(fmt, name)                                                   \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_f32", qlinear_tensorops_gemm, float, fmt) \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_f16", qlinear_tensorops_gemm, half, fmt)  \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_bf16", qlinear_tensorops_gemm, bfloat, fmt)
 
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "../../shaders/attention_params.h"
+#include "../../shaders/matmul_params.h"
 #include "../../shaders/mx_formats.h"
 #include "../../shaders/qlinear_params.h"
 #include "../../shaders/quantize_params.h"
@@ -20,6 +21,7 @@ namespace {
 static_assert(sizeof(MxQuantizeParams) == 16, "MxQuantizeParams layout");
 static_assert(sizeof(QLinearParams) == 32, "QLinearParams layout");
 static_assert(sizeof(AttentionKernelParams) == 72, "AttentionKernelParams layout");
+static_assert(sizeof(MatmulKernelParams) == 16, "MatmulKernelParams layout");
 
 template <class P>
 std::vector<uint8_t> bytes_of(const P& p) {
@@ -47,6 +49,24 @@ const char* dtype_suffix(DType t) {
   }
 }
 
+// Why the tensorops-mx scale-plane kernel cannot run this linear ("" when it can): Metal has
+// element types for fp8 e4m3/e5m2 and fp4 e2m1 only, pairs them with half activations only, and
+// format tensors need rows of a multiple of 128 bytes (METAL.md).
+std::string linear_mx_refusal(Format f, DType x, int64_t K) {
+  if (f != Format::MXFP8_E4M3 && f != Format::MXFP8_E5M2 && f != Format::MXFP4) {
+    return std::string("Metal has no scale-plane element type for ") + format_info(f).name;
+  }
+  if (x != DType::Float16) {
+    return std::string("Metal's scale-plane matmul takes float16 activations, not ") + dtype_name(x);
+  }
+  const int64_t row_bytes = K * format_info(f).bits / 8;
+  if (row_bytes % QLINEAR_MX_ROW_ALIGN != 0) {
+    return "weight rows of " + std::to_string(row_bytes) + " bytes are not a multiple of " +
+           std::to_string(QLINEAR_MX_ROW_ALIGN);
+  }
+  return "";
+}
+
 }  // namespace
 
 const char* arg_name(Arg a) {
@@ -61,6 +81,8 @@ const char* arg_name(Arg a) {
     case Arg::Y: return "y";
     case Arg::Codes: return "codes";
     case Arg::Scales: return "scales";
+    case Arg::A: return "a";
+    case Arg::B: return "b";
     case Arg::Q: return "q";
     case Arg::K: return "k";
     case Arg::V: return "v";
@@ -114,8 +136,10 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   if (!is_valid_block(f, block)) {
     throw Error(code::Format, std::string(info.name) + " does not use blocks of " + std::to_string(block));
   }
-  if (x != DType::Float32) {
-    throw Error(code::DType, std::string("the Metal linear kernels take float32 activations, got ") + dtype_name(x));
+  const char* suffix = dtype_suffix(x);
+  if (!suffix) {
+    throw Error(code::DType, std::string("the Metal linear kernels take float32, float16 or bfloat16 x, got ") +
+                                 dtype_name(x));
   }
   if (M <= 0 || N <= 0 || K <= 0 || K % block != 0 || K % 32 != 0) {
     throw Error(code::Shape, "linear needs M, N > 0 and K a positive multiple of 32 and of the block (" +
@@ -139,22 +163,32 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   d.library = "qlinear";
   d.tier = Tier::Simdgroup;
   const bool decode = M <= QLINEAR_DECODE_MAX_M;
-  d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + info.name + "_f32";
+  d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + info.name + "_" + suffix;
   if (tier == Tier::TensorOps || tier == Tier::TensorOpsMx) {
     // The tensorops tier: decode (a GEMV, bandwidth-bound) is the shared qlinear_decode; larger M
     // runs the matmul2d kernel of shaders/qlinear_tensorops.metal (a library compiled at MSL 4.0).
+    // tensorops-mx adds scale-plane matmul2d (shaders/qlinear_tensorops_mx.metal, MSL 4.1) where
+    // Metal knows the format and the operands fit its rules; the rest runs the tensorops kernels.
     d.tier = Tier::TensorOps;
-    if (tier == Tier::TensorOpsMx) {
-      d.fallback_reason = "no tensorops-mx linear kernels yet; using the tensorops kernels";
-    }
-    if (!decode) {
+    const std::string why_not_mx = tier == Tier::TensorOpsMx && !decode ? linear_mx_refusal(f, x, K) : "";
+    if (!decode && tier == Tier::TensorOpsMx && why_not_mx.empty()) {
+      d.tier = Tier::TensorOpsMx;
+      d.library = "qlinear_tensorops_mx";
+      d.kernel = std::string("qlinear_tensorops_mx_gemm_") + info.name + "_" + suffix;
+    } else if (!decode) {
       d.library = "qlinear_tensorops";
-      d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_f32";
+      d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_" + suffix;
+      if (!why_not_mx.empty()) d.fallback_reason = why_not_mx + "; using the tensorops (dequantizing) kernel";
     }
   } else if (tier != Tier::Simdgroup) {
     d.fallback_reason = std::string("no ") + tier_name(tier) + " linear kernels yet; using the simdgroup kernels";
   }
-  if (d.library == "qlinear_tensorops") {
+  if (d.library == "qlinear_tensorops_mx") {
+    // matmul2d<..., execution_simdgroups<QLINEAR_MX_SIMDGROUPS>>.
+    d.threadgroups[0] = ceil_div(N, QLINEAR_MX_BN);
+    d.threadgroups[1] = ceil_div(M, QLINEAR_MX_BM);
+    d.threads_per_threadgroup[0] = 32 * QLINEAR_MX_SIMDGROUPS;
+  } else if (d.library == "qlinear_tensorops") {
     // matmul2d<..., execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
     d.threadgroups[0] = ceil_div(N, QLINEAR_TOPS_BN);
     d.threadgroups[1] = ceil_div(M, QLINEAR_TOPS_BM);
@@ -175,6 +209,56 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
                {QLINEAR_BUFFER_BIAS, has_bias ? Arg::Bias : Arg::Unused},
                {QLINEAR_BUFFER_Y, Arg::Y},
                {QLINEAR_BUFFER_PARAMS, Arg::Params}};
+  d.params = bytes_of(p);
+  return d;
+}
+
+Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
+                     Tier tier) {
+  if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
+  const char* suffix = dtype_suffix(a);
+  if (!suffix || a != b) {
+    throw Error(code::DType, std::string("the Metal matmul kernels take a and b of one dtype (float32, float16 or "
+                                         "bfloat16), got a ") + dtype_name(a) + " and b " + dtype_name(b));
+  }
+  if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) {
+    throw Error(code::Shape, "matmul needs batch, M, N, K > 0, got batch=" + std::to_string(batch) +
+                                 " M=" + std::to_string(M) + " N=" + std::to_string(N) + " K=" + std::to_string(K));
+  }
+  check_i32("batch", batch);
+  check_i32("M * K", M * K);
+  check_i32("K * N", K * N);
+  check_i32("M * N", M * N);
+
+  MatmulKernelParams p = {};
+  p.M = int32_t(M);
+  p.N = int32_t(N);
+  p.K = int32_t(K);
+  p.b_batched = b_batched ? 1 : 0;
+
+  Dispatch d;
+  if (tier == Tier::Simdgroup) {
+    d.library = "matmul";
+    d.kernel = std::string("matmul_gemm_") + suffix;
+    d.tier = Tier::Simdgroup;
+    d.threadgroups[0] = ceil_div(N, MATMUL_GEMM_BN);
+    d.threadgroups[1] = ceil_div(M, MATMUL_GEMM_BM);
+    d.threads_per_threadgroup[0] = 32 * MATMUL_GEMM_SIMDGROUPS;
+  } else {
+    // TensorOps and TensorOpsMx: the MX scale planes concern quantized operands only.
+    d.library = "matmul_tensorops";
+    d.kernel = std::string("matmul_tensorops_gemm_") + suffix;
+    d.tier = Tier::TensorOps;
+    // matmul2d<..., execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
+    d.threadgroups[0] = ceil_div(N, MATMUL_TOPS_BN);
+    d.threadgroups[1] = ceil_div(M, MATMUL_TOPS_BM);
+    d.threads_per_threadgroup[0] = 32 * MATMUL_TOPS_SIMDGROUPS;
+  }
+  d.threadgroups[2] = uint32_t(batch);
+  d.buffers = {{MATMUL_BUFFER_A, Arg::A},
+               {MATMUL_BUFFER_B, Arg::B},
+               {MATMUL_BUFFER_Y, Arg::Y},
+               {MATMUL_BUFFER_PARAMS, Arg::Params}};
   d.params = bytes_of(p);
   return d;
 }

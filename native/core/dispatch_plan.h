@@ -31,6 +31,7 @@ enum class Arg : uint8_t {
   Y,        // dense output, float32
   Codes,    // quantize outputs
   Scales,
+  A, B,     // dense matmul operands (plan_matmul); the output is Y
   // attention (plan_attention)
   Q, K, V,            // dense operands, or for k/v the mxfp8 codes
   KScales, VScales,   // mxfp8 k/v: E8M0 scales
@@ -63,12 +64,23 @@ struct Dispatch {
 // Throws mto::Error (E_FORMAT, E_DTYPE, E_SHAPE) for what no kernel handles.
 Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 
-// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32, w quantized with format f and
-// block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
+// y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32/float16/bfloat16, w quantized with
+// format f and block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
 // tiled kernel. Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops",
-// MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx has no kernels of its own
-// yet and uses the tensorops ones (saying so in fallback_reason); Tier::Cpu throws E_BACKEND.
+// MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx runs mxfp8, mxfp8_e5m2 and
+// mxfp4 weights with float16 x and 128-byte weight rows through scale-plane matmul2d (library
+// "qlinear_tensorops_mx", MSL 4.1, tier TensorOpsMx) and everything else as Tier::TensorOps,
+// saying why in fallback_reason; Tier::Cpu throws E_BACKEND.
 Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
+                     Tier tier);
+
+// y[batch, M, N] = a[batch, M, K] @ b[K, N] (b_batched: b[batch, K, N]), a and b dense of one
+// dtype (float32, float16 or bfloat16), y float32. One tiled kernel for every M: simdgroup_matrix
+// tiles on Tier::Simdgroup (library "matmul"), matmul2d on Tier::TensorOps and TensorOpsMx
+// (library "matmul_tensorops", MSL 4.0; tensorops-mx adds nothing for dense operands). Throws
+// E_DTYPE (other dtypes, or a and b of different dtypes: convert one first), E_SHAPE,
+// E_BACKEND (Tier::Cpu).
+Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
                      Tier tier);
 
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (FlashAttention, API.md), from the validated

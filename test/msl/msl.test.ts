@@ -72,7 +72,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(failures(cases)).toEqual([]);
   });
 
-  it('linear: every format, decode and tiled kernels, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+  it('linear: every format, decode and tiled kernels, float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
     const cases = group('linear/');
     expect(failures(cases)).toEqual([]);
     // Coverage the suite promises: every format, M on both sides of the decode/tiled switch.
@@ -81,7 +81,12 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
       for (const M of [1, 3, 8, 9, 33]) {
         const c = cases.find((x) => x.name.startsWith(`linear/${format}/M${M}/`));
         expect(c, `linear/${format}/M${M}`).toBeDefined();
-        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_/ : /^qlinear_gemm_/);
+        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_.*_f32$/ : /^qlinear_gemm_.*_f32$/);
+        for (const dtype of ['f16', 'bf16']) {
+          const h = cases.find((x) => x.name.startsWith(`linear/${format}/${dtype}/M${M}/`));
+          expect(h, `linear/${format}/${dtype}/M${M}`).toBeDefined();
+          expect(h!.kernel).toMatch(new RegExp(`^${M <= 8 ? 'qlinear_decode_' : 'qlinear_gemm_'}.*_${dtype}$`));
+        }
       }
     }
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
@@ -103,7 +108,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
-  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
     const cases = group('linear-tensorops/');
     expect(failures(cases)).toEqual([]);
     for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2',
@@ -111,16 +116,55 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
       for (const M of [1, 3, 8, 9, 33]) {
         const c = cases.find((x) => x.name.startsWith(`linear-tensorops/${format}/M${M}/`));
         expect(c, `linear-tensorops/${format}/M${M}`).toBeDefined();
-        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_/ : /^qlinear_tensorops_gemm_/);
+        expect(c!.kernel).toMatch(M <= 8 ? /^qlinear_decode_.*_f32$/ : /^qlinear_tensorops_gemm_.*_f32$/);
+        for (const dtype of ['f16', 'bf16']) {
+          const h = cases.find((x) => x.name.startsWith(`linear-tensorops/${format}/${dtype}/M${M}/`));
+          expect(h, `linear-tensorops/${format}/${dtype}/M${M}`).toBeDefined();
+          expect(h!.kernel).toMatch(new RegExp(`^${M <= 8 ? 'qlinear_decode_' : 'qlinear_tensorops_gemm_'}.*_${dtype}$`));
+        }
       }
     }
+    expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  it('matmul: dense float32/float16/bfloat16 through simdgroup_matrix tiles and matmul2d, edge tiles in M, N and K, batches, within 1e-4 * (1 + |ref|)', () => {
+    for (const [prefix, kernel] of [['matmul/', 'matmul_gemm_'], ['matmul-tensorops/', 'matmul_tensorops_gemm_']]) {
+      const cases = group(prefix);
+      expect(failures(cases)).toEqual([]);
+      for (const dtype of ['f32', 'f16', 'bf16']) {
+        for (const M of [1, 3, 8, 9, 33]) {
+          const c = cases.find((x) => x.name.startsWith(`${prefix}${dtype}/B1/M${M}/`));
+          expect(c, `${prefix}${dtype}/M${M}`).toBeDefined();
+          expect(c!.kernel).toBe(kernel + dtype);
+        }
+        expect(cases.some((c) => c.name.startsWith(`${prefix}${dtype}/B3.bb/`)), `${prefix}${dtype} batched b`).toBe(true);
+      }
+      expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it('tensorops-mx linear: mxfp8/mxfp8_e5m2/mxfp4 with float16 x through scale-plane matmul2d, every other format through the fallback, against the cpu backend', () => {
+    const cases = group('linear-tensorops-mx/');
+    expect(failures(cases)).toEqual([]);
+    for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp4']) {
+      for (const M of [9, 33, 40]) {
+        const c = cases.find((x) => x.name.startsWith(`linear-tensorops-mx/${format}/f16/M${M}/`));
+        expect(c, `linear-tensorops-mx/${format}/f16/M${M}`).toBeDefined();
+        expect(c!.kernel).toBe(`qlinear_tensorops_mx_gemm_${format}_f16`);
+      }
+    }
+    // Every format of API.md runs on this tier (dequantizing kernels where Metal has no element type).
+    for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8']) {
+      expect(cases.some((c) => c.name.startsWith(`linear-tensorops-mx/${format}`) && /_gemm_/.test(c.kernel ?? '')), format).toBe(true);
+    }
+    expect(failures(group('plan/linear-mx'))).toEqual([]);
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
   // The cooperative-tensor element-to-thread order is scrambled by a seed: correct kernels pass
   // under any seed, and is_compatible_as_left_input may answer either way.
   it('tensorops: the scrambled cooperative-tensor layout under two other seeds, and left-input reuse both ways', () => {
-    const filter = ['--filter', 'linear-tensorops/,harness/tensorops/'];
+    const filter = ['--filter', 'linear-tensorops/,harness/tensorops/,matmul-tensorops/,linear-tensorops-mx/'];
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(filter, { MTOH_COOP_SEED: seed });
       expect(r.cases.filter((c) => c.name.startsWith('linear-tensorops/')).length).toBeGreaterThanOrEqual(70);
@@ -206,6 +250,24 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(bad.stderr).toContain(message);
     // The control: the nearest valid code compiles.
     const good = compileSnippet(body.replace('(8, 8)', '(16, 8)').replace('reduction_operation::max)', 'reduction_operation::max, -INFINITY)'));
+    expect(good.stderr).toBe('');
+    expect(good.status).toBe(0);
+  });
+
+  it('tensorops shim: scale-plane operand rules (MSL 4.1) are compile errors, as in Apple\'s headers', () => {
+    const decl = 'typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> s_t; ' +
+      'typedef tensor<device metal_fp4_e2m1_format, dextents<int32_t, 2>, tensor_inline, s_t> w_t; ';
+    const body = (left: string, transposeRight: boolean) => decl +
+      `typedef tensor<device ${left}, dextents<int32_t, 2>, tensor_inline> x_t; ` +
+      `matmul2d<matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, ${transposeRight}), execution_simdgroups<4>> mm; ` +
+      'x_t x; w_t w; auto c = mm.get_destination_cooperative_tensor<x_t, w_t, float>(); mm.run(x, w, c);';
+    for (const [left, tr, message] of [['half', false, 'a scaled right operand must be transposed'],
+      ['float', true, 'a fp8/fp4 operand pairs with half or with the same format']] as const) {
+      const bad = compileSnippet(body(left, tr));
+      expect(bad.status).not.toBe(0);
+      expect(bad.stderr).toContain(message);
+    }
+    const good = compileSnippet(body('half', true));
     expect(good.stderr).toBe('');
     expect(good.status).toBe(0);
   });

@@ -55,6 +55,13 @@ std::vector<Case> plan_cases();      // what the dispatch plans refuse
 std::vector<Case> tensorops_cases(); // the TensorOps shim (test/msl/selftest/tensorops_selftest.metal)
 std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), and plan/attention
 std::vector<Case> attention_tensorops_cases(); // the tensorops tier's attention (attention_tensorops_cases.cc)
+std::vector<Case> matmul_cases();    // dense matmul kernels (matmul_cases.cc), and plan/matmul
+std::vector<Case> linear_mx_cases(); // linear on the tensorops-mx tier (linear_mx_cases.cc)
+
+// One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, the plan of
+// `tier`, y against the cpu backend within tolerance * (1 + |ref|).
+CaseResult run_linear_case(mto::Format f, int block, mto::DType x, int64_t M, int64_t N, int64_t K, bool bias,
+                           const std::string& name, const std::string& variant, mto::Tier tier, double tolerance);
 
 std::string to_json(const CaseResult& r);
 

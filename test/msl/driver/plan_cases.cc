@@ -45,8 +45,8 @@ std::vector<Case> plan_cases() {
         {"an MX block other than 32", expect_error(mto::code::Format, [] {
            plan::plan_linear(Format::MXFP8_E4M3, 64, DType::Float32, 4, 8, 128, false, Tier::Simdgroup);
          })},
-        {"float16 activations (no kernel yet)", expect_error(mto::code::DType, [] {
-           plan::plan_linear(Format::MXFP4, 32, DType::Float16, 4, 8, 64, false, Tier::Simdgroup);
+        {"bool activations", expect_error(mto::code::DType, [] {
+           plan::plan_linear(Format::MXFP4, 32, DType::Bool, 4, 8, 64, false, Tier::Simdgroup);
          })},
         {"the cpu tier", expect_error(mto::code::Backend, [] {
            plan::plan_linear(Format::MXFP4, 32, DType::Float32, 4, 8, 64, false, Tier::Cpu);

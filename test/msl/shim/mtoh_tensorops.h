@@ -28,6 +28,7 @@
 #pragma once
 #pragma clang system_header
 #include "mtoh_tensor.h"
+#include "mtoh_tensor_blockwise.h"
 
 namespace mpp::tensor_ops {
 
@@ -161,6 +162,7 @@ class matmul2d {
     static_assert(is_tensor<DT>::value || is_coop<DT>::value, "matmul2d::run: destination must be a tensor or cooperative tensor");
     static_assert(!is_coop<LT>::value || std::is_same<Scope, metal::execution_simdgroup>::value,
                   "matmul2d: cooperative-tensor inputs need execution_simdgroup");
+    static_assert(check_scaled_operands<LT, RT, DT, D.transpose_left, D.transpose_right>(), "scaled operands");
     ST::check("matmul2d::run");
     const ::mtoh::Site site = MTOH_SITE("matmul2d::run");
 

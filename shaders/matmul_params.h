@@ -1,0 +1,36 @@
+// The dense matmul kernels (shaders/matmul.metal, shaders/matmul_tensorops.metal): buffer slots,
+// tile geometry and parameters, declared once for the kernels and the host
+// (native/core/dispatch_plan.cc).
+//
+// y[batch, M, N] = a[batch, M, K] @ b[K, N] (b shared by every batch) or b[batch, K, N]; a and b
+// of one dtype T (float32, float16 or bfloat16), float32 accumulation and output.
+#ifndef MTO_SHADERS_MATMUL_PARAMS_H
+#define MTO_SHADERS_MATMUL_PARAMS_H
+
+#include "kernel_abi.h"
+
+#define MATMUL_BUFFER_A 0       // T [batch, M, K], row-major
+#define MATMUL_BUFFER_B 1       // T [K, N] or [batch, K, N], row-major
+#define MATMUL_BUFFER_Y 2       // float32 [batch, M, N]
+#define MATMUL_BUFFER_PARAMS 3  // MatmulKernelParams (setBytes)
+
+// Simdgroup tier: a threadgroup computes a BM x BN tile of one batch's y, stepping through K by
+// BK with a and b staged as T in threadgroup memory; its SIMDGROUPS SIMD-groups (2 x 2) each own a
+// 16 x 16 quarter as 2 x 2 simdgroup_matrix 8x8 accumulators (float).
+#define MATMUL_GEMM_BM 32
+#define MATMUL_GEMM_BN 32
+#define MATMUL_GEMM_BK 32
+#define MATMUL_GEMM_SIMDGROUPS 4
+
+// Tensorops tier (MSL 4.0): one matmul2d per BM x BN tile of y over the whole K, operands viewed
+// straight in device memory (no staging), execution_simdgroups<SIMDGROUPS>.
+#define MATMUL_TOPS_BM 32
+#define MATMUL_TOPS_BN 32
+#define MATMUL_TOPS_SIMDGROUPS 4
+
+struct MatmulKernelParams {
+  mto_i32 M, N, K;     // each of M * K, K * N, M * N fits in 32 bits; batch offsets are 64-bit
+  mto_i32 b_batched;   // 1: b is [batch, K, N]; 0: one b for every batch
+};
+
+#endif  // MTO_SHADERS_MATMUL_PARAMS_H

@@ -1,0 +1,147 @@
+// Dense matmul on the GPU (shaders/matmul.metal on the simdgroup tier, shaders/matmul_tensorops.metal
+// on the tensorops tier) against the cpu backend's matmul: max |y - ref| <= 1e-4 * (1 + |ref|) for
+// float32, float16 and bfloat16 operands, M at and around the 8-row and 32-row boundaries, N and K
+// not multiples of any tile, batches with a shared and a batched b. Also plan/matmul: what
+// plan_matmul refuses.
+#include <cstring>
+
+#include "cases.h"
+#include "core/error.h"
+#include "core/ops.h"
+#include "core/tensor.h"
+#include "cpu/ops.h"
+#include "data.h"
+
+namespace mtoh_driver {
+namespace {
+
+using mto::DType;
+using mto::plan::Arg;
+
+// Also for float16/bfloat16 (stricter than the 1e-3 there): the kernels multiply the
+// operands exactly in float32 (a float16 or bfloat16 product is exact in float32) and accumulate
+// in float32, as the cpu backend does.
+constexpr double kTolerance = 1e-4;
+
+struct MatmulShape {
+  int64_t batch, M, N, K;
+  bool b_batched;
+};
+
+mto::Tensor dense(const std::vector<float>& v, mto::Shape shape, DType dtype) {
+  mto::Tensor t;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.buffer = mto::make_buffer(v.size() * mto::dtype_size(dtype));
+  mto::from_float32(dtype, v.data(), t.buffer->data(), v.size());
+  return t;
+}
+
+Bytes bytes_of(const mto::Tensor& t) {
+  const auto* p = static_cast<const unsigned char*>(t.buffer->data());
+  return Bytes(p, p + t.buffer->bytes());
+}
+
+const char* short_name(DType t) { return t == DType::Float32 ? "f32" : t == DType::Float16 ? "f16" : "bf16"; }
+
+CaseResult run_case(DType dt, MatmulShape s, const std::string& name, const std::string& variant, mto::Tier tier) {
+  const uint64_t seed = seed_of(name);
+  const int64_t b_batch = s.b_batched ? s.batch : 1;
+  const mto::Tensor a = dense(normal_data(s.batch * s.M * s.K, seed), {s.batch, s.M, s.K}, dt);
+  const mto::Tensor b = s.b_batched ? dense(normal_data(b_batch * s.K * s.N, seed + 1), {s.batch, s.K, s.N}, dt)
+                                    : dense(normal_data(s.K * s.N, seed + 1), {s.K, s.N}, dt);
+  mto::cpu::ThreadPool pool(1);
+  const mto::MatmulParams mp = mto::check_matmul(a, b);
+  std::vector<float> ref(size_t(s.batch * s.M * s.N));
+  mto::cpu::matmul(pool, a, b, mp, ref.data());
+
+  const mto::plan::Dispatch plan = mto::plan::plan_matmul(dt, dt, s.batch, s.M, s.N, s.K, s.b_batched, tier);
+  return run_plan_case("matmul", plan, variant, {{Arg::A, bytes_of(a)}, {Arg::B, bytes_of(b)}},
+                       {{Arg::Y, ref.size() * sizeof(float)}},
+                       [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::Y), ref, kTolerance, s.N, "y"); });
+}
+
+// "" when `make` throws mto::Error with `code`, else what happened instead.
+std::string expect_error(const char* code, void (*make)()) {
+  try {
+    make();
+  } catch (const mto::Error& e) {
+    return std::string(e.code()) == code ? "" : std::string("threw ") + e.code() + ": " + e.what();
+  }
+  return std::string("did not throw ") + code;
+}
+
+CaseResult plan_rules() {
+  CaseResult r;
+  r.op = "plan";
+  using mto::Tier;
+  namespace plan = mto::plan;
+  const struct {
+    const char* what;
+    std::string outcome;
+  } checks[] = {
+      {"a and b of different dtypes", expect_error(mto::code::DType, [] {
+         plan::plan_matmul(DType::Float16, DType::BFloat16, 1, 4, 8, 16, false, Tier::Simdgroup);
+       })},
+      {"bool operands", expect_error(mto::code::DType, [] {
+         plan::plan_matmul(DType::Bool, DType::Bool, 1, 4, 8, 16, false, Tier::Simdgroup);
+       })},
+      {"K = 0", expect_error(mto::code::Shape, [] {
+         plan::plan_matmul(DType::Float32, DType::Float32, 1, 4, 8, 0, false, Tier::Simdgroup);
+       })},
+      {"M * K past 32-bit indices", expect_error(mto::code::Shape, [] {
+         plan::plan_matmul(DType::Float32, DType::Float32, 1, int64_t(1) << 20, 8, int64_t(1) << 12, false,
+                           Tier::Simdgroup);
+       })},
+      {"the cpu tier", expect_error(mto::code::Backend, [] {
+         plan::plan_matmul(DType::Float32, DType::Float32, 1, 4, 8, 16, false, Tier::Cpu);
+       })},
+  };
+  for (const auto& ch : checks) {
+    if (ch.outcome.empty()) continue;
+    r.error_kind = "mismatch";
+    r.message = std::string(ch.what) + ": " + ch.outcome;
+    return r;
+  }
+  // tensorops-mx runs dense operands on the tensorops kernel: scale planes are for quantized ones.
+  const plan::Dispatch x = plan::plan_matmul(DType::Float16, DType::Float16, 2, 9, 8, 64, false, Tier::TensorOpsMx);
+  if (x.library != "matmul_tensorops" || x.kernel != "matmul_tensorops_gemm_f16" || x.threadgroups[2] != 2) {
+    r.error_kind = "mismatch";
+    r.message = "tensorops-mx matmul plan: expected matmul_tensorops_gemm_f16 over 2 batches, got " + x.kernel;
+    return r;
+  }
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+std::vector<Case> matmul_cases() {
+  std::vector<Case> cases;
+  cases.push_back({"plan/matmul", [](const std::string&) { return plan_rules(); }});
+  // Names: prefix + dtype + /B<batch>[.bb: b batched] + /M../N../K..
+  auto add = [&](DType dt, MatmulShape s) {
+    std::string shape = "/B" + std::to_string(s.batch) + (s.b_batched ? ".bb" : "") + "/M" + std::to_string(s.M) +
+                        "/N" + std::to_string(s.N) + "/K" + std::to_string(s.K);
+    const std::pair<const char*, mto::Tier> tiers[] = {{"matmul/", mto::Tier::Simdgroup},
+                                                       {"matmul-tensorops/", mto::Tier::TensorOps}};
+    for (const auto& t : tiers) {
+      const std::string name = t.first + std::string(short_name(dt)) + shape;
+      const mto::Tier tier = t.second;
+      cases.push_back({name, [=](const std::string& variant) { return run_case(dt, s, name, variant, tier); }});
+    }
+  };
+  for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
+    // M around the 8-row and 32-row tiles; N = 37 a partial column tile; K = 50 a partial K step
+    // (and not a multiple of 8 or 32).
+    for (int64_t M : {1, 3, 8, 9, 33}) add(dt, {1, M, 37, 50, false});
+    // Whole tiles, several K steps.
+    add(dt, {1, 64, 64, 96, false});
+    // Batches: one b for all, and one b per batch; tails everywhere.
+    add(dt, {2, 33, 40, 70, false});
+    add(dt, {3, 9, 37, 45, true});
+  }
+  return cases;
+}
+
+}  // namespace mtoh_driver
