@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/capabilities.h"
 #include "core/error.h"
 #include "core/pipeline_key.h"
+#include "core/shader_source.h"
 #include "core/tiers.h"
 #include "errors.h"
 #include "js_completion.h"
@@ -298,6 +300,26 @@ Napi::Value DropCompletion(const Napi::CallbackInfo& info) {
   return completion.promise();
 }
 
+// expandShader(name, { [file]: text }) -> string: core/shader_source.h over the given files.
+Napi::Value ExpandShader(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    if (!info[0].IsString() || !info[1].IsObject()) throw Error(code::Arg, "expandShader(name, files)");
+    std::map<std::string, std::string> files;
+    Napi::Object o = info[1].As<Napi::Object>();
+    Napi::Array keys = o.GetPropertyNames();
+    for (uint32_t i = 0; i < keys.Length(); ++i) {
+      const std::string k = keys.Get(i).ToString().Utf8Value();
+      files[k] = o.Get(k).ToString().Utf8Value();
+    }
+    return Napi::String::New(env, expand_shader_source(info[0].As<Napi::String>().Utf8Value(),
+                                                       [&](const std::string& n) -> const std::string* {
+                                                         auto it = files.find(n);
+                                                         return it == files.end() ? nullptr : &it->second;
+                                                       }));
+  });
+}
+
 }  // namespace
 
 Napi::Object InitInternal(Napi::Env env) {
@@ -310,6 +332,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("pipelineKey", Napi::Function::New(env, PipelineKey, "pipelineKey"));
   o.Set("completeOnThread", Napi::Function::New(env, CompleteOnThread, "completeOnThread"));
   o.Set("dropCompletion", Napi::Function::New(env, DropCompletion, "dropCompletion"));
+  o.Set("expandShader", Napi::Function::New(env, ExpandShader, "expandShader"));
   return o;
 }
 
