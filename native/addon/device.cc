@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "async_test_backend.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "errors.h"
@@ -76,10 +77,13 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   TierRequest request;
   if (info.Length() > 1 && info[1].IsString()) request.backend = info[1].As<Napi::String>().Utf8Value();
   if (info.Length() > 2 && info[2].IsString()) request.tier = info[2].As<Napi::String>().Utf8Value();
+  // Tests only (test/async-path.test.ts): a 4th argument { asyncTestBackend: true }.
+  const bool async_test = info.Length() > 3 && info[3].IsObject() &&
+                          info[3].As<Napi::Object>().Get("asyncTestBackend").ToBoolean().Value();
   guard(info.Env(), [&] {
     cpu_ = make_cpu_backend(threads);
     OpenedBackend opened = open_backend(request, cpu_);
-    backend_ = opened.backend;
+    backend_ = async_test ? make_async_test_backend(cpu_) : opened.backend;
     fallback_reason_ = opened.fallback_reason;
   });
 }

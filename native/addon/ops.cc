@@ -38,7 +38,11 @@ Napi::Promise NativeDevice::launch(Napi::Env env, double work_estimate, Start st
                                    std::function<Napi::Value(Napi::Env)> finish) {
   if (!backend_->runs_on_caller()) {
     JsCompletion completion(env, finish);
-    if (start(*backend_, completion.completion())) return completion.promise();
+    // `start` holds the op's operands: keep it until the backend completes (a disposed input
+    // must outlive the GPU's reads of it).
+    auto held = std::make_shared<Start>(start);
+    Completion done = [settle = completion.completion(), held](OpStatus s) { settle(std::move(s)); };
+    if (start(*backend_, std::move(done))) return completion.promise();
     completion.abandon();  // no kernel on this backend: the cpu backend runs it below
   }
   BackendPtr cpu = backend_->runs_on_caller() ? backend_ : cpu_;
