@@ -54,7 +54,7 @@ class Backend {
   virtual bool runs_on_caller() const = 0;
 
   // The ops. Outputs are allocated by the caller with allocate() and shaped by core/ops.h's
-  // check_*; inputs stay alive until `done` (the caller holds them). An op returns false without
+  // check_*; inputs and outputs stay alive until `done` has run (the caller holds them). An op returns false without
   // doing anything (and without calling `done`) when this backend has no kernel for the request;
   // the caller then runs it on the cpu backend over the same host-visible storage.
   virtual bool quantize(const Tensor& x, QTensor& out, Completion done) = 0;

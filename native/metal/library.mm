@@ -114,12 +114,23 @@ id<MTLComputePipelineState> PipelineCache::build(const std::string& key, const s
       descriptor.computeFunction = function;
       descriptor.label = to_ns(key);
       id<MTLBinaryArchive> archive = archive_ ? archive_->archive() : nil;
-      if (archive) descriptor.binaryArchives = @[ archive ];  // a hit skips the back-end compile
-      pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
-                                                        options:MTLPipelineOptionNone
-                                                     reflection:nil
-                                                          error:&err];
-      if (pipeline && archive) archive_->add(descriptor);
+      if (archive) {
+        // A hit skips the back-end compile and leaves the archive file alone; only a miss
+        // compiles and writes the archive back.
+        descriptor.binaryArchives = @[ archive ];
+        NSError* miss = nil;
+        pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
+                                                          options:MTLPipelineOptionFailOnBinaryArchiveMiss
+                                                       reflection:nil
+                                                            error:&miss];
+      }
+      if (!pipeline) {
+        pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
+                                                          options:MTLPipelineOptionNone
+                                                       reflection:nil
+                                                            error:&err];
+        if (pipeline && archive) archive_->add(descriptor);
+      }
       // A pipeline with no threads per threadgroup cannot be dispatched (llama.cpp rejects these too).
       if (!pipeline || pipeline.maxTotalThreadsPerThreadgroup == 0) {
         failure = "could not create the Metal pipeline " + key + ": " +

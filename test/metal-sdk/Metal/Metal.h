@@ -143,6 +143,8 @@ NS_OPTIONS(NSUInteger, MTLResourceOptions){
 // MTLComputePipeline.h: descriptor-based creation (binary archives, macOS 11).
 NS_OPTIONS(NSUInteger, MTLPipelineOption){
   MTLPipelineOptionNone MTO_SDK_MACOS(10.11) = 0,
+  // Make the pipeline only from a linked binary archive; nil (with an error) on a miss.
+  MTLPipelineOptionFailOnBinaryArchiveMiss MTO_SDK_MACOS(11.0) = 1 << 2,
 };
 
 MTO_SDK_MACOS(10.11)
