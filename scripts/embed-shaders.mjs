@@ -24,6 +24,21 @@ function rawLiteral(text) {
   return `R"mto${n}(${text})mto${n}"`;
 }
 
+// FNV-1a (64-bit) over every file's name and bytes: names the precompiled metallibs built from
+// this exact set of sources (scripts/build-metallib.mjs), so the addon never loads a stale one.
+export function shaderSetHash() {
+  let h = 0xcbf29ce484222325n;
+  const mix = (bytes) => {
+    for (const b of bytes) h = ((h ^ BigInt(b)) * 0x100000001b3n) & 0xffffffffffffffffn;
+  };
+  for (const name of shaderFiles()) {
+    mix(Buffer.from(`${name}\0`));
+    mix(readFileSync(join(shaderDir, name)));
+    mix(Buffer.from([0]));
+  }
+  return h.toString(16).padStart(16, '0');
+}
+
 export function embeddedHeader() {
   const entries = shaderFiles().map((name) => {
     const text = readFileSync(join(shaderDir, name), 'utf8');
@@ -44,6 +59,9 @@ export function embeddedHeader() {
     'inline constexpr EmbeddedFile kEmbeddedFiles[] = {',
     ...entries,
     '};',
+    '',
+    '// Names the matching precompiled metallibs: <stem>-<hash>.metallib (scripts/build-metallib.mjs).',
+    `inline constexpr const char* kShaderSetHash = "${shaderSetHash()}";`,
     '',
     '}  // namespace mto::shaders',
     '',

@@ -97,6 +97,21 @@ int main(int, char** argv) {
     });
   }
 
+  it('precompiled metallibs are named by the hash the header embeds; without xcrun none are built', () => {
+    const header = readFileSync(join(scratch, 'shaders_embedded.h'), 'utf8');
+    const hash = /kShaderSetHash = "([0-9a-f]{16})"/.exec(header)?.[1];
+    expect(hash).toBeDefined();
+    const out = join(scratch, 'metallib');
+    const r = spawnSync(process.execPath, [join(root, 'scripts', 'build-metallib.mjs'), out], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const manifest = readFileSync(join(out, 'manifest.txt'), 'utf8');
+    expect(manifest.split('\n')[0]).toBe(`shader set ${hash}`);
+    if (process.platform !== 'darwin') {
+      expect(manifest).toContain(`not built: no Metal compiler on ${process.platform}`);
+      expect(readdirSync(out).filter((f) => f.endsWith('.metallib'))).toEqual([]);
+    }
+  });
+
   it('a missing include names the including file and the missing one', () => {
     let err: unknown;
     try {

@@ -1,6 +1,7 @@
-// The kernels of shaders/ on one GPU: each shaders/<stem>.metal compiled from the text embedded
-// in the binary (scripts/embed-shaders.mjs), once per process, at its MSL version, with its
-// pipelines cached by pipeline_key and backed by the on-disk binary archive.
+// The kernels of shaders/ on one GPU: each shaders/<stem>.metal loaded once per process from the
+// metallib built next to the addon (scripts/build-metallib.mjs, when the build had `xcrun metal`)
+// or else compiled from the text embedded in the binary (scripts/embed-shaders.mjs) at its MSL
+// version; its pipelines cached by pipeline_key and backed by the on-disk binary archive.
 // Objective-C++ only: include from native/metal/*.mm.
 #pragma once
 #import <Metal/Metal.h>
