@@ -1,7 +1,8 @@
 // The addon's GPU-style op path, driven on Linux: a test-only backend (native/addon/
-// async_test_backend.cc) accepts ops on the JS thread and completes them from another thread,
-// as the metal backend's completed handlers do, and declines matmul/dequantize/cast so the addon
-// runs those on the cpu backend. Results are compared with float64 references and with the
+// async_test_backend.cc) accepts ops on the JS thread, holds them until the addon's flush at the
+// end of the JS turn (as the metal backend holds one command buffer; an op never flushed would
+// never settle), and completes them from another thread, as the metal backend's completed
+// handlers do; it declines matmul/dequantize/cast so the addon runs those on the cpu backend. Results are compared with float64 references and with the
 // plain cpu device (same kernels, so bit-identical), under concurrency and early dispose.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device } from '../lib/index';

@@ -1,6 +1,9 @@
 #include "async_test_backend.h"
 
+#include <functional>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace mto::addon {
 namespace {
@@ -31,15 +34,32 @@ class AsyncTestBackend final : public Backend {
   }
 
  private:
-  // Runs `op` on a new thread, as a GPU would finish an op after the call returned. The operands
-  // are the caller's, alive until `done` (core/backend.h).
+  // Queues `op` for the next flush(), as the metal backend holds ops in one command buffer. The
+  // operands are the caller's, alive until `done` (core/backend.h).
   template <class Op>
   bool later(Op op) {
-    std::thread([cpu = cpu_, op] { op(cpu); }).detach();
+    std::lock_guard<std::mutex> lock(mu_);
+    batch_.push_back(std::move(op));
     return true;
   }
 
+  // Runs the batch on a new thread, in order, as a GPU would finish the ops after the calls
+  // returned. Ops that were never flushed never complete: the tests would hang.
+  void flush() override {
+    std::vector<std::function<void(BackendPtr)>> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batch.swap(batch_);
+    }
+    if (batch.empty()) return;
+    std::thread([cpu = cpu_, batch = std::move(batch)] {
+      for (const auto& op : batch) op(cpu);
+    }).detach();
+  }
+
   BackendPtr cpu_;
+  std::mutex mu_;
+  std::vector<std::function<void(BackendPtr)>> batch_;
 };
 
 }  // namespace

@@ -39,8 +39,13 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Promise launch(Napi::Env env, double work_estimate, Start start,
                        std::function<Napi::Value(Napi::Env)> finish);
 
+  // Makes sure backend_->flush() runs once the current JS turn ends (setImmediate), so the ops
+  // started in this turn are submitted together.
+  void schedule_flush(Napi::Env env);
+
   // Shared with running ops, which keep the backends alive past the device's collection.
   BackendPtr backend_;
+  std::shared_ptr<bool> flush_pending_ = std::make_shared<bool>(false);
   BackendPtr cpu_;
   std::string fallback_reason_;
 };

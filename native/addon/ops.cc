@@ -42,7 +42,10 @@ Napi::Promise NativeDevice::launch(Napi::Env env, double work_estimate, Start st
     // must outlive the GPU's reads of it).
     auto held = std::make_shared<Start>(start);
     Completion done = [settle = completion.completion(), held](OpStatus s) { settle(std::move(s)); };
-    if (start(*backend_, std::move(done))) return completion.promise();
+    if (start(*backend_, std::move(done))) {
+      schedule_flush(env);
+      return completion.promise();
+    }
     completion.abandon();  // no kernel on this backend: the cpu backend runs it below
   }
   BackendPtr cpu = backend_->runs_on_caller() ? backend_ : cpu_;
@@ -54,6 +57,23 @@ Napi::Promise NativeDevice::launch(Napi::Env env, double work_estimate, Start st
         if (!status.ok()) throw Error(status.code, status.message);
       },
       std::move(finish));
+}
+
+void NativeDevice::schedule_flush(Napi::Env env) {
+  if (*flush_pending_) return;
+  Napi::Value set_immediate = env.Global().Get("setImmediate");
+  if (!set_immediate.IsFunction()) {  // an environment without it: submit at once
+    backend_->flush();
+    return;
+  }
+  *flush_pending_ = true;
+  // Holds the backend and the flag, not the device: a device collected meanwhile still flushes.
+  Napi::Function flush = Napi::Function::New(
+      env, [backend = backend_, pending = flush_pending_](const Napi::CallbackInfo&) {
+        *pending = false;
+        backend->flush();
+      });
+  set_immediate.As<Napi::Function>().Call({flush});
 }
 
 Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {

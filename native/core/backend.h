@@ -53,6 +53,11 @@ class Backend {
   // only encode and submit work and `done` comes later from another thread (metal).
   virtual bool runs_on_caller() const = 0;
 
+  // Submits the ops started since the last flush. A backend may hold ops that do not run on the
+  // caller in a batch (the metal backend: one command buffer) until then; the addon calls it
+  // once the JS turn that started them ends, so ops issued before an `await` travel together.
+  virtual void flush() {}
+
   // The ops. Outputs are allocated by the caller with allocate() and shaped by core/ops.h's
   // check_*; inputs and outputs stay alive until `done` has run (the caller holds them). An op returns false without
   // doing anything (and without calling `done`) when this backend has no kernel for the request;

@@ -42,6 +42,7 @@ class MetalBackend final : public Backend {
   }
   BufferPtr allocate(size_t bytes) override { return pool_->allocate(bytes); }
   bool runs_on_caller() const override { return false; }
+  void flush() override { stream_.flush(); }
 
   bool quantize(const Tensor& x, QTensor& out, Completion done) override {
     return metal::quantize(ctx_, x, out, std::move(done));

@@ -57,8 +57,9 @@ CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries)
 void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
                            std::function<void()> host_epilogue, std::shared_ptr<void> hold,
                            Completion done) {
-  // Pipelines first: a compile error must throw before anything is encoded.
+  // Everything that can fail is checked before anything is encoded into the shared batch.
   std::vector<id<MTLComputePipelineState>> pipelines;
+  std::vector<id<MTLBuffer>> spare;  // per pass: what an Unused slot is bound to
   for (const plan::Dispatch& d : passes) {
     id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants);
     const uint64_t threads = uint64_t(d.threads_per_threadgroup[0]) * d.threads_per_threadgroup[1] *
@@ -69,43 +70,44 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgT
                                      " threads per threadgroup on this GPU; its plan needs " +
                                      std::to_string(threads));
     }
+    // An Unused slot still needs a valid buffer: the kernel declares it but never reads it.
+    id<MTLBuffer> any = nil;
+    for (const plan::BufferSlot& s : d.buffers) {
+      if (s.arg == plan::Arg::Params || s.arg == plan::Arg::Unused) continue;
+      if (!args.get(s.arg)) {
+        throw Error(code::Backend, std::string("internal: kernel ") + d.kernel + " reads " +
+                                       plan::arg_name(s.arg) + " at buffer(" + std::to_string(s.index) +
+                                       ") but nothing is bound to it");
+      }
+      if (!any) any = args.get(s.arg);
+    }
     pipelines.push_back(p);
+    spare.push_back(any);
   }
   @autoreleasepool {
-    id<MTLCommandBuffer> cb = [queue_ commandBuffer];
-    id<MTLComputeCommandEncoder> enc = cb ? [cb computeCommandEncoder] : nil;
-    if (!enc) throw Error(code::Backend, "could not create a Metal command buffer or encoder");
+    if (!batch_) {
+      batch_ = [queue_ commandBuffer];
+      encoder_ = batch_ ? [batch_ computeCommandEncoder] : nil;
+      if (!encoder_) {
+        batch_ = nil;
+        throw Error(code::Backend, "could not create a Metal command buffer or compute encoder");
+      }
+    }
     for (size_t i = 0; i < passes.size(); ++i) {
       const plan::Dispatch& d = passes[i];
-      [enc setComputePipelineState:pipelines[i]];
-      // An Unused slot still needs a valid buffer: the kernel declares it but never reads it.
-      id<MTLBuffer> any = nil;
-      for (const plan::BufferSlot& s : d.buffers) {
-        if (s.arg != plan::Arg::Params && s.arg != plan::Arg::Unused && args.get(s.arg)) {
-          any = args.get(s.arg);
-          break;
-        }
-      }
+      [encoder_ setComputePipelineState:pipelines[i]];
       for (const plan::BufferSlot& s : d.buffers) {
         if (s.arg == plan::Arg::Params) {
-          [enc setBytes:d.params.data() length:d.params.size() atIndex:s.index];
-          continue;
+          [encoder_ setBytes:d.params.data() length:d.params.size() atIndex:s.index];
+        } else {
+          [encoder_ setBuffer:(s.arg == plan::Arg::Unused ? spare[i] : args.get(s.arg)) offset:0 atIndex:s.index];
         }
-        id<MTLBuffer> b = s.arg == plan::Arg::Unused ? any : args.get(s.arg);
-        if (!b) {
-          [enc endEncoding];
-          throw Error(code::Backend, std::string("internal: kernel ") + d.kernel + " reads " +
-                                         plan::arg_name(s.arg) + " at buffer(" +
-                                         std::to_string(s.index) + ") but nothing is bound to it");
-        }
-        [enc setBuffer:b offset:0 atIndex:s.index];
       }
-      [enc dispatchThreadgroups:size3(d.threadgroups) threadsPerThreadgroup:size3(d.threads_per_threadgroup)];
+      [encoder_ dispatchThreadgroups:size3(d.threadgroups) threadsPerThreadgroup:size3(d.threads_per_threadgroup)];
     }
-    [enc endEncoding];
     // The block copies the C++ objects it captures; `hold` is released with the block, after
     // `done` ran, so the op's buffers outlive the GPU's use of them.
-    [cb addCompletedHandler:^(id<MTLCommandBuffer> buffer) {
+    [batch_ addCompletedHandler:^(id<MTLCommandBuffer> buffer) {
       OpStatus status;
       if (buffer.status == MTLCommandBufferStatusError) {
         status = gpu_failure(buffer);
@@ -115,8 +117,17 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgT
       (void)hold;
       done(std::move(status));
     }];
-    [cb commit];
   }
+  if (++ops_in_batch_ >= kMaxOpsPerBatch) flush();
+}
+
+void CommandStream::flush() {
+  if (!batch_) return;
+  [encoder_ endEncoding];
+  [batch_ commit];
+  batch_ = nil;
+  encoder_ = nil;
+  ops_in_batch_ = 0;
 }
 
 }  // namespace mto::metal
