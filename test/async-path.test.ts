@@ -81,6 +81,17 @@ describe('ops completed from another thread', () => {
     for (let i = 0; i < ys.length; i++) expectClose(await ys[i].toFloat32(), linearRef(xs[i], wd, 1, N, K), 1e-4, `y${i}`);
   });
 
+  it('a backend that fails to start an op (as a failed Metal compile does) rejects with its message; the device stays usable', async () => {
+    const x = gpuLike.tensor(randn(64, 13), [2, 32]);
+    const err = await gpuLike.quantize(x, { format: 'mxint2' }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ name: 'TensorOpsError', code: 'E_BACKEND' });
+    expect((err as Error).message).toBe(
+      'compiling the Metal library shaders/quantize.metal (MSL 3.1) failed: simulated compiler error',
+    );
+    const q = await gpuLike.quantize(x, { format: 'mxint8' });
+    expect(q.shape).toEqual([2, 32]);
+  });
+
   it('bad input still fails at the call with a coded error, and the device stays usable', async () => {
     const x = gpuLike.tensor(randn(32, 11), [1, 32]);
     await expect(gpuLike.linear(x, gpuLike.tensor(randn(32, 12), [2, 16]))).rejects.toMatchObject({ code: 'E_SHAPE' });

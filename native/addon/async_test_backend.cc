@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include "core/error.h"
+
 namespace mto::addon {
 namespace {
 
@@ -17,6 +19,11 @@ class AsyncTestBackend final : public Backend {
   bool runs_on_caller() const override { return false; }
 
   bool quantize(const Tensor& x, QTensor& out, Completion done) override {
+    // What the metal backend does when a library fails to compile: throw before encoding.
+    if (out.format == Format::MXINT2) {
+      throw Error(code::Backend, "compiling the Metal library shaders/quantize.metal (MSL 3.1) failed: "
+                                 "simulated compiler error");
+    }
     return later([=, &x, &out](BackendPtr b) { b->quantize(x, out, done); });
   }
   bool dequantize(const QTensor&, Tensor&, Completion) override { return false; }
