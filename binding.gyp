@@ -16,6 +16,22 @@
       "conditions": [
         ["OS=='mac'", {
           "sources": ["<!@(node -p \"require('./sources.json').macos_sources.join(' ')\")"],
+          # The shaders, embedded in the binary as text (scripts/embed-shaders.mjs), regenerated
+          # whenever a file under shaders/ changes.
+          "actions": [{
+            "action_name": "embed_shaders",
+            "inputs": ["scripts/embed-shaders.mjs", "<!@(node scripts/embed-shaders.mjs --list)"],
+            "outputs": ["<(SHARED_INTERMEDIATE_DIR)/mto/shaders_embedded.h"],
+            "action": ["node", "scripts/embed-shaders.mjs", "<(SHARED_INTERMEDIATE_DIR)/mto/shaders_embedded.h"]
+          }, {
+            # Precompiled metallibs next to the addon when `xcrun metal` exists (else none:
+            # the addon compiles the embedded text at run time).
+            "action_name": "build_metallib",
+            "inputs": ["scripts/build-metallib.mjs", "scripts/embed-shaders.mjs", "<!@(node scripts/embed-shaders.mjs --list)"],
+            "outputs": ["<(PRODUCT_DIR)/mto-metallib/manifest.txt"],
+            "action": ["node", "scripts/build-metallib.mjs", "<(PRODUCT_DIR)/mto-metallib"]
+          }],
+          "include_dirs": ["<(SHARED_INTERMEDIATE_DIR)/mto"],
           "defines": ["MTO_WITH_METAL=1"],
           "link_settings": {
             "libraries": ["<!@(node -p \"require('./sources.json').macos_frameworks.map(f => '-framework ' + f).join(' ')\")"]

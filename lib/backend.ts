@@ -1,56 +1,63 @@
-// Which backend open() runs, decided once from the options, the environment and the platform.
+// What open() asks the addon for, and how the addon's answer becomes `device.info`. The choice
+// itself (metal tier probing, fallbacks, forced backends) is made in C++ at open()
+// (native/core/backend_open.cc, tiers.cc), so it reads the same wherever it runs.
 import * as os from 'node:os';
 import { TensorOpsError } from './errors';
-import type { DeviceInfo, OpenOptions } from './types';
+import type { Backend, DeviceInfo, OpenOptions, Tier } from './types';
 import { describe } from './validate';
 
-export interface BackendChoice {
-  backend: 'cpu';
-  fallbackReason?: string;
+/** The request the addon decides from: options.backend, overridden by the environment. */
+export interface BackendRequest {
+  backend: string;
+  tier: string;
 }
 
-/** Why Metal cannot run here, or undefined where it could. */
-function metalUnavailableReason(): string | undefined {
-  if (process.platform !== 'darwin') {
-    return `Metal needs macOS on Apple silicon; this is ${process.platform}-${process.arch}`;
-  }
-  if (process.arch !== 'arm64') return 'Metal TensorOps need Apple silicon; this Mac is x64 (Intel or Rosetta)';
-  return 'the Metal backend is not part of this build yet (cpu backend only)';
-}
-
-export function chooseBackend(options: OpenOptions): BackendChoice {
-  const env = process.env.METAL_TENSOROPS_BACKEND;
-  let wanted = options.backend ?? 'auto';
-  if (env !== undefined && env !== '') {
-    if (env !== 'auto' && env !== 'cpu' && env !== 'metal') {
-      throw new TensorOpsError(
-        'E_ARG',
-        `METAL_TENSOROPS_BACKEND must be 'auto', 'cpu' or 'metal'; got ${describe(env)}`,
-      );
-    }
-    wanted = env;
-  }
+export function backendRequest(options: OpenOptions): BackendRequest {
+  const wanted = options.backend ?? 'auto';
   if (wanted !== 'auto' && wanted !== 'cpu' && wanted !== 'metal') {
     throw new TensorOpsError('E_ARG', `options.backend must be 'auto', 'metal' or 'cpu'; got ${describe(wanted)}`);
   }
-  if (wanted === 'cpu') return { backend: 'cpu' };
-  const reason = metalUnavailableReason();
-  if (wanted === 'metal') {
-    throw new TensorOpsError('E_BACKEND', `backend 'metal' was asked for but is not available: ${reason}`);
+  const env = process.env.METAL_TENSOROPS_BACKEND;
+  if (env !== undefined && env !== '' && env !== 'auto' && env !== 'cpu' && env !== 'metal') {
+    throw new TensorOpsError(
+      'E_ARG',
+      `METAL_TENSOROPS_BACKEND must be 'auto', 'cpu' or 'metal'; got ${describe(env)}`,
+    );
   }
-  return { backend: 'cpu', fallbackReason: reason };
+  return {
+    backend: env !== undefined && env !== '' ? env : wanted,
+    tier: process.env.METAL_TENSOROPS_TIER ?? '',
+  };
 }
 
-export function cpuInfo(threads: number, fallbackReason: string | undefined): DeviceInfo {
+/** What the addon's NativeDevice.info() returns. */
+export interface NativeInfo {
+  backend: Backend;
+  tier: Tier;
+  name?: string;
+  neuralAccelerators: boolean;
+  gpuFamily?: string;
+  unifiedMemory?: boolean;
+  recommendedWorkingSetBytes?: number;
+  fallbackReason?: string;
+  threads: number;
+}
+
+export function deviceInfo(native: NativeInfo): DeviceInfo {
   const info: DeviceInfo = {
-    backend: 'cpu',
-    tier: 'cpu',
-    name: os.cpus()[0]?.model?.trim() || `${process.arch} cpu`,
-    neuralAccelerators: false,
+    backend: native.backend,
+    tier: native.tier,
+    name: native.name ?? (os.cpus()[0]?.model?.trim() || `${process.arch} cpu`),
+    neuralAccelerators: native.neuralAccelerators,
     os: `${process.platform} ${os.release()}`,
     arch: process.arch,
-    threads,
+    threads: native.threads,
   };
-  if (fallbackReason) info.fallbackReason = fallbackReason;
+  if (native.gpuFamily !== undefined) info.gpuFamily = native.gpuFamily;
+  if (native.unifiedMemory !== undefined) info.unifiedMemory = native.unifiedMemory;
+  if (native.recommendedWorkingSetBytes !== undefined) {
+    info.recommendedWorkingSetBytes = native.recommendedWorkingSetBytes;
+  }
+  if (native.fallbackReason) info.fallbackReason = native.fallbackReason;
   return info;
 }

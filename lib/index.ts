@@ -1,5 +1,5 @@
 // metal-tensorops: quantized tensors, quantized matmul and FlashAttention for Node.js.
-import { chooseBackend, cpuInfo } from './backend';
+import { backendRequest, deviceInfo } from './backend';
 import { Device } from './device';
 import { TensorOpsError, callNative } from './errors';
 import { loadBinding } from './native';
@@ -19,8 +19,8 @@ export async function open(options: OpenOptions = {}): Promise<Device> {
   if (opts.threads !== undefined && (!Number.isInteger(threads) || threads < 1 || threads > 1024)) {
     throw new TensorOpsError('E_ARG', `options.threads must be an integer from 1 to 1024; got ${describe(opts.threads)}`);
   }
-  const choice = chooseBackend(opts);
+  const request = backendRequest(opts);
   const binding = loadBinding();
-  const native = callNative(() => new binding.NativeDevice(threads));
-  return new Device(native, cpuInfo(native.info().threads, choice.fallbackReason));
+  const native = callNative(() => new binding.NativeDevice(threads, request.backend, request.tier));
+  return new Device(native, deviceInfo(native.info()));
 }

@@ -30,7 +30,7 @@ export interface NativeQTensorHandle {
 type Operand = NativeTensorHandle | NativeQTensorHandle;
 
 export interface NativeDeviceHandle {
-  info(): { backend: 'cpu'; tier: 'cpu'; threads: number };
+  info(): import('./backend').NativeInfo;
   tensor(data: TypedData, shape: readonly number[], dtype: string): NativeTensorHandle;
   fromQuantized(
     format: string, shape: readonly number[], blockSize: number, codes: Uint8Array,
@@ -48,7 +48,8 @@ export interface NativeDeviceHandle {
 }
 
 export interface NativeBinding {
-  NativeDevice: new (threads: number) => NativeDeviceHandle;
+  /** backend: 'auto' | 'metal' | 'cpu'; tier: METAL_TENSOROPS_TIER ('' = auto). */
+  NativeDevice: new (threads: number, backend: string, tier: string) => NativeDeviceHandle;
   NativeTensor: abstract new (...args: never[]) => NativeTensorHandle;
   NativeQTensor: abstract new (...args: never[]) => NativeQTensorHandle;
   /**

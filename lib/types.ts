@@ -49,7 +49,10 @@ export interface DeviceInfo {
 }
 
 export interface OpenOptions {
-  /** 'auto' (default) picks metal where usable, else cpu. Env METAL_TENSOROPS_BACKEND overrides. */
+  /**
+   * 'auto' (default) picks metal where usable, else cpu. Env METAL_TENSOROPS_BACKEND overrides;
+   * env METAL_TENSOROPS_TIER=tensorops-mx|tensorops|simdgroup|cpu forces a metal tier.
+   */
   backend?: 'auto' | Backend;
   /** cpu backend threads; default one per hardware thread. */
   threads?: number;

@@ -19,9 +19,11 @@
 // Exit status: 0 when every file passes; 1 when any fails (the compiler's messages are printed);
 // 2 when the toolchain is missing (the message says what to install).
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { embeddedHeader } from './embed-shaders.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const metalDir = join(root, 'native', 'metal');
@@ -40,7 +42,7 @@ function findClang() {
   return undefined;
 }
 
-function clangArgs(file) {
+function clangArgs(file, generatedDir) {
   return [
     '-x', 'objective-c++', '-std=c++17', '-fsyntax-only',
     '-target', 'arm64-apple-macos14.0',           // sources.json macos_deployment_target
@@ -51,6 +53,7 @@ function clangArgs(file) {
     '-U__nonnull', '-U__nullable', '-D_GNU_SOURCE',
     '-isystem', crossCxx, '-isystem', `${crossCxx}/aarch64-linux-gnu`, '-isystem', crossInclude,
     '-I', sdkDir, '-I', join(root, 'native'), '-I', join(root, 'shaders'),
+    '-I', generatedDir,                           // shaders_embedded.h, as the builds generate it
     '-Wall', '-Wextra', '-Werror',
     '-Werror=unguarded-availability', '-Werror=unguarded-availability-new',
     '-Werror=objc-method-access',
@@ -101,9 +104,12 @@ function main(argv) {
     console.error('check:metal: no .mm files to check');
     return 1;
   }
+  // The header binding.gyp / CMakeLists.txt generate before compiling native/metal.
+  const generatedDir = mkdtempSync(join(tmpdir(), 'mto-check-metal-gen-'));
+  writeFileSync(join(generatedDir, 'shaders_embedded.h'), embeddedHeader());
   let failed = 0;
   for (const file of files) {
-    const r = spawnSync(clang, clangArgs(file), { encoding: 'utf8' });
+    const r = spawnSync(clang, clangArgs(file, generatedDir), { encoding: 'utf8' });
     const shown = relative(process.cwd(), file) || file;
     const output = `${r.stdout ?? ''}${r.stderr ?? ''}`.trim();
     if (r.status === 0 && output === '') {
@@ -114,6 +120,7 @@ function main(argv) {
       console.error(output || r.error?.message || `${clang} exited with ${r.status}`);
     }
   }
+  rmSync(generatedDir, { recursive: true, force: true });
   const summary = `check:metal: ${files.length - failed} of ${files.length} files type-check ` +
     `(${clang}, arm64-apple-macos14.0, declarations from test/metal-sdk)`;
   if (failed > 0) {

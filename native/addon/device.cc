@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "async_test_backend.h"
 #include "core/error.h"
 #include "core/ops.h"
 #include "errors.h"
@@ -73,14 +74,35 @@ Napi::Function NativeDevice::Init(Napi::Env env) {
 NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeDevice>(info) {
   int threads = 0;
   if (info.Length() > 0 && info[0].IsNumber()) threads = info[0].As<Napi::Number>().Int32Value();
-  guard(info.Env(), [&] { pool_ = std::make_shared<cpu::ThreadPool>(threads); });
+  TierRequest request;
+  if (info.Length() > 1 && info[1].IsString()) request.backend = info[1].As<Napi::String>().Utf8Value();
+  if (info.Length() > 2 && info[2].IsString()) request.tier = info[2].As<Napi::String>().Utf8Value();
+  // Tests only (test/async-path.test.ts): a 4th argument { asyncTestBackend: true }.
+  const bool async_test = info.Length() > 3 && info[3].IsObject() &&
+                          info[3].As<Napi::Object>().Get("asyncTestBackend").ToBoolean().Value();
+  guard(info.Env(), [&] {
+    cpu_ = make_cpu_backend(threads);
+    OpenedBackend opened = open_backend(request, cpu_);
+    backend_ = async_test ? make_async_test_backend(cpu_) : opened.backend;
+    fallback_reason_ = opened.fallback_reason;
+  });
 }
 
 Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
-  Napi::Object o = Napi::Object::New(info.Env());
-  o.Set("backend", "cpu");
-  o.Set("tier", "cpu");
-  o.Set("threads", pool_->size());
+  Napi::Env env = info.Env();
+  const BackendInfo b = backend_->info();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("backend", b.backend);
+  o.Set("tier", tier_name(b.tier));
+  if (!b.name.empty()) o.Set("name", b.name);
+  o.Set("neuralAccelerators", b.neural_accelerators);
+  if (!b.gpu_family.empty()) o.Set("gpuFamily", b.gpu_family);
+  if (b.has_gpu_fields) {
+    o.Set("unifiedMemory", b.unified_memory);
+    o.Set("recommendedWorkingSetBytes", double(b.recommended_working_set));
+  }
+  if (!fallback_reason_.empty()) o.Set("fallbackReason", fallback_reason_);
+  o.Set("threads", cpu_->info().threads);
   return o;
 }
 
@@ -97,10 +119,7 @@ Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {
                                         " elements; shape " + shape_string(shape) + " needs " +
                                         std::to_string(n));
     }
-    auto t = std::make_shared<mto::Tensor>();
-    t->shape = shape;
-    t->dtype = dtype;
-    t->buffer = make_buffer(t->bytes());
+    TensorPtr t = make_tensor(shape, dtype, allocator_of(backend_));
     const uint8_t* src = static_cast<const uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset();
     const napi_typedarray_type type = a.TypedArrayType();
     if (type == napi_float32_array && dtype != DType::Bool) {
@@ -126,7 +145,7 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     Shape shape = read_shape(info[1], "shape");
     int block = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
     check_quantize(shape, f, block);
-    QTensorPtr q = make_qtensor(shape, f, block);
+    QTensorPtr q = make_qtensor(shape, f, block, allocator_of(backend_));
     copy_plane(info[3], "codes", napi_uint8_array, "Uint8Array", 1, q->codes->data(),
                q->codes->bytes());
     if (format_info(f).affine) {

@@ -1,19 +1,22 @@
-// The JS handle of an opened device. Today it always runs the cpu backend; the metal backend will
-// sit behind the same methods (see ARCHITECTURE.md). Construction and tensor import are here;
-// the async ops are in ops.cc.
+// The JS handle of an opened device. It talks to the compute backend only through
+// core/backend.h: the one open() chose (metal or cpu), plus the cpu backend for ops the chosen
+// one has no kernel for. Construction, info and tensor import are here; the async ops in ops.cc.
 #pragma once
 #include <napi.h>
 
-#include <memory>
+#include <functional>
+#include <string>
 
-#include "cpu/thread_pool.h"
+#include "core/backend.h"
 
 namespace mto::addon {
 
 class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
  public:
   static Napi::Function Init(Napi::Env env);
-  explicit NativeDevice(const Napi::CallbackInfo& info);  // (threads: number)
+  // (threads: number, backend: string, tier: string): backend is options.backend overridden by
+  // METAL_TENSOROPS_BACKEND, tier is METAL_TENSOROPS_TIER ("" = auto); see core/tiers.h.
+  explicit NativeDevice(const Napi::CallbackInfo& info);
 
  private:
   // device.cc
@@ -28,8 +31,23 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Matmul(const Napi::CallbackInfo& info);        // (a, b)
   Napi::Value Attention(const Napi::CallbackInfo& info);     // (q, k, v, scale|null, causal, mask|null)
 
-  // Shared with running ops, which keep the pool alive past the device's collection.
-  std::shared_ptr<cpu::ThreadPool> pool_;
+  // Starts an op: start(backend, done) on the chosen backend, or on the cpu backend when the
+  // chosen one declines (returns false). A backend that runs on the caller is called from a
+  // worker thread (inline below kInlineWork); one that completes later settles the Promise
+  // through a thread-safe function. finish() builds the result on the JS thread.
+  using Start = std::function<bool(Backend& backend, Completion done)>;
+  Napi::Promise launch(Napi::Env env, double work_estimate, Start start,
+                       std::function<Napi::Value(Napi::Env)> finish);
+
+  // Makes sure backend_->flush() runs once the current JS turn ends (setImmediate), so the ops
+  // started in this turn are submitted together.
+  void schedule_flush(Napi::Env env);
+
+  // Shared with running ops, which keep the backends alive past the device's collection.
+  BackendPtr backend_;
+  std::shared_ptr<bool> flush_pending_ = std::make_shared<bool>(false);
+  BackendPtr cpu_;
+  std::string fallback_reason_;
 };
 
 }  // namespace mto::addon

@@ -2,17 +2,22 @@
 // plain JS objects to the core types, runs the real code, and returns plain objects.
 #include "internal.h"
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/buffer_pool.h"
 #include "core/capabilities.h"
 #include "core/error.h"
 #include "core/pipeline_key.h"
+#include "core/shader_source.h"
 #include "core/tiers.h"
 #include "errors.h"
+#include "js_completion.h"
 
 namespace mto::addon {
 namespace {
@@ -267,6 +272,54 @@ Napi::Value PipelineKey(const Napi::CallbackInfo& info) {
   });
 }
 
+// completeOnThread(error: string | null) -> Promise: settled through JsCompletion (the path the
+// metal backend's completed handlers take) by a thread that is not the JS thread, after a few
+// ms; an error string rejects with E_BACKEND and that message. The thread calls the completion
+// twice: the second call must be ignored.
+Napi::Value CompleteOnThread(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string error = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+  JsCompletion completion(env, [](Napi::Env e) -> Napi::Value {
+    return Napi::String::New(e, "resolved on the JS thread");
+  });
+  std::thread([done = completion.completion(), error] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    OpStatus status;
+    if (!error.empty()) status = OpStatus{code::Backend, error};
+    done(status);
+    done(OpStatus{code::Backend, "a second completion must be ignored"});
+  }).detach();
+  return completion.promise();
+}
+
+// dropCompletion() -> Promise that never settles: its completion is dropped uncalled (an op that
+// failed to start). The process must still be able to exit.
+Napi::Value DropCompletion(const Napi::CallbackInfo& info) {
+  JsCompletion completion(info.Env(), [](Napi::Env e) -> Napi::Value { return e.Undefined(); });
+  Completion dropped = completion.completion();
+  return completion.promise();
+}
+
+// expandShader(name, { [file]: text }) -> string: core/shader_source.h over the given files.
+Napi::Value ExpandShader(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    if (!info[0].IsString() || !info[1].IsObject()) throw Error(code::Arg, "expandShader(name, files)");
+    std::map<std::string, std::string> files;
+    Napi::Object o = info[1].As<Napi::Object>();
+    Napi::Array keys = o.GetPropertyNames();
+    for (uint32_t i = 0; i < keys.Length(); ++i) {
+      const std::string k = keys.Get(i).ToString().Utf8Value();
+      files[k] = o.Get(k).ToString().Utf8Value();
+    }
+    return Napi::String::New(env, expand_shader_source(info[0].As<Napi::String>().Utf8Value(),
+                                                       [&](const std::string& n) -> const std::string* {
+                                                         auto it = files.find(n);
+                                                         return it == files.end() ? nullptr : &it->second;
+                                                       }));
+  });
+}
+
 }  // namespace
 
 Napi::Object InitInternal(Napi::Env env) {
@@ -277,6 +330,9 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("sizeClass", Napi::Function::New(env, SizeClass, "sizeClass"));
   o.Set("poolRun", Napi::Function::New(env, PoolRun, "poolRun"));
   o.Set("pipelineKey", Napi::Function::New(env, PipelineKey, "pipelineKey"));
+  o.Set("completeOnThread", Napi::Function::New(env, CompleteOnThread, "completeOnThread"));
+  o.Set("dropCompletion", Napi::Function::New(env, DropCompletion, "dropCompletion"));
+  o.Set("expandShader", Napi::Function::New(env, ExpandShader, "expandShader"));
   return o;
 }
 

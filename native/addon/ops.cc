@@ -1,14 +1,14 @@
 // The async ops of NativeDevice. Each one validates synchronously (errors throw at the call),
-// then runs the backend kernel on a worker thread and resolves with a new tensor handle.
-// Inputs are held by shared_ptr inside the work closure, so disposing them meanwhile is safe.
+// allocates its output from the backend, then starts the backend op (launch) and resolves with
+// the output's handle. Inputs and output are held by shared_ptr inside the closures until the
+// op completes, so disposing them meanwhile is safe.
 #include <optional>
-#include <vector>
 
 #include "core/error.h"
 #include "core/ops.h"
-#include "cpu/ops.h"
 #include "device.h"
 #include "errors.h"
+#include "js_completion.h"
 #include "op_worker.h"
 #include "tensors.h"
 
@@ -30,37 +30,51 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
 
 Operand operand(const HeldOperand& h) { return Operand{h.dense.get(), h.quant.get()}; }
 
-TensorPtr new_tensor(const Shape& shape, DType dtype) {
-  auto t = std::make_shared<Tensor>();
-  t->shape = shape;
-  t->dtype = dtype;
-  t->buffer = make_buffer(t->bytes());
-  return t;
-}
-
-// Runs a kernel that writes float32, straight into the output when it is float32, else through
-// a float32 staging buffer converted at the end.
-template <class Kernel>
-TensorPtr run_to(const Shape& shape, DType dtype, Kernel&& kernel) {
-  TensorPtr out = new_tensor(shape, dtype);
-  if (dtype == DType::Float32) {
-    kernel(out->data<float>());
-  } else {
-    std::vector<float> staging(size_t(out->numel()));
-    kernel(staging.data());
-    from_float32(dtype, staging.data(), out->buffer->data(), staging.size());
-  }
-  return out;
-}
-
-Napi::Promise resolve_tensor(Napi::Env env, double work_estimate, std::function<TensorPtr()> work) {
-  auto result = std::make_shared<TensorPtr>();
-  return queue_op(
-      env, work_estimate, [result, work = std::move(work)] { *result = work(); },
-      [result](Napi::Env e) -> Napi::Value { return NativeTensor::Wrap(e, *result); });
-}
+Napi::Value wrap_tensor(Napi::Env env, const TensorPtr& t) { return NativeTensor::Wrap(env, t); }
 
 }  // namespace
+
+Napi::Promise NativeDevice::launch(Napi::Env env, double work_estimate, Start start,
+                                   std::function<Napi::Value(Napi::Env)> finish) {
+  if (!backend_->runs_on_caller()) {
+    JsCompletion completion(env, finish);
+    // `start` holds the op's operands: keep it until the backend completes (a disposed input
+    // must outlive the GPU's reads of it).
+    auto held = std::make_shared<Start>(start);
+    Completion done = [settle = completion.completion(), held](OpStatus s) { settle(std::move(s)); };
+    if (start(*backend_, std::move(done))) {
+      schedule_flush(env);
+      return completion.promise();
+    }
+    completion.abandon();  // no kernel on this backend: the cpu backend runs it below
+  }
+  BackendPtr cpu = backend_->runs_on_caller() ? backend_ : cpu_;
+  return queue_op(
+      env, work_estimate,
+      [cpu, start = std::move(start)] {
+        OpStatus status{code::Backend, "the cpu backend declined the op"};
+        start(*cpu, [&status](OpStatus s) { status = std::move(s); });
+        if (!status.ok()) throw Error(status.code, status.message);
+      },
+      std::move(finish));
+}
+
+void NativeDevice::schedule_flush(Napi::Env env) {
+  if (*flush_pending_) return;
+  Napi::Value set_immediate = env.Global().Get("setImmediate");
+  if (!set_immediate.IsFunction()) {  // an environment without it: submit at once
+    backend_->flush();
+    return;
+  }
+  *flush_pending_ = true;
+  // Holds the backend and the flag, not the device: a device collected meanwhile still flushes.
+  Napi::Function flush = Napi::Function::New(
+      env, [backend = backend_, pending = flush_pending_](const Napi::CallbackInfo&) {
+        *pending = false;
+        backend->flush();
+      });
+  set_immediate.As<Napi::Function>().Call({flush});
+}
 
 Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -73,16 +87,11 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
     int block = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
     if (x->dtype == DType::Bool) throw_error(env, code::DType, "x has dtype 'bool'; quantize takes float tensors");
     check_quantize(x->shape, f, block);
-    auto pool = pool_;
-    auto result = std::make_shared<QTensorPtr>();
-    return queue_op(
+    QTensorPtr q = make_qtensor(x->shape, f, block, allocator_of(backend_));
+    return launch(
         env, double(shape_numel(x->shape)),
-        [=] {
-          QTensorPtr q = make_qtensor(x->shape, f, block);
-          cpu::quantize(*pool, *x, *q);
-          *result = q;
-        },
-        [result](Napi::Env e) -> Napi::Value { return NativeQTensor::Wrap(e, *result); });
+        [x, q](Backend& b, Completion done) { return b.quantize(*x, *q, std::move(done)); },
+        [q](Napi::Env e) -> Napi::Value { return NativeQTensor::Wrap(e, q); });
   });
 }
 
@@ -91,10 +100,11 @@ Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr q = NativeQTensor::Get(info[0], "tensor");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
-    auto pool = pool_;
-    return resolve_tensor(env, double(shape_numel(q->shape)), [=] {
-      return run_to(q->shape, dtype, [&](float* out) { cpu::dequantize(*pool, *q, out); });
-    });
+    TensorPtr out = make_tensor(q->shape, dtype, allocator_of(backend_));
+    return launch(
+        env, double(shape_numel(q->shape)),
+        [q, out](Backend& b, Completion done) { return b.dequantize(*q, *out, std::move(done)); },
+        [out](Napi::Env e) { return wrap_tensor(e, out); });
   });
 }
 
@@ -103,10 +113,11 @@ Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     TensorPtr x = NativeTensor::Get(info[0], "x");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
-    return resolve_tensor(env, double(x->numel()), [=] {
-      return run_to(x->shape, dtype,
-                    [&](float* out) { to_float32(x->dtype, x->buffer->data(), out, size_t(x->numel())); });
-    });
+    TensorPtr out = make_tensor(x->shape, dtype, allocator_of(backend_));
+    return launch(
+        env, double(x->numel()),
+        [x, out](Backend& b, Completion done) { return b.cast(*x, *out, std::move(done)); },
+        [out](Napi::Env e) { return wrap_tensor(e, out); });
   });
 }
 
@@ -118,12 +129,13 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     TensorPtr bias = is_absent(info[2]) ? nullptr : NativeTensor::Get(info[2], "bias");
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
-    auto pool = pool_;
-    return resolve_tensor(env, double(p.M) * double(p.N) * double(p.K), [=] {
-      return run_to(p.out_shape, p.out_dtype, [&](float* y) {
-        cpu::linear(*pool, operand(x), operand(w), bias.get(), p, y);
-      });
-    });
+    TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
+    return launch(
+        env, double(p.M) * double(p.N) * double(p.K),
+        [x, w, bias, p, y](Backend& b, Completion done) {
+          return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
+        },
+        [y](Napi::Env e) { return wrap_tensor(e, y); });
   });
 }
 
@@ -133,10 +145,11 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr a = NativeTensor::Get(info[0], "a");
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
-    auto pool = pool_;
-    return resolve_tensor(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), [=] {
-      return run_to(p.out_shape, p.out_dtype, [&](float* c) { cpu::matmul(*pool, *a, *b, p, c); });
-    });
+    TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
+    return launch(
+        env, double(p.batch) * double(p.M) * double(p.N) * double(p.K),
+        [a, b, p, c](Backend& be, Completion done) { return be.matmul(*a, *b, p, *c, std::move(done)); },
+        [c](Napi::Env e) { return wrap_tensor(e, c); });
   });
 }
 
@@ -154,15 +167,16 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     const bool causal = info[4].ToBoolean().Value();
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
-    auto pool = pool_;
+    TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(p.Lk) * double(p.D);
-    return resolve_tensor(env, work, [=] {
-      AttentionParams run = p;
-      run.mask = mask.get();
-      return run_to(p.out_shape, p.out_dtype, [&](float* o) {
-        cpu::attention(*pool, operand(q), operand(k), operand(v), run, o);
-      });
-    });
+    return launch(
+        env, work,
+        [q, k, v, mask, p, o](Backend& b, Completion done) {
+          AttentionParams run = p;
+          run.mask = mask.get();
+          return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
+        },
+        [o](Napi::Env e) { return wrap_tensor(e, o); });
   });
 }
 

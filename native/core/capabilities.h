@@ -42,6 +42,9 @@ struct ProbeResult {
 };
 
 struct Capabilities {
+  // Why this build cannot use Metal at all ("Metal is only available on macOS ..."); "" in a
+  // macOS build with the metal backend compiled in. Checked before anything else.
+  std::string platform_blocker;
   bool has_device = false;        // MTLCreateSystemDefaultDevice or MTLCopyAllDevices found one
   std::string device_name;        // "Apple M4 Pro", "Apple Paravirtual device"
   std::string architecture;       // MTLDevice.architecture.name, "applegpu_g17s"; "" if unknown

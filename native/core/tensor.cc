@@ -18,7 +18,9 @@ Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
   }
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() {
+  if (owned_) std::free(data_);
+}
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }
 
@@ -38,15 +40,27 @@ std::string shape_string(const Shape& s) {
 }
 
 QTensorPtr make_qtensor(const Shape& shape, Format f, int block) {
+  return make_qtensor(shape, f, block, make_buffer);
+}
+
+QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator& alloc) {
   auto q = std::make_shared<QTensor>();
   q->shape = shape;
   q->format = f;
   q->block = block;
   const int64_t rows = q->rows(), cols = q->cols();
-  q->codes = make_buffer(size_t(rows) * row_code_bytes(f, cols));
-  q->scales = make_buffer(size_t(rows) * row_scale_bytes(f, cols, block));
-  if (format_info(f).affine) q->biases = make_buffer(size_t(rows) * row_scale_bytes(f, cols, block));
+  q->codes = alloc(size_t(rows) * row_code_bytes(f, cols));
+  q->scales = alloc(size_t(rows) * row_scale_bytes(f, cols, block));
+  if (format_info(f).affine) q->biases = alloc(size_t(rows) * row_scale_bytes(f, cols, block));
   return q;
+}
+
+TensorPtr make_tensor(const Shape& shape, DType dtype, const Allocator& alloc) {
+  auto t = std::make_shared<Tensor>();
+  t->shape = shape;
+  t->dtype = dtype;
+  t->buffer = alloc(t->bytes());
+  return t;
 }
 
 }  // namespace mto

@@ -3,6 +3,7 @@
 // the metal backend will own MTLBuffers behind the same Buffer interface.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -11,23 +12,33 @@
 
 namespace mto {
 
-// One owned allocation, 64-byte aligned (cache line / AVX-512 width).
+// One allocation the host can read and write. This class owns 64-byte aligned host memory (cache
+// line / AVX-512 width); a backend's subclass owns device storage the host sees at data() (the
+// metal backend: a shared MTLBuffer's contents on unified memory).
 class Buffer {
  public:
   explicit Buffer(size_t bytes);  // throws Error(E_OOM) when the allocation fails
-  ~Buffer();
+  virtual ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
 
+ protected:
+  struct Adopt {};
+  // `data` stays the subclass's to free.
+  Buffer(Adopt, void* data, size_t bytes) : data_(data), bytes_(bytes), owned_(false) {}
+
  private:
   void* data_;
   size_t bytes_;
+  bool owned_ = true;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 BufferPtr make_buffer(size_t bytes);
+// Where a backend's tensors get their storage (Backend::allocate).
+using Allocator = std::function<BufferPtr(size_t bytes)>;
 
 using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& s);
@@ -64,7 +75,11 @@ struct QTensor {
 };
 using QTensorPtr = std::shared_ptr<QTensor>;
 
-// Allocates the planes of a quantized tensor of `shape` (validated by the caller).
+// Allocates the planes of a quantized tensor of `shape` (validated by the caller), in host memory
+// or from `alloc`.
 QTensorPtr make_qtensor(const Shape& shape, Format f, int block);
+QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator& alloc);
+// A dense tensor with storage from `alloc`.
+TensorPtr make_tensor(const Shape& shape, DType dtype, const Allocator& alloc);
 
 }  // namespace mto

@@ -31,6 +31,7 @@ std::string gpu_label(const Capabilities& caps) {
 
 // Why the metal backend cannot run at all, or "" when it can.
 std::string metal_blocker(const Capabilities& caps) {
+  if (!caps.platform_blocker.empty()) return caps.platform_blocker;
   if (caps.rosetta) {
     return "this process runs under Rosetta 2 translation (an x86-64 Node.js on Apple silicon); "
            "the metal backend needs a native arm64 Node.js";

@@ -13,6 +13,8 @@
 
 namespace mto::metal {
 
+class PipelineArchive;
+
 // Compiles `source` as MSL `version`, with languageVersion always set explicitly (left unset, the
 // TensorOps headers silently expand to nothing, METAL.md) and fast math off (softmax relies on
 // -inf and exact exp; MLX compiles with fast math off too). Returns nil and sets *error to the
@@ -21,10 +23,11 @@ id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, 
                                std::string* error);
 
 // Pipelines of one library, created on first use and kept for the process (a first compile costs
-// tens of ms per kernel, METAL.md). Thread-safe.
+// tens of ms per kernel, METAL.md). With an archive, pipelines are looked up in it first and
+// added to it after, so the next process starts warm. Thread-safe.
 class PipelineCache {
  public:
-  PipelineCache(id<MTLDevice> device, id<MTLLibrary> library);
+  PipelineCache(id<MTLDevice> device, id<MTLLibrary> library, PipelineArchive* archive = nullptr);
 
   // The pipeline for `kernel` specialised with `constants`; throws Error(E_BACKEND) carrying
   // Metal's message when the function is missing or the pipeline cannot be made.
@@ -37,6 +40,7 @@ class PipelineCache {
 
   id<MTLDevice> device_;
   id<MTLLibrary> library_;
+  PipelineArchive* archive_;  // not owned; outlives the cache (shader_library.mm)
   mutable std::mutex mu_;
   std::unordered_map<std::string, id<MTLComputePipelineState>> pipelines_;
 };

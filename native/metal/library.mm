@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "metal_constants.h"
 #include "objc_strings.h"
+#include "pipeline_archive.h"
 
 namespace mto::metal {
 namespace {
@@ -76,8 +77,8 @@ id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, 
   }
 }
 
-PipelineCache::PipelineCache(id<MTLDevice> device, id<MTLLibrary> library)
-    : device_(device), library_(library) {}
+PipelineCache::PipelineCache(id<MTLDevice> device, id<MTLLibrary> library, PipelineArchive* archive)
+    : device_(device), library_(library), archive_(archive) {}
 
 id<MTLComputePipelineState> PipelineCache::get(const std::string& kernel,
                                                const std::vector<FunctionConstant>& constants) {
@@ -109,7 +110,27 @@ id<MTLComputePipelineState> PipelineCache::build(const std::string& key, const s
     if (!function) {
       failure = "Metal kernel " + key + " is not in the library: " + error_text(err, "no function of that name");
     } else {
-      pipeline = [device_ newComputePipelineStateWithFunction:function error:&err];
+      MTLComputePipelineDescriptor* descriptor = [MTLComputePipelineDescriptor new];
+      descriptor.computeFunction = function;
+      descriptor.label = to_ns(key);
+      id<MTLBinaryArchive> archive = archive_ ? archive_->archive() : nil;
+      if (archive) {
+        // A hit skips the back-end compile and leaves the archive file alone; only a miss
+        // compiles and writes the archive back.
+        descriptor.binaryArchives = @[ archive ];
+        NSError* miss = nil;
+        pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
+                                                          options:MTLPipelineOptionFailOnBinaryArchiveMiss
+                                                       reflection:nil
+                                                            error:&miss];
+      }
+      if (!pipeline) {
+        pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
+                                                          options:MTLPipelineOptionNone
+                                                       reflection:nil
+                                                            error:&err];
+        if (pipeline && archive) archive_->add(descriptor);
+      }
       // A pipeline with no threads per threadgroup cannot be dispatched (llama.cpp rejects these too).
       if (!pipeline || pipeline.maxTotalThreadsPerThreadgroup == 0) {
         failure = "could not create the Metal pipeline " + key + ": " +

@@ -12,6 +12,9 @@
 #define NS_RETURNS_INNER_POINTER __attribute__((objc_returns_inner_pointer))
 // A fixed-type enum, as NS_ENUM is in Objective-C++: passing a plain integer needs a cast.
 #define NS_ENUM(_type, _name) enum _name : _type
+// An option set, as NS_OPTIONS is in Objective-C++: a typedef of the integer type (so OR-ed
+// options need no cast) and an unnamed enum of that type for the constants.
+#define NS_OPTIONS(_type, _name) typedef _type _name; enum : _type
 #define NS_ASSUME_NONNULL_BEGIN _Pragma("clang assume_nonnull begin")
 #define NS_ASSUME_NONNULL_END _Pragma("clang assume_nonnull end")
 
@@ -76,6 +79,7 @@ enum : NSStringEncoding { NSASCIIStringEncoding = 1, NSUTF8StringEncoding = 4 };
                                 length:(NSUInteger)len
                               encoding:(NSStringEncoding)encoding;
 - (BOOL)containsString:(NSString *)str MTO_SDK_MACOS(10.10);
+- (BOOL)isEqualToString:(NSString *)aString;
 @end
 
 // NSArray.h
@@ -84,6 +88,8 @@ enum : NSStringEncoding { NSASCIIStringEncoding = 1, NSUTF8StringEncoding = 4 };
 - (ObjectType)objectAtIndex:(NSUInteger)index;
 - (ObjectType)objectAtIndexedSubscript:(NSUInteger)idx MTO_SDK_MACOS(10.8);
 @property(nullable, nonatomic, readonly) ObjectType firstObject MTO_SDK_MACOS(10.6);
+// What an array literal @[a, b] sends.
++ (instancetype)arrayWithObjects:(const ObjectType _Nonnull[_Nonnull])objects count:(NSUInteger)cnt;
 @end
 
 // NSDictionary.h (MTLCompileOptions.preprocessorMacros)
@@ -98,6 +104,12 @@ typedef NSString *NSErrorDomain;
 @property(readonly, copy) NSErrorDomain domain;
 @property(readonly) NSInteger code;
 @property(readonly, copy) NSString *localizedDescription;
+@end
+
+// NSURL.h (MTLBinaryArchive reads and writes through file URLs)
+@interface NSURL : NSObject <NSCopying>
++ (NSURL *)fileURLWithPath:(NSString *)path isDirectory:(BOOL)isDir MTO_SDK_MACOS(10.5);
+@property(nullable, readonly, copy) NSString *path;
 @end
 
 // NSProcessInfo.h

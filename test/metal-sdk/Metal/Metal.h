@@ -11,6 +11,11 @@ NS_ASSUME_NONNULL_BEGIN
 @protocol MTLLibrary;
 @protocol MTLFunction;
 @protocol MTLComputePipelineState;
+@protocol MTLBuffer;
+@protocol MTLCommandQueue;
+@protocol MTLCommandBuffer;
+@protocol MTLComputeCommandEncoder;
+@protocol MTLBinaryArchive;
 
 // MTLDevice.h: MTLGPUFamily (macOS 10.15). Families are cumulative: an Apple10 GPU also answers
 // YES for Apple9 and below.
@@ -104,6 +109,127 @@ MTO_SDK_MACOS(10.12)
 @property(readonly) NSUInteger threadExecutionWidth;
 @end
 
+// MTLTypes.h
+typedef struct {
+  NSUInteger width, height, depth;
+} MTLSize;
+static inline MTLSize MTLSizeMake(NSUInteger width, NSUInteger height, NSUInteger depth) {
+  MTLSize size = {width, height, depth};
+  return size;
+}
+
+// MTLResource.h: storage mode << 4, CPU cache mode << 0, hazard tracking << 8. Shared storage
+// is the one CPU and GPU both address on unified memory.
+NS_OPTIONS(NSUInteger, MTLResourceOptions){
+  MTLResourceCPUCacheModeDefaultCache MTO_SDK_MACOS(10.11) = 0,
+  MTLResourceStorageModeShared MTO_SDK_MACOS(10.11) = 0 << 4,
+  MTLResourceStorageModeManaged MTO_SDK_MACOS(10.11) = 1 << 4,
+  MTLResourceStorageModePrivate MTO_SDK_MACOS(10.11) = 2 << 4,
+  MTLResourceHazardTrackingModeDefault MTO_SDK_MACOS(10.13) = 0 << 8,
+  MTLResourceHazardTrackingModeTracked MTO_SDK_MACOS(10.15) = 2 << 8,
+};
+
+@protocol MTLResource <NSObject>
+@property(nullable, copy, atomic) NSString *label;
+@property(readonly) id<MTLDevice> device;
+@end
+
+// MTLBuffer.h
+@protocol MTLBuffer <MTLResource>
+@property(readonly) NSUInteger length;
+- (void *)contents NS_RETURNS_INNER_POINTER;
+@end
+
+// MTLComputePipeline.h: descriptor-based creation (binary archives, macOS 11).
+NS_OPTIONS(NSUInteger, MTLPipelineOption){
+  MTLPipelineOptionNone MTO_SDK_MACOS(10.11) = 0,
+  // Make the pipeline only from a linked binary archive; nil (with an error) on a miss.
+  MTLPipelineOptionFailOnBinaryArchiveMiss MTO_SDK_MACOS(11.0) = 1 << 2,
+};
+
+MTO_SDK_MACOS(10.11)
+@interface MTLComputePipelineDescriptor : NSObject <NSCopying>
+@property(nullable, copy, nonatomic) NSString *label;
+@property(nullable, readwrite, nonatomic, strong) id<MTLFunction> computeFunction;
+@property(nullable, readwrite, nonatomic, copy) NSArray<id<MTLBinaryArchive>> *binaryArchives
+    MTO_SDK_MACOS(11.0);
+@end
+
+@class MTLComputePipelineReflection;
+
+// MTLBinaryArchive.h (macOS 11): compiled pipelines stored in a file, so a later process skips
+// the back-end compile. `url` nil makes an empty archive.
+MTO_SDK_MACOS(11.0)
+@interface MTLBinaryArchiveDescriptor : NSObject <NSCopying>
+@property(nullable, nonatomic, copy) NSURL *url;
+@end
+
+MTO_SDK_MACOS(11.0)
+@protocol MTLBinaryArchive <NSObject>
+@property(nullable, copy, atomic) NSString *label;
+@property(readonly) id<MTLDevice> device;
+- (BOOL)addComputePipelineFunctionsWithDescriptor:(MTLComputePipelineDescriptor *)descriptor
+                                            error:(__autoreleasing NSError *_Nullable *_Nullable)error;
+- (BOOL)serializeToURL:(NSURL *)url error:(__autoreleasing NSError *_Nullable *_Nullable)error;
+@end
+
+// MTLCommandEncoder.h / MTLComputeCommandEncoder.h
+@protocol MTLCommandEncoder <NSObject>
+@property(nullable, copy, atomic) NSString *label;
+- (void)endEncoding;
+@end
+
+@protocol MTLComputeCommandEncoder <MTLCommandEncoder>
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
+- (void)setBytes:(const void *)bytes length:(NSUInteger)length atIndex:(NSUInteger)index
+    MTO_SDK_MACOS(10.11);
+- (void)setBuffer:(nullable id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
+       threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+@end
+
+// MTLCommandBuffer.h
+NS_ENUM(NSUInteger, MTLCommandBufferStatus) {
+  MTLCommandBufferStatusNotEnqueued = 0,
+  MTLCommandBufferStatusEnqueued = 1,
+  MTLCommandBufferStatusCommitted = 2,
+  MTLCommandBufferStatusScheduled = 3,
+  MTLCommandBufferStatusCompleted = 4,
+  MTLCommandBufferStatusError = 5,
+} MTO_SDK_MACOS(10.11);
+
+// Codes of errors in MTLCommandBufferErrorDomain (the subset we tell apart).
+NS_ENUM(NSUInteger, MTLCommandBufferError) {
+  MTLCommandBufferErrorNone = 0,
+  MTLCommandBufferErrorInternal = 1,
+  MTLCommandBufferErrorTimeout = 2,
+  MTLCommandBufferErrorPageFault = 3,
+  MTLCommandBufferErrorNotPermitted = 7,
+  MTLCommandBufferErrorOutOfMemory = 8,
+  MTLCommandBufferErrorInvalidResource = 9,
+} MTO_SDK_MACOS(10.11);
+
+extern "C" NSErrorDomain const MTLCommandBufferErrorDomain MTO_SDK_MACOS(10.11);
+
+typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
+
+@protocol MTLCommandBuffer <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(nullable, copy, atomic) NSString *label;
+@property(readonly) MTLCommandBufferStatus status;
+@property(nullable, readonly) NSError *error;
+- (nullable id<MTLComputeCommandEncoder>)computeCommandEncoder;
+- (void)addCompletedHandler:(MTLCommandBufferHandler)block;
+- (void)commit;
+@end
+
+// MTLCommandQueue.h
+@protocol MTLCommandQueue <NSObject>
+@property(nullable, copy, atomic) NSString *label;
+@property(readonly) id<MTLDevice> device;
+- (nullable id<MTLCommandBuffer>)commandBuffer;
+@end
+
 // MTLDevice.h
 @protocol MTLDevice <NSObject>
 @property(nonnull, readonly) NSString *name;
@@ -124,6 +250,20 @@ MTO_SDK_MACOS(10.12)
     newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
                                   error:(__autoreleasing NSError *_Nullable *_Nullable)error
     MTO_SDK_MACOS(10.11);
+- (nullable id<MTLComputePipelineState>)
+    newComputePipelineStateWithDescriptor:(MTLComputePipelineDescriptor *)descriptor
+                                  options:(MTLPipelineOption)options
+                               reflection:(MTLComputePipelineReflection *__autoreleasing _Nullable *_Nullable)reflection
+                                    error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(10.11);
+- (nullable id<MTLLibrary>)newLibraryWithURL:(NSURL *)url
+                                       error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(10.13);
+- (nullable id<MTLCommandQueue>)newCommandQueue;
+- (nullable id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+- (nullable id<MTLBinaryArchive>)newBinaryArchiveWithDescriptor:(MTLBinaryArchiveDescriptor *)descriptor
+                                                          error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(11.0);
 @end
 
 extern "C" {

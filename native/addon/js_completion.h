@@ -1,0 +1,36 @@
+// A Completion (core/backend.h) that may be called from any thread — the metal backend calls it
+// from MTLCommandBuffer's completed handler — and settles a Promise on the JS thread through a
+// Node-API thread-safe function. No thread ever waits for the GPU.
+#pragma once
+#include <napi.h>
+
+#include <functional>
+#include <memory>
+
+#include "core/backend.h"
+
+namespace mto::addon {
+
+class JsCompletion {
+ public:
+  // Created on the JS thread. finish() builds the resolved value on the JS thread; a failed
+  // status rejects with its code and message instead.
+  JsCompletion(Napi::Env env, std::function<Napi::Value(Napi::Env)> finish);
+  JsCompletion(const JsCompletion&) = delete;
+  JsCompletion& operator=(const JsCompletion&) = delete;
+
+  Napi::Promise promise() const { return deferred_.Promise(); }
+  // The callback to hand to a backend; the first call settles, later calls are ignored. When the
+  // last copy is dropped uncalled, the Promise is abandoned (never settled).
+  Completion completion() const;
+  // Gives up on this Promise: the thread-safe function is released so the event loop can exit.
+  void abandon();
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+  Napi::Promise::Deferred deferred_;
+};
+
+}  // namespace mto::addon

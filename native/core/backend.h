@@ -1,0 +1,104 @@
+// The interface every compute backend implements (ARCHITECTURE.md "One op, two backends"):
+// tensor storage and the ops, each started on the JS thread and finished through a completion
+// callback. native/addon talks only to this; native/cpu/backend.cc and native/metal/backend.mm
+// implement it. Plain C++ (no Node-API, no Objective-C) so both sides compile everywhere they must.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "capabilities.h"
+#include "ops.h"
+#include "tensor.h"
+#include "tiers.h"
+
+namespace mto {
+
+// How an op ended. `code` is nullptr on success, else a stable error code (core/error.h).
+struct OpStatus {
+  const char* code = nullptr;
+  std::string message;
+  bool ok() const { return code == nullptr; }
+};
+// Called exactly once per op that a backend accepted, on any thread (the cpu backend calls it
+// before returning; the metal backend from the command buffer's completed handler).
+using Completion = std::function<void(OpStatus)>;
+
+// What dev.info reports about the backend that open() chose (API.md DeviceInfo).
+struct BackendInfo {
+  std::string backend = "cpu";  // "metal" | "cpu"
+  Tier tier = Tier::Cpu;
+  std::string name;             // GPU name; "" for cpu (lib/ names the cpu model)
+  bool neural_accelerators = false;
+  std::string gpu_family;       // "apple9"; metal only
+  bool has_gpu_fields = false;  // unified_memory / recommended_working_set are meaningful
+  bool unified_memory = false;
+  uint64_t recommended_working_set = 0;
+  int threads = 0;              // cpu threads the host-side kernels use
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual BackendInfo info() const = 0;
+
+  // Storage for a tensor plane of `bytes`, readable and writable by the host (on the metal
+  // backend: shared MTLBuffers on unified memory, so reading a result is a plain memcpy).
+  virtual BufferPtr allocate(size_t bytes) = 0;
+
+  // True when the ops run their kernels on the calling thread and call `done` before they
+  // return (the cpu backend): the addon then calls them from a worker thread. False when they
+  // only encode and submit work and `done` comes later from another thread (metal).
+  virtual bool runs_on_caller() const = 0;
+
+  // Submits the ops started since the last flush. A backend may hold ops that do not run on the
+  // caller in a batch (the metal backend: one command buffer) until then; the addon calls it
+  // once the JS turn that started them ends, so ops issued before an `await` travel together.
+  virtual void flush() {}
+
+  // The ops. Outputs are allocated by the caller with allocate() and shaped by core/ops.h's
+  // check_*; inputs and outputs stay alive until `done` has run (the caller holds them). An op returns false without
+  // doing anything (and without calling `done`) when this backend has no kernel for the request;
+  // the caller then runs it on the cpu backend over the same host-visible storage.
+  virtual bool quantize(const Tensor& x, QTensor& out, Completion done) = 0;
+  virtual bool dequantize(const QTensor& q, Tensor& out, Completion done) = 0;
+  virtual bool cast(const Tensor& x, Tensor& out, Completion done) = 0;
+  virtual bool linear(const Operand& x, const Operand& w, const Tensor* bias,
+                      const LinearParams& p, Tensor& y, Completion done) = 0;
+  virtual bool matmul(const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c,
+                      Completion done) = 0;
+  virtual bool attention(const Operand& q, const Operand& k, const Operand& v,
+                         const AttentionParams& p, Tensor& o, Completion done) = 0;
+};
+using BackendPtr = std::shared_ptr<Backend>;
+
+// Backend::allocate as an Allocator (core/tensor.h) that keeps the backend alive.
+inline Allocator allocator_of(const BackendPtr& b) {
+  return [b](size_t bytes) { return b->allocate(bytes); };
+}
+
+// The cpu backend with `threads` worker threads (0: one per hardware thread).
+BackendPtr make_cpu_backend(int threads);
+
+// Runs fn, turning what it throws into a status (mto::Error keeps its code; bad_alloc is E_OOM;
+// anything else E_BACKEND).
+OpStatus capture_status(const std::function<void()>& fn);
+
+struct OpenedBackend {
+  BackendPtr backend;
+  std::string fallback_reason;  // why a faster backend or tier was not used; "" if none
+};
+
+// The backend open() runs (backend_open.cc): on macOS builds with Metal, the metal backend at the
+// tier select_tier chooses from probed capabilities; else `cpu`, with the reason. `request`
+// carries options.backend overridden by METAL_TENSOROPS_BACKEND, and METAL_TENSOROPS_TIER.
+// Throws Error(E_ARG) for unknown names and Error(E_BACKEND) when a forced backend or tier cannot
+// run here. `cpu` is also what the metal backend's caller runs ops on that it has no kernel for.
+OpenedBackend open_backend(const TierRequest& request, const BackendPtr& cpu);
+
+// "linux-x64", "darwin-arm64", "win32-x64": this build's platform, in Node.js's words.
+std::string build_platform();
+
+}  // namespace mto

@@ -1,0 +1,77 @@
+// The cpu backend behind core/backend.h: plain aligned host memory and the kernels of this
+// directory, run on the calling thread (the addon calls from a worker, or inline for tiny ops)
+// with the backend's thread pool. Kernels write float32; other output dtypes go through a
+// float32 staging buffer converted at the end.
+#include <vector>
+
+#include "../core/backend.h"
+#include "ops.h"
+
+namespace mto::cpu {
+namespace {
+
+// Runs a kernel that writes float32 into `out`: directly when out is float32, else through a
+// staging buffer converted to out's dtype.
+template <class Kernel>
+void write_as(Tensor& out, Kernel&& kernel) {
+  if (out.dtype == DType::Float32) {
+    kernel(out.data<float>());
+  } else {
+    std::vector<float> staging(size_t(out.numel()));
+    kernel(staging.data());
+    from_float32(out.dtype, staging.data(), out.buffer->data(), staging.size());
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : pool_(threads) {}
+
+  BackendInfo info() const override {
+    BackendInfo i;
+    i.threads = pool_.size();
+    return i;
+  }
+  BufferPtr allocate(size_t bytes) override { return make_buffer(bytes); }
+  bool runs_on_caller() const override { return true; }
+
+  bool quantize(const Tensor& x, QTensor& out, Completion done) override {
+    return run(done, [&] { cpu::quantize(pool_, x, out); });
+  }
+  bool dequantize(const QTensor& q, Tensor& out, Completion done) override {
+    return run(done, [&] { write_as(out, [&](float* o) { cpu::dequantize(pool_, q, o); }); });
+  }
+  bool cast(const Tensor& x, Tensor& out, Completion done) override {
+    return run(done, [&] {
+      write_as(out, [&](float* o) { to_float32(x.dtype, x.buffer->data(), o, size_t(x.numel())); });
+    });
+  }
+  bool linear(const Operand& x, const Operand& w, const Tensor* bias, const LinearParams& p,
+              Tensor& y, Completion done) override {
+    return run(done, [&] { write_as(y, [&](float* o) { cpu::linear(pool_, x, w, bias, p, o); }); });
+  }
+  bool matmul(const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c,
+              Completion done) override {
+    return run(done, [&] { write_as(c, [&](float* o) { cpu::matmul(pool_, a, b, p, o); }); });
+  }
+  bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
+                 Tensor& o, Completion done) override {
+    return run(done, [&] { write_as(o, [&](float* out) { cpu::attention(pool_, q, k, v, p, out); }); });
+  }
+
+ private:
+  template <class Fn>
+  static bool run(const Completion& done, Fn&& fn) {
+    done(capture_status(fn));
+    return true;
+  }
+
+  ThreadPool pool_;
+};
+
+}  // namespace
+}  // namespace mto::cpu
+
+namespace mto {
+BackendPtr make_cpu_backend(int threads) { return std::make_shared<cpu::CpuBackend>(threads); }
+}  // namespace mto

@@ -1,0 +1,50 @@
+// attention on the metal backend (ops.h): the FlashAttention kernels of shaders/attention.metal,
+// in the passes plan_attention decides (decode, split decode + merge, or prefill).
+#include "ops.h"
+
+#include "core/error.h"
+
+namespace mto::metal {
+
+bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Operand& v,
+               const AttentionParams& p, Tensor& o, Completion done) {
+  if (!q.dense || (k.quant != nullptr) != (v.quant != nullptr)) return false;
+  const bool kv_quantized = k.quant != nullptr;
+  if (kv_quantized && k.quant->format != v.quant->format) return false;
+  const Format kv_format = kv_quantized ? k.quant->format : Format::MXFP8_E4M3;
+  const DType mask_dtype = p.mask ? p.mask->dtype : DType::Bool;
+  plan::AttentionPlan plan;
+  try {
+    plan = plan::plan_attention(p, q.dense->dtype, kv_quantized, kv_format, mask_dtype, ctx.tier);
+  } catch (const Error&) {
+    return false;  // head dim or dtype without a kernel: the cpu backend runs it
+  }
+  Float32Target target = float32_target(ctx.pool, o);
+  ArgTable args;
+  using plan::Arg;
+  bool bound = args.bind(Arg::Q, q.dense->buffer.get()) && args.bind(Arg::O, target.buffer.get()) &&
+               (!p.mask || args.bind(Arg::Mask, p.mask->buffer.get()));
+  if (kv_quantized) {
+    bound = bound && args.bind(Arg::K, k.quant->codes.get()) && args.bind(Arg::KScales, k.quant->scales.get()) &&
+            args.bind(Arg::V, v.quant->codes.get()) && args.bind(Arg::VScales, v.quant->scales.get());
+  } else {
+    bound = bound && args.bind(Arg::K, k.dense->buffer.get()) && args.bind(Arg::V, v.dense->buffer.get());
+  }
+  if (!bound) return false;
+  // Split decode's partial results live only for this op.
+  struct Scratch {
+    BufferPtr output, partial_o, partial_ml;
+  };
+  auto scratch = std::make_shared<Scratch>();
+  scratch->output = target.buffer;
+  if (plan.partial_o_bytes > 0) {
+    scratch->partial_o = ctx.pool.allocate(size_t(plan.partial_o_bytes));
+    scratch->partial_ml = ctx.pool.allocate(size_t(plan.partial_ml_bytes));
+    args.bind(Arg::PartialO, scratch->partial_o.get());
+    args.bind(Arg::PartialML, scratch->partial_ml.get());
+  }
+  ctx.stream.submit(plan.passes, args, target.epilogue, scratch, std::move(done));
+  return true;
+}
+
+}  // namespace mto::metal

@@ -1,0 +1,78 @@
+// The metal backend behind core/backend.h: tensors in shared MTLBuffers from the size-class pool,
+// ops encoded from dispatch plans and finished from command-buffer completed handlers. Ops with
+// no Metal kernel (matmul, dequantize, cast, affine quantize, shapes the plans reject) return
+// false and the caller runs the cpu backend over the same unified-memory buffers.
+#include "backend.h"
+
+#include <algorithm>
+
+#include "ops.h"
+
+namespace mto::metal {
+namespace {
+
+// Released buffers kept for reuse: a quarter of the GPU's recommended working set, at most 1 GiB
+// (256 MiB when Metal does not say).
+size_t pool_cache_limit(const Capabilities& caps) {
+  const uint64_t gib = uint64_t(1) << 30;
+  if (caps.recommended_working_set == 0) return size_t(256) << 20;
+  return size_t(std::min<uint64_t>(caps.recommended_working_set / 4, gib));
+}
+
+class MetalBackend final : public Backend {
+ public:
+  MetalBackend(id<MTLDevice> device, const Capabilities& caps, const TierChoice& choice)
+      : caps_(caps),
+        choice_(choice),
+        pool_(std::make_shared<MetalBufferPool>(device, pool_cache_limit(caps))),
+        stream_(device, ShaderLibraries::for_device(device, caps)),
+        ctx_{stream_, *pool_, choice.tier} {}
+
+  BackendInfo info() const override {
+    BackendInfo i;
+    i.backend = "metal";
+    i.tier = choice_.tier;
+    i.name = caps_.device_name;
+    i.neural_accelerators = choice_.neural_accelerators;
+    i.gpu_family = gpu_family_name(caps_);
+    i.has_gpu_fields = true;
+    i.unified_memory = caps_.unified_memory;
+    i.recommended_working_set = caps_.recommended_working_set;
+    return i;
+  }
+  BufferPtr allocate(size_t bytes) override { return pool_->allocate(bytes); }
+  bool runs_on_caller() const override { return false; }
+  void flush() override { stream_.flush(); }
+
+  bool quantize(const Tensor& x, QTensor& out, Completion done) override {
+    return metal::quantize(ctx_, x, out, std::move(done));
+  }
+  bool dequantize(const QTensor&, Tensor&, Completion) override { return false; }
+  bool cast(const Tensor&, Tensor&, Completion) override { return false; }
+  bool linear(const Operand& x, const Operand& w, const Tensor* bias, const LinearParams& p,
+              Tensor& y, Completion done) override {
+    return metal::linear(ctx_, x, w, bias, p, y, std::move(done));
+  }
+  bool matmul(const Tensor&, const Tensor&, const MatmulParams&, Tensor&, Completion) override {
+    return false;
+  }
+  bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
+                 Tensor& o, Completion done) override {
+    return metal::attention(ctx_, q, k, v, p, o, std::move(done));
+  }
+
+ private:
+  Capabilities caps_;
+  TierChoice choice_;
+  std::shared_ptr<MetalBufferPool> pool_;
+  CommandStream stream_;
+  MetalContext ctx_;
+};
+
+}  // namespace
+
+BackendPtr make_metal_backend(id<MTLDevice> device, const Capabilities& caps, const TierChoice& choice) {
+  return std::make_shared<MetalBackend>(device, caps, choice);
+}
+
+}  // namespace mto::metal

@@ -1,0 +1,73 @@
+// Encoding dispatch plans (core/dispatch_plan.h) into a command buffer and committing it. The
+// plan decides kernel, grid, threadgroup size, buffer slots and parameter bytes; this file only
+// binds and dispatches exactly that (no geometry is decided in Objective-C++), and reports the
+// end through the command buffer's completed handler: no thread waits on the GPU.
+// Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#import <Metal/Metal.h>
+
+#include <array>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+#include "buffers.h"
+#include "core/dispatch_plan.h"
+#include "shader_library.h"
+
+namespace mto::metal {
+
+// What each plan::Arg is bound to for one op: a buffer of the metal backend, or nil when the
+// plan does not use that argument.
+class ArgTable {
+ public:
+  // Binds `arg` to `buffer`'s MTLBuffer; false when `buffer` is not metal storage (the op then
+  // declines and the cpu backend runs it).
+  bool bind(plan::Arg arg, const Buffer* buffer);
+  id<MTLBuffer> get(plan::Arg arg) const { return table_[size_t(arg)]; }
+
+ private:
+  std::array<id<MTLBuffer>, size_t(plan::Arg::PartialML) + 1> table_{};
+};
+
+// The kernels write float32. For a float32 output they write it directly; otherwise into a
+// scratch buffer that `epilogue` converts into `out` on the completion thread.
+struct Float32Target {
+  BufferPtr buffer;
+  std::function<void()> epilogue;  // empty when writing `out` directly
+};
+Float32Target float32_target(MetalBufferPool& pool, Tensor& out);
+
+// The device's command queue and the batch being encoded. Used from the JS thread only.
+class CommandStream {
+ public:
+  CommandStream(id<MTLDevice> device, ShaderLibraries& libraries);
+
+  // Encodes `passes` in order into the open batch: one command buffer with one serial compute
+  // encoder, shared by every op started since the last flush() (a serial encoder runs a pass
+  // after the previous pass's writes, within an op and across ops). When the GPU is done with
+  // the batch: a GPU error becomes a failed status for every op in it (E_OOM for out of memory,
+  // else E_BACKEND with Metal's message); otherwise `host_epilogue` (if any) runs on the
+  // handler's thread; then `done` is called. `hold` keeps the op's buffers alive until then.
+  // Throws Error(E_BACKEND), having encoded nothing, when a pipeline cannot be made (the
+  // compiler's message) or the plan does not fit the pipeline or the bindings.
+  void submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
+              std::function<void()> host_epilogue, std::shared_ptr<void> hold, Completion done);
+
+  // Ends the batch's encoder and commits its command buffer (no-op when nothing is open).
+  void flush();
+
+ private:
+  // A batch is committed at this many ops even before flush(), so a loop that never yields to
+  // the event loop still makes progress on the GPU.
+  static constexpr int kMaxOpsPerBatch = 64;
+
+  id<MTLCommandQueue> queue_;
+  ShaderLibraries& libraries_;
+  id<MTLCommandBuffer> batch_ = nil;
+  id<MTLComputeCommandEncoder> encoder_ = nil;
+  int ops_in_batch_ = 0;
+};
+
+}  // namespace mto::metal

@@ -1,0 +1,133 @@
+// Plan encoding and completion (encode.h).
+#include "encode.h"
+
+#import <Foundation/Foundation.h>
+
+#include <string>
+
+#include "buffers.h"
+#include "core/error.h"
+#include "objc_strings.h"
+
+namespace mto::metal {
+namespace {
+
+MTLSize size3(const uint32_t v[3]) { return MTLSizeMake(v[0], v[1], v[2]); }
+
+// The status an errored command buffer reports to the op's Promise.
+OpStatus gpu_failure(id<MTLCommandBuffer> buffer) {
+  NSError* e = buffer.error;
+  const std::string text = error_text(e, "the command buffer ended in an error state");
+  if (e && [e.domain isEqualToString:MTLCommandBufferErrorDomain]) {
+    if (e.code == NSInteger(MTLCommandBufferErrorOutOfMemory)) {
+      return OpStatus{code::OOM, "the GPU ran out of memory running the op: " + text};
+    }
+    if (e.code == NSInteger(MTLCommandBufferErrorTimeout)) {
+      return OpStatus{code::Backend, "the GPU took too long and the system stopped the op: " + text};
+    }
+  }
+  return OpStatus{code::Backend, "the GPU failed running the op: " + text};
+}
+
+}  // namespace
+
+Float32Target float32_target(MetalBufferPool& pool, Tensor& out) {
+  if (out.dtype == DType::Float32) return {out.buffer, nullptr};
+  BufferPtr scratch = pool.allocate(size_t(out.numel()) * sizeof(float));
+  Tensor* target = &out;  // alive until the op's completion (core/backend.h)
+  return {scratch, [scratch, target] {
+            from_float32(target->dtype, static_cast<const float*>(scratch->data()),
+                         target->buffer->data(), size_t(target->numel()));
+          }};
+}
+
+bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
+  id<MTLBuffer> b = buffer ? mtl_buffer(buffer) : nil;
+  if (!b) return false;
+  table_[size_t(arg)] = b;
+  return true;
+}
+
+CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries)
+    : queue_([device newCommandQueue]), libraries_(libraries) {
+  if (!queue_) throw Error(code::Backend, "could not create a Metal command queue");
+  queue_.label = @"metal-tensorops";
+}
+
+void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
+                           std::function<void()> host_epilogue, std::shared_ptr<void> hold,
+                           Completion done) {
+  // Everything that can fail is checked before anything is encoded into the shared batch.
+  std::vector<id<MTLComputePipelineState>> pipelines;
+  std::vector<id<MTLBuffer>> spare;  // per pass: what an Unused slot is bound to
+  for (const plan::Dispatch& d : passes) {
+    id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants);
+    const uint64_t threads = uint64_t(d.threads_per_threadgroup[0]) * d.threads_per_threadgroup[1] *
+                             d.threads_per_threadgroup[2];
+    if (threads > p.maxTotalThreadsPerThreadgroup) {
+      throw Error(code::Backend, "kernel " + d.kernel + " allows " +
+                                     std::to_string(p.maxTotalThreadsPerThreadgroup) +
+                                     " threads per threadgroup on this GPU; its plan needs " +
+                                     std::to_string(threads));
+    }
+    // An Unused slot still needs a valid buffer: the kernel declares it but never reads it.
+    id<MTLBuffer> any = nil;
+    for (const plan::BufferSlot& s : d.buffers) {
+      if (s.arg == plan::Arg::Params || s.arg == plan::Arg::Unused) continue;
+      if (!args.get(s.arg)) {
+        throw Error(code::Backend, std::string("internal: kernel ") + d.kernel + " reads " +
+                                       plan::arg_name(s.arg) + " at buffer(" + std::to_string(s.index) +
+                                       ") but nothing is bound to it");
+      }
+      if (!any) any = args.get(s.arg);
+    }
+    pipelines.push_back(p);
+    spare.push_back(any);
+  }
+  @autoreleasepool {
+    if (!batch_) {
+      batch_ = [queue_ commandBuffer];
+      encoder_ = batch_ ? [batch_ computeCommandEncoder] : nil;
+      if (!encoder_) {
+        batch_ = nil;
+        throw Error(code::Backend, "could not create a Metal command buffer or compute encoder");
+      }
+    }
+    for (size_t i = 0; i < passes.size(); ++i) {
+      const plan::Dispatch& d = passes[i];
+      [encoder_ setComputePipelineState:pipelines[i]];
+      for (const plan::BufferSlot& s : d.buffers) {
+        if (s.arg == plan::Arg::Params) {
+          [encoder_ setBytes:d.params.data() length:d.params.size() atIndex:s.index];
+        } else {
+          [encoder_ setBuffer:(s.arg == plan::Arg::Unused ? spare[i] : args.get(s.arg)) offset:0 atIndex:s.index];
+        }
+      }
+      [encoder_ dispatchThreadgroups:size3(d.threadgroups) threadsPerThreadgroup:size3(d.threads_per_threadgroup)];
+    }
+    // The block copies the C++ objects it captures; `hold` is released with the block, after
+    // `done` ran, so the op's buffers outlive the GPU's use of them.
+    [batch_ addCompletedHandler:^(id<MTLCommandBuffer> buffer) {
+      OpStatus status;
+      if (buffer.status == MTLCommandBufferStatusError) {
+        status = gpu_failure(buffer);
+      } else if (host_epilogue) {
+        status = capture_status(host_epilogue);
+      }
+      (void)hold;
+      done(std::move(status));
+    }];
+  }
+  if (++ops_in_batch_ >= kMaxOpsPerBatch) flush();
+}
+
+void CommandStream::flush() {
+  if (!batch_) return;
+  [encoder_ endEncoding];
+  [batch_ commit];
+  batch_ = nil;
+  encoder_ = nil;
+  ops_in_batch_ = 0;
+}
+
+}  // namespace mto::metal

@@ -1,0 +1,33 @@
+// linear on the metal backend (ops.h): the qlinear kernels of shaders/qlinear*.metal, as
+// plan_linear decides (decode for M <= 8, tiled GEMM or matmul2d above).
+#include "ops.h"
+
+#include "core/error.h"
+
+namespace mto::metal {
+
+bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor* bias,
+            const LinearParams& p, Tensor& y, Completion done) {
+  if (!x.dense || x.dense->dtype != DType::Float32 || !w.quant) return false;
+  if (bias && bias->dtype != DType::Float32) return false;
+  const QTensor& q = *w.quant;
+  plan::Dispatch d;
+  try {
+    d = plan::plan_linear(q.format, q.block, DType::Float32, p.M, p.N, p.K, bias != nullptr, ctx.tier);
+  } catch (const Error&) {
+    return false;  // no kernel for this shape or format: the cpu backend runs it
+  }
+  Float32Target target = float32_target(ctx.pool, y);
+  ArgTable args;
+  using plan::Arg;
+  const bool bound = args.bind(Arg::X, x.dense->buffer.get()) &&
+                     args.bind(Arg::WCodes, q.codes.get()) && args.bind(Arg::WScales, q.scales.get()) &&
+                     (!q.biases || args.bind(Arg::WBiases, q.biases.get())) &&
+                     (!bias || args.bind(Arg::Bias, bias->buffer.get())) &&
+                     args.bind(Arg::Y, target.buffer.get());
+  if (!bound) return false;
+  ctx.stream.submit({d}, args, target.epilogue, target.buffer, std::move(done));
+  return true;
+}
+
+}  // namespace mto::metal

@@ -1,0 +1,29 @@
+// The metal backend's ops, mirroring native/cpu/ops.h name for name. Each builds the dispatch
+// plan (core/dispatch_plan.h), binds the op's buffers and submits it; it returns false, having
+// done nothing, when no kernel covers the request (the caller then runs the cpu backend over the
+// same unified-memory buffers). Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#include "buffers.h"
+#include "core/backend.h"
+#include "encode.h"
+
+namespace mto::metal {
+
+struct MetalContext {
+  CommandStream& stream;
+  MetalBufferPool& pool;
+  Tier tier;
+};
+
+// linear.mm: y = x @ w^T (+ bias) for float32 x, quantized w, float32 bias.
+bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor* bias,
+            const LinearParams& p, Tensor& y, Completion done);
+
+// attention.mm: FlashAttention for dense q, k/v dense of q's dtype or mxfp8.
+bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Operand& v,
+               const AttentionParams& p, Tensor& o, Completion done);
+
+// quantize.mm: MX formats from a dense tensor.
+bool quantize(MetalContext& ctx, const Tensor& x, QTensor& out, Completion done);
+
+}  // namespace mto::metal

@@ -1,0 +1,52 @@
+// The kernels of shaders/ on one GPU: each shaders/<stem>.metal loaded once per process from the
+// metallib built next to the addon (scripts/build-metallib.mjs, when the build had `xcrun metal`)
+// or else compiled from the text embedded in the binary (scripts/embed-shaders.mjs) at its MSL
+// version; its pipelines cached by pipeline_key and backed by the on-disk binary archive.
+// Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#import <Metal/Metal.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/capabilities.h"
+#include "core/pipeline_key.h"
+#include "library.h"
+#include "pipeline_archive.h"
+
+namespace mto::metal {
+
+// The MSL version a library compiles at: 4.0 for the TensorOps libraries ("*_tensorops", which
+// need the MetalPerformancePrimitives headers), else the simdgroup tier's 3.1.
+MslVersion library_msl_version(const std::string& stem);
+
+// shaders/<stem>.metal with our headers inlined (core/shader_source.h). Throws Error(E_BACKEND)
+// when the file is not embedded.
+std::string library_source(const std::string& stem);
+
+class ShaderLibraries {
+ public:
+  // The process-wide instance for `device`, made on first use and never destroyed (no Metal
+  // calls during static destruction at exit).
+  static ShaderLibraries& for_device(id<MTLDevice> device, const Capabilities& caps);
+
+  // The pipeline of `kernel` in library `stem`, compiling the library on first use. A library
+  // that failed to compile is not retried. Throws Error(E_BACKEND) carrying the compiler's or
+  // Metal's message.
+  id<MTLComputePipelineState> pipeline(const std::string& stem, const std::string& kernel,
+                                       const std::vector<FunctionConstant>& constants);
+
+ private:
+  ShaderLibraries(id<MTLDevice> device, const Capabilities& caps);
+
+  id<MTLDevice> device_;
+  PipelineArchive archive_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<PipelineCache>> libraries_;
+  std::map<std::string, std::string> failures_;  // stem -> compiler message
+};
+
+}  // namespace mto::metal
