@@ -12,15 +12,9 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { shaderFiles, shaderSetHash } from './embed-shaders.mjs';
+import { shaderLibraries, shaderSetHash } from './embed-shaders.mjs';
 
 const root = resolve(fileURLToPath(import.meta.url), '..', '..');
-
-// The language version of each library; must match library_msl_version in
-// native/metal/shader_library.mm (TensorOps libraries need MSL 4.0, the rest MSL 3.1).
-export function libraryStd(stem) {
-  return stem.endsWith('_tensorops') ? 'metal4.0' : 'metal3.1';
-}
 
 function xcrun(args) {
   return spawnSync('xcrun', ['-sdk', 'macosx', ...args], { encoding: 'utf8' });
@@ -35,9 +29,9 @@ export function buildMetallibs(outDir) {
   if (!probe || probe.status !== 0) {
     lines.push(`not built: ${process.platform === 'darwin' ? 'xcrun metal is not available' : `no Metal compiler on ${process.platform}`}; the addon compiles the embedded sources at run time`);
   } else {
-    for (const file of shaderFiles().filter((f) => f.endsWith('.metal'))) {
-      const stem = file.replace(/\.metal$/, '');
-      const std = libraryStd(stem);
+    // Each library at the std the embedded table gives it (embed-shaders.mjs libraryStd), the
+    // version the run-time compile of the same source uses.
+    for (const { stem, file, std } of shaderLibraries()) {
       const air = join(outDir, `${stem}.air`);
       const lib = join(outDir, `${stem}-${hash}.metallib`);
       // -fno-fast-math: the kernels rely on -inf and exact exp2 (as the run-time compile does,

@@ -79,6 +79,15 @@ describe.skipIf(process.platform === 'darwin')('npm run check:metal', () => {
     expect(r.output).toMatch(/'MTLLanguageVersion4_0' is only available on macOS 26\.0/);
   });
 
+  it('fails on MSL 4.1 (scale planes) guarded only for macOS 26: it needs macOS 27', () => {
+    const file = editedCopy('language-version-41', (s) => s.replace(metal4Query,
+      `${metal4Query}\n  MTLCompileOptions* o = [MTLCompileOptions new];\n` +
+      '  if (@available(macOS 26.0, *)) o.languageVersion = MTLLanguageVersion4_1;'));
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'MTLLanguageVersion4_1' is only available on macOS 27\.0/);
+  });
+
   it('extracts the embedded MSL probe sources with their language versions', () => {
     const out = join(scratch, 'msl');
     const r = checkMetal('--extract-msl', out);

@@ -1,5 +1,7 @@
-// attention on the metal backend (ops.h): the FlashAttention kernels of shaders/attention.metal,
-// in the passes plan_attention decides (decode, split decode + merge, or prefill).
+// attention on the metal backend (ops.h): the FlashAttention kernels of shaders/attention.metal
+// and, for prefill on the tensorops tiers, shaders/attention_tensorops.metal (matmul2d), in the
+// passes plan_attention decides (decode, split decode + merge, or prefill). q is float32, float16
+// or bfloat16 as stored; dense k and v must have q's dtype (one kernel instance reads all three).
 #include "ops.h"
 
 #include "core/error.h"
@@ -11,6 +13,7 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   if (!q.dense || (k.quant != nullptr) != (v.quant != nullptr)) return false;
   const bool kv_quantized = k.quant != nullptr;
   if (kv_quantized && k.quant->format != v.quant->format) return false;
+  if (!kv_quantized && (k.dense->dtype != q.dense->dtype || v.dense->dtype != q.dense->dtype)) return false;
   const Format kv_format = kv_quantized ? k.quant->format : Format::MXFP8_E4M3;
   const DType mask_dtype = p.mask ? p.mask->dtype : DType::Bool;
   plan::AttentionPlan plan;

@@ -1,7 +1,8 @@
 // The metal backend behind core/backend.h: tensors in shared MTLBuffers from the size-class pool,
 // ops encoded from dispatch plans and finished from command-buffer completed handlers. Ops with
-// no Metal kernel (matmul, dequantize, cast, affine quantize, shapes the plans reject) return
-// false and the caller runs the cpu backend over the same unified-memory buffers.
+// no Metal kernel (dequantize, cast, affine quantize, linear with dense w, shapes and dtypes the
+// plans reject) return false and the caller runs the cpu backend over the same unified-memory
+// buffers.
 #include "backend.h"
 
 #include <algorithm>
@@ -53,8 +54,9 @@ class MetalBackend final : public Backend {
               Tensor& y, Completion done) override {
     return metal::linear(ctx_, x, w, bias, p, y, std::move(done));
   }
-  bool matmul(const Tensor&, const Tensor&, const MatmulParams&, Tensor&, Completion) override {
-    return false;
+  bool matmul(const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c,
+              Completion done) override {
+    return metal::matmul(ctx_, a, b, p, c, std::move(done));
   }
   bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
                  Tensor& o, Completion done) override {

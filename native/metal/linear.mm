@@ -1,5 +1,8 @@
 // linear on the metal backend (ops.h): the qlinear kernels of shaders/qlinear*.metal, as
-// plan_linear decides (decode for M <= 8, tiled GEMM or matmul2d above).
+// plan_linear decides from w's format, x's dtype (float32, float16 or bfloat16: the kernels read
+// it as stored) and the tier: decode for M <= 8, tiled GEMM, matmul2d or, on tensorops-mx,
+// scale-plane matmul2d above. Dense w has no Metal kernel here: plan_matmul multiplies by b[K, N],
+// not by w[N, K]^T, so the cpu backend runs it.
 #include "ops.h"
 
 #include "core/error.h"
@@ -8,14 +11,14 @@ namespace mto::metal {
 
 bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor* bias,
             const LinearParams& p, Tensor& y, Completion done) {
-  if (!x.dense || x.dense->dtype != DType::Float32 || !w.quant) return false;
-  if (bias && bias->dtype != DType::Float32) return false;
+  if (!x.dense || !w.quant) return false;
+  if (bias && bias->dtype != DType::Float32) return false;  // the kernels read a float32 bias
   const QTensor& q = *w.quant;
   plan::Dispatch d;
   try {
-    d = plan::plan_linear(q.format, q.block, DType::Float32, p.M, p.N, p.K, bias != nullptr, ctx.tier);
+    d = plan::plan_linear(q.format, q.block, x.dense->dtype, p.M, p.N, p.K, bias != nullptr, ctx.tier);
   } catch (const Error&) {
-    return false;  // no kernel for this shape or format: the cpu backend runs it
+    return false;  // no kernel for this dtype, shape or format: the cpu backend runs it
   }
   Float32Target target = float32_target(ctx.pool, y);
   ArgTable args;

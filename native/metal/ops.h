@@ -15,11 +15,16 @@ struct MetalContext {
   Tier tier;
 };
 
-// linear.mm: y = x @ w^T (+ bias) for float32 x, quantized w, float32 bias.
+// linear.mm: y = x @ w^T (+ bias) for float32/float16/bfloat16 x, quantized w, float32 bias.
 bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor* bias,
             const LinearParams& p, Tensor& y, Completion done);
 
-// attention.mm: FlashAttention for dense q, k/v dense of q's dtype or mxfp8.
+// matmul.mm: c = a @ b for dense a and b of one dtype (float32, float16 or bfloat16).
+bool matmul(MetalContext& ctx, const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c,
+            Completion done);
+
+// attention.mm: FlashAttention for dense q (float32/float16/bfloat16), k/v dense of q's dtype or
+// mxfp8; prefill through matmul2d on the tensorops tiers.
 bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Operand& v,
                const AttentionParams& p, Tensor& o, Completion done);
 

@@ -19,8 +19,11 @@
 
 namespace mto::metal {
 
-// The MSL version a library compiles at: 4.0 for the TensorOps libraries ("*_tensorops", which
-// need the MetalPerformancePrimitives headers), else the simdgroup tier's 3.1.
+// The MSL version library `stem` compiles at, from the table embedded beside its source
+// (shaders_embedded.h kEmbeddedLibraries, derived from what each file uses by
+// scripts/embed-shaders.mjs): 3.1 for the simdgroup-tier files, 4.0 for TensorOps, 4.1 for scale
+// planes. The precompiled metallibs are built at the same version. Throws Error(E_BACKEND) for a
+// stem that is not embedded.
 MslVersion library_msl_version(const std::string& stem);
 
 // shaders/<stem>.metal with our headers inlined (core/shader_source.h). Throws Error(E_BACKEND)

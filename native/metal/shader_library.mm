@@ -14,10 +14,10 @@
 namespace mto::metal {
 
 MslVersion library_msl_version(const std::string& stem) {
-  const std::string suffix = "_tensorops";
-  const bool tensorops = stem.size() > suffix.size() &&
-                         stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0;
-  return msl_version_for(tensorops ? Tier::TensorOps : Tier::Simdgroup);
+  for (const shaders::EmbeddedLibrary& l : shaders::kEmbeddedLibraries) {
+    if (stem == l.stem) return MslVersion{l.msl_major, l.msl_minor};
+  }
+  throw Error(code::Backend, "no embedded shader library '" + stem + "'");
 }
 
 std::string library_source(const std::string& stem) {

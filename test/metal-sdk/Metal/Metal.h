@@ -44,13 +44,15 @@ MTO_SDK_MACOS(14.0)
 @property(nonnull, readonly) NSString *name;
 @end
 
-// MTLLibrary.h: MTLLanguageVersion raw values are (major << 16) + minor.
+// MTLLibrary.h: MTLLanguageVersion raw values are (major << 16) + minor. 4.0 with macOS 26, 4.1
+// (scale planes) with macOS 27 (METAL.md; the macOS 27 SDK's MTLLibrary.h).
 NS_ENUM(NSUInteger, MTLLanguageVersion) {
   MTLLanguageVersion2_4 MTO_SDK_MACOS(12.0) = (2 << 16) + 4,
   MTLLanguageVersion3_0 MTO_SDK_MACOS(13.0) = (3 << 16) + 0,
   MTLLanguageVersion3_1 MTO_SDK_MACOS(14.0) = (3 << 16) + 1,
   MTLLanguageVersion3_2 MTO_SDK_MACOS(15.0) = (3 << 16) + 2,
   MTLLanguageVersion4_0 MTO_SDK_MACOS(26.0) = (4 << 16) + 0,
+  MTLLanguageVersion4_1 MTO_SDK_MACOS(27.0) = (4 << 16) + 1,
 } MTO_SDK_MACOS(10.11);
 
 NS_ENUM(NSInteger, MTLMathMode) {
