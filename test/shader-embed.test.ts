@@ -18,7 +18,16 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const files: Record<string, string> = Object.fromEntries(
   readdirSync(shaderDir).filter((f) => /\.(metal|h)$/.test(f)).map((f) => [f, readFileSync(join(shaderDir, f), 'utf8')]),
 );
-const internal = (loadBinding() as unknown as { _internal: { expandShader(name: string, files: Record<string, string>): string } })._internal;
+interface Internal {
+  expandShader(name: string, files: Record<string, string>): string;
+  planLibraries(): { op: string; tier: string; library: string; kernel: string }[];
+  mslVersion(tier: string): { version: string; raw: number };
+}
+const internal = (loadBinding() as unknown as { _internal: Internal })._internal;
+const mslRaw = (version: string) => {
+  const [major, minor] = version.split('.').map(Number);
+  return major * 65536 + minor;
+};
 
 describe('embedded shaders', () => {
   it('the generated header, compiled as C++, holds every shader file byte for byte', () => {
@@ -39,6 +48,10 @@ int main(int, char** argv) {
     if (!out || std::fwrite(f.text, 1, f.size, out) != f.size) return 2;
     std::fclose(out);
   }
+  std::FILE* libs = std::fopen((std::string(argv[1]) + "/libraries.txt").c_str(), "wb");
+  if (!libs) return 2;
+  for (const auto& l : mto::shaders::kEmbeddedLibraries) std::fprintf(libs, "%s %d.%d\\n", l.stem, l.msl_major, l.msl_minor);
+  std::fclose(libs);
   return 0;
 }
 `);
@@ -48,9 +61,64 @@ int main(int, char** argv) {
     const outDir = mkdtempSync(join(scratch, 'out-'));
     r = spawnSync(exe, [outDir], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    const dumped = readdirSync(outDir).sort();
+    const dumped = readdirSync(outDir).filter((f) => f !== 'libraries.txt').sort();
     expect(dumped).toEqual(Object.keys(files).sort());
     for (const name of dumped) expect(readFileSync(join(outDir, name), 'utf8'), name).toBe(files[name]);
+    for (const line of readFileSync(join(outDir, 'libraries.txt'), 'utf8').trim().split('\n')) {
+      const [stem, version] = line.split(' ');
+      embeddedLibraries[stem] = version;
+    }
+  });
+
+  // The MSL version each library is compiled at (run time and precompiled metallib alike), as
+  // the header the addon is built with says; filled by the test above.
+  const embeddedLibraries: Record<string, string> = {};
+
+  // What a file needs, judged from the APIs it calls (not the markers the generator looks for):
+  // scale-plane tensors are MSL 4.1, matmul2d and the other TensorOps MSL 4.0, the rest 3.1
+  // (bfloat). Comments do not count (matmul.metal names matmul2d in one).
+  function neededVersion(library: string): string {
+    const text = [...closure(library)].map((f) => files[f]).join('\n')
+      .replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+    if (/tensor_blockwise|tensor_plane_scales/.test(text)) return '4.1';
+    if (/mpp::tensor_ops|matmul2d/.test(text)) return '4.0';
+    return '3.1';
+  }
+
+  it('every shaders/*.metal is an embedded library, at the MSL version its kernels need', () => {
+    const metal = Object.keys(files).filter((f) => f.endsWith('.metal')).map((f) => f.replace(/\.metal$/, ''));
+    expect(Object.keys(embeddedLibraries).sort()).toEqual(metal.sort());
+    for (const stem of metal) expect(embeddedLibraries[stem], stem).toBe(neededVersion(`${stem}.metal`));
+    // The three kinds, by name: a wrong rule cannot hide behind an empty set.
+    expect(embeddedLibraries).toMatchObject({
+      qlinear: '3.1', qlinear_tensorops: '4.0', qlinear_tensorops_mx: '4.1', attention_tensorops: '4.0',
+    });
+    // The macOS workflow and build-metallib.mjs read the same table.
+    const r = spawnSync(process.execPath, [join(root, 'scripts', 'embed-shaders.mjs'), '--libraries'], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout.trim().split('\n').sort()).toEqual(
+      Object.entries(embeddedLibraries).map(([stem, v]) => `shaders/${stem}.metal metal${v}`).sort());
+  });
+
+  it('every library a dispatch plan picks is embedded, at a version its tier compiles', () => {
+    const rows = internal.planLibraries();
+    const used = new Set(rows.map((r) => r.library));
+    // Every library is reachable from some plan (none embedded for nothing) ...
+    expect([...used].sort()).toEqual(Object.keys(embeddedLibraries).sort());
+    for (const r of rows) {
+      // ... and a plan never asks a tier for a library above the MSL version the tier's probe
+      // proved (simdgroup 3.1, tensorops 4.0, tensorops-mx 4.1).
+      expect(embeddedLibraries[r.library], `${r.op} on ${r.tier}: ${r.library}`).toBeDefined();
+      expect(mslRaw(embeddedLibraries[r.library]), `${r.op} on ${r.tier}: ${r.library}.${r.kernel}`)
+        .toBeLessThanOrEqual(internal.mslVersion(r.tier).raw);
+    }
+    // The new kernels are planned where the brief puts them.
+    const on = (tier: string, library: string) => rows.some((r) => r.tier === tier && r.library === library);
+    expect(on('tensorops-mx', 'qlinear_tensorops_mx')).toBe(true);
+    expect(on('tensorops', 'qlinear_tensorops_mx')).toBe(false);
+    expect(on('simdgroup', 'matmul')).toBe(true);
+    expect(on('tensorops', 'matmul_tensorops')).toBe(true);
+    expect(on('tensorops', 'attention_tensorops')).toBe(true);
   });
 
   // Walks an expanded source and checks every line against the file and line the last #line

@@ -333,6 +333,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("completeOnThread", Napi::Function::New(env, CompleteOnThread, "completeOnThread"));
   o.Set("dropCompletion", Napi::Function::New(env, DropCompletion, "dropCompletion"));
   o.Set("expandShader", Napi::Function::New(env, ExpandShader, "expandShader"));
+  o.Set("planLibraries", Napi::Function::New(env, PlanLibraries, "planLibraries"));
   return o;
 }
 

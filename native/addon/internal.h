@@ -6,4 +6,6 @@
 
 namespace mto::addon {
 Napi::Object InitInternal(Napi::Env env);
+// internal_plans.cc: planLibraries() -> [{ op, tier, library, kernel }].
+Napi::Value PlanLibraries(const Napi::CallbackInfo& info);
 }

@@ -1,0 +1,78 @@
+// `_internal.planLibraries()`: every distinct (library, kernel) the dispatch plans
+// (core/dispatch_plan.h) can choose, over every metal tier, op, format and dtype and the shapes
+// that switch kernels (decode vs tiled, prefill vs decode vs split decode). Tests check each
+// against the embedded shader set: the library exists, and its MSL version is one the requested
+// tier provides (the tier's probe compiled at that version, so the library compiles there too).
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "core/dispatch_plan.h"
+#include "core/error.h"
+#include "internal.h"
+
+namespace mto::addon {
+namespace {
+
+using Row = std::tuple<std::string, std::string, std::string, std::string>;  // op, tier, library, kernel
+
+// Runs `plan` and records its dispatches; a request no kernel covers (the plan throws) is skipped.
+template <class F>
+void record(std::set<Row>& rows, const char* op, Tier tier, F plan) {
+  try {
+    for (const plan::Dispatch& d : plan()) rows.emplace(op, tier_name(tier), d.library, d.kernel);
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
+Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Tier tiers[] = {Tier::Simdgroup, Tier::TensorOps, Tier::TensorOpsMx};
+  const DType dtypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+  const Format formats[] = {Format::MXFP8_E4M3, Format::MXFP8_E5M2, Format::MXFP6_E3M2, Format::MXFP6_E2M3,
+                            Format::MXFP4,      Format::MXINT8,     Format::MXINT4,     Format::MXINT2,
+                            Format::AFFINE4,    Format::AFFINE8};
+  std::set<Row> rows;
+  for (Tier t : tiers) {
+    for (DType x : dtypes) {
+      for (Format f : formats) {
+        record(rows, "quantize", t, [&] { return std::vector<plan::Dispatch>{plan::plan_quantize(f, x, 4, 256)}; });
+        for (int64_t M : {1, 64}) {  // decode, tiled
+          record(rows, "linear", t, [&] {
+            return std::vector<plan::Dispatch>{plan::plan_linear(f, 32, x, M, 64, 256, true, t)};
+          });
+        }
+      }
+      record(rows, "matmul", t, [&] {
+        return std::vector<plan::Dispatch>{plan::plan_matmul(x, x, 2, 64, 64, 64, false, t)};
+      });
+      for (bool kv_quantized : {false, true}) {
+        for (Format kv : {Format::MXFP8_E4M3, Format::MXFP8_E5M2}) {
+          // prefill, decode, split decode (long keys, few threadgroups)
+          for (auto [Lq, Lk] : {std::pair<int64_t, int64_t>{64, 64}, {1, 64}, {1, 8192}}) {
+            AttentionParams p;
+            p.B = 1; p.Hq = 2; p.Hkv = 1; p.Lq = Lq; p.Lk = Lk; p.D = 64; p.scale = 0.125f;
+            record(rows, "attention", t, [&] {
+              return plan::plan_attention(p, x, kv_quantized, kv, DType::Bool, t).passes;
+            });
+          }
+        }
+      }
+    }
+  }
+  Napi::Array out = Napi::Array::New(env, rows.size());
+  uint32_t i = 0;
+  for (const auto& [op, tier, library, kernel] : rows) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("op", op);
+    o.Set("tier", tier);
+    o.Set("library", library);
+    o.Set("kernel", kernel);
+    out.Set(i++, o);
+  }
+  return out;
+}
+
+}  // namespace mto::addon
