@@ -4,7 +4,7 @@
 // compiler, holds exactly the bytes of the files; and every line of an expanded library is the
 // line of the file and line number its #line directives claim.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -164,6 +164,38 @@ int main(int, char** argv) {
       expect(expanded).toContain('#include <metal_stdlib>');  // system headers stay for the compiler
     });
   }
+
+  // The macOS workflow's check that a library compiled at its std really holds the planned kernels
+  // (scripts/library-kernels.mjs over `xcrun metal -E`), run here over the C preprocessor with
+  // empty system headers: <metal_tensor> defines __HAVE_TENSOR_MULTIPLANE__ from MSL 4.1 on, as
+  // the macOS 27 toolchain does (test/msl/README.md).
+  function preprocess(file: string, version: string): string {
+    const inc = join(scratch, 'stub-include');
+    mkdirSync(join(inc, 'MetalPerformancePrimitives'), { recursive: true });
+    writeFileSync(join(inc, 'metal_stdlib'), '');
+    writeFileSync(join(inc, 'metal_tensor'), '#if __METAL_VERSION__ >= 410\n#define __HAVE_TENSOR_MULTIPLANE__ 1\n#endif\n');
+    writeFileSync(join(inc, 'MetalPerformancePrimitives', 'MetalPerformancePrimitives.h'), '');
+    const r = spawnSync('c++', ['-E', '-P', '-x', 'c++', '-nostdinc', `-D__METAL_VERSION__=${version.replace('.', '')}0`,
+      '-I', inc, '-I', shaderDir, join(shaderDir, file)], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout;
+  }
+
+  it('at its own MSL version each library defines every kernel the plans name; below it, the check says what is missing', async () => {
+    const { missingKernels } = await import('../scripts/library-kernels.mjs');
+    const planned = internal.planLibraries().map((r) => `${r.library} ${r.kernel}`);
+    for (const [stem, version] of Object.entries(embeddedLibraries)) {
+      const r = missingKernels(preprocess(`${stem}.metal`, version), stem, planned);
+      expect(r.missing, `${stem} at MSL ${version}`).toEqual([]);
+      expect(r.planned, stem).toBeGreaterThan(0);
+    }
+    // A TensorOps library at 3.1, or the scale-plane one at 4.0, preprocesses to no kernels:
+    // the reason the workflow compiles each file only at its version and then looks inside.
+    const low = missingKernels(preprocess('qlinear_tensorops.metal', '3.1'), 'qlinear_tensorops', planned);
+    expect(low.present).toBe(0);
+    expect(low.missing.length).toBe(low.planned);
+    expect(missingKernels(preprocess('qlinear_tensorops_mx.metal', '4.0'), 'qlinear_tensorops_mx', planned).present).toBe(0);
+  });
 
   it('precompiled metallibs are named by the hash the header embeds; without xcrun none are built', () => {
     const header = readFileSync(join(scratch, 'shaders_embedded.h'), 'utf8');
