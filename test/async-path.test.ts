@@ -2,7 +2,8 @@
 // async_test_backend.cc) accepts ops on the JS thread, holds them until the addon's flush at the
 // end of the JS turn (as the metal backend holds one command buffer; an op never flushed would
 // never settle), and completes them from another thread, as the metal backend's completed
-// handlers do; it declines matmul/dequantize/cast so the addon runs those on the cpu backend. Results are compared with float64 references and with the
+// handlers do; like the metal backend it declines mixed-dtype matmul, dequantize and cast, so the
+// addon runs those on the cpu backend. Results are compared with float64 references and with the
 // plain cpu device (same kernels, so bit-identical), under concurrency and early dispose.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device } from '../lib/index';
@@ -10,7 +11,7 @@ import { deviceInfo } from '../lib/backend';
 import { Device as DeviceClass } from '../lib/device';
 import { loadBinding, type NativeDeviceHandle } from '../lib/native';
 import { expectBitExact, expectBytes, expectClose, randn } from './helpers/compare';
-import { attentionRef, linearRef } from './helpers/reference';
+import { attentionRef, linearRef, roundToHalf } from './helpers/reference';
 
 let cpu: Device;
 let gpuLike: Device;
@@ -57,9 +58,20 @@ describe('ops completed from another thread', () => {
     expectClose(a, attentionRef(q, k, v, d, { causal: true }), 1e-4, 'attention vs float64');
   });
 
-  it('declined ops (matmul, dequantize, cast) run on the cpu backend', async () => {
-    const a = randn(3 * 8, 8), b = randn(8 * 5, 9);
-    const c = await gpuLike.matmul(gpuLike.tensor(a, [3, 8]), gpuLike.tensor(b, [8, 5]));
+  it('matmul (batched a, float16 a and b, as the metal backend takes them): equal to the cpu device, close to float64', async () => {
+    const [batch, M, N, K] = [2, 3, 5, 8];
+    const a = roundToHalf(randn(batch * M * K, 14)), b = roundToHalf(randn(K * N, 15));
+    const run = async (dev: Device) => (await dev.matmul(dev.tensor(a, [batch, M, K], 'float16'),
+      dev.tensor(b, [K, N], 'float16'))).toFloat32();
+    const c = await run(gpuLike);
+    expectBitExact(c, await run(cpu), 'matmul');
+    const bt = Float32Array.from({ length: N * K }, (_, i) => b[(i % K) * N + Math.floor(i / K)]);
+    expectClose(c, linearRef(a, bt, batch * M, N, K), 1e-3, 'matmul vs float64 (float16 output)');
+  });
+
+  it('declined ops (mixed-dtype matmul, dequantize, cast) run on the cpu backend', async () => {
+    const a = randn(3 * 8, 8), b = roundToHalf(randn(8 * 5, 9));
+    const c = await gpuLike.matmul(gpuLike.tensor(a, [3, 8]), gpuLike.tensor(b, [8, 5], 'float16'));
     expectClose(await c.toFloat32(), linearRef(a, Float32Array.from({ length: 40 }, (_, i) => b[(i % 8) * 5 + Math.floor(i / 8)]), 3, 5, 8), 1e-5, 'matmul');
     const h = await gpuLike.cast(gpuLike.tensor(a, [3, 8]), 'bfloat16');
     expect((await h.data()).length).toBe(24);

@@ -32,8 +32,10 @@ class AsyncTestBackend final : public Backend {
               Tensor& y, Completion done) override {
     return later([=, &y](BackendPtr b) { b->linear(x, w, bias, p, y, done); });
   }
-  bool matmul(const Tensor&, const Tensor&, const MatmulParams&, Tensor&, Completion) override {
-    return false;
+  // As the metal backend: a and b of one dtype have a kernel, mixed dtypes are declined.
+  bool matmul(const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c, Completion done) override {
+    if (a.dtype != b.dtype) return false;
+    return later([=, &a, &b, &c](BackendPtr cpu) { cpu->matmul(a, b, p, c, done); });
   }
   bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
                  Tensor& o, Completion done) override {
