@@ -26,8 +26,9 @@ export function shaderFiles() {
 // version does not fail: its `#if` guards leave a library without those kernels, so the version
 // must be set, never left to the compiler's default (METAL.md).
 export function libraryStd(text) {
-  if (/\b__HAVE_TENSOR_MULTIPLANE__\b/.test(text)) return 'metal4.1';
-  if (/^\s*#\s*include\s*<metal_tensor>/m.test(text)) return 'metal4.0';
+  const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');  // comments do not count
+  if (/\b__HAVE_TENSOR_MULTIPLANE__\b/.test(code)) return 'metal4.1';
+  if (/^\s*#\s*include\s*<metal_tensor>/m.test(code)) return 'metal4.0';
   return 'metal3.1';
 }
 
