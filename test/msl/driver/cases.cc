@@ -122,4 +122,32 @@ Comparison compare_floats(const Bytes& got_bytes, const std::vector<float>& ref,
   return c;
 }
 
+Case catches_misuse(const std::string& kind, const mto::plan::Dispatch& plan,
+                    std::map<mto::plan::Arg, Bytes> inputs, std::map<mto::plan::Arg, size_t> outputs) {
+  return {"harness/catches/" + kind + "/" + plan.kernel, [=](const std::string& variant) {
+            CaseResult r;
+            r.op = "harness";
+            r.kernel = plan.kernel;
+            r.grid = dims_json(plan.threadgroups);
+            r.threads = dims_json(plan.threads_per_threadgroup);
+            std::string seen;
+            for (int pass = 0; pass < 2; ++pass) {
+              mtoh::RunOptions opt;
+              opt.align_end = pass == 0;
+              opt.reverse_order = pass == 1;
+              const PlanRun run = execute_plan(plan, variant, inputs, outputs, opt, 0xFF);
+              if (!run.result.ok && run.result.kind == kind) {
+                r.ok = true;
+                r.message = run.result.message;
+                return r;
+              }
+              seen += " pass " + std::to_string(pass + 1) + ": " +
+                      (run.result.ok ? std::string("no error") : run.result.kind + " (" + run.result.message + ")");
+            }
+            r.error_kind = "not_detected";
+            r.message = "expected the harness to report " + kind + ";" + seen;
+            return r;
+          }};
+}
+
 }  // namespace mtoh_driver

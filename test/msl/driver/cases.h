@@ -2,6 +2,7 @@
 // compares the outputs with the cpu backend.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <string>
@@ -46,6 +47,18 @@ struct Case {
 CaseResult run_plan_case(const std::string& op, const mto::plan::Dispatch& plan,
                          const std::string& variant, const std::map<mto::plan::Arg, Bytes>& inputs,
                          const std::map<mto::plan::Arg, size_t>& output_sizes, const Compare& compare);
+
+// A case that passes when the harness reports `kind` (a barrier in divergent code, an
+// out-of-bounds access, a TensorOps constraint...) in either of the two passes of run_plan_case.
+Case catches_misuse(const std::string& kind, const mto::plan::Dispatch& plan,
+                    std::map<mto::plan::Arg, Bytes> inputs, std::map<mto::plan::Arg, size_t> outputs);
+
+template <class T>
+Bytes to_bytes(const std::vector<T>& v) {
+  Bytes b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
 
 std::vector<Case> quantize_cases();
 std::vector<Case> linear_cases();

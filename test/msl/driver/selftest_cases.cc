@@ -23,13 +23,6 @@ mto::plan::Dispatch selftest_plan(const char* kernel, uint32_t groups, uint32_t 
 }
 
 template <class T>
-Bytes to_bytes(const std::vector<T>& v) {
-  Bytes b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-template <class T>
 Comparison expect_values(const Bytes& got, const std::vector<T>& want) {
   Comparison c;
   for (size_t i = 0; i < want.size(); ++i) {
@@ -46,35 +39,6 @@ Comparison expect_values(const Bytes& got, const std::vector<T>& want) {
 
 Case feature(const std::string& name, std::function<CaseResult(const std::string&)> run) {
   return {"harness/" + name, std::move(run)};
-}
-
-// Runs both passes; passes when one of them reports `kind`.
-Case misuse(const std::string& kind, mto::plan::Dispatch plan, std::map<Arg, Bytes> inputs,
-            std::map<Arg, size_t> outputs) {
-  return {"harness/catches/" + kind + "/" + plan.kernel, [=](const std::string& variant) {
-            CaseResult r;
-            r.op = "harness";
-            r.kernel = plan.kernel;
-            r.grid = dims_json(plan.threadgroups);
-            r.threads = dims_json(plan.threads_per_threadgroup);
-            std::string seen;
-            for (int pass = 0; pass < 2; ++pass) {
-              mtoh::RunOptions opt;
-              opt.align_end = pass == 0;
-              opt.reverse_order = pass == 1;
-              const PlanRun run = execute_plan(plan, variant, inputs, outputs, opt, 0xFF);
-              if (!run.result.ok && run.result.kind == kind) {
-                r.ok = true;
-                r.message = run.result.message;
-                return r;
-              }
-              seen += " pass " + std::to_string(pass + 1) + ": " +
-                      (run.result.ok ? std::string("no error") : run.result.kind + " (" + run.result.message + ")");
-            }
-            r.error_kind = "not_detected";
-            r.message = "expected the harness to report " + kind + ";" + seen;
-            return r;
-          }};
 }
 
 }  // namespace
@@ -125,27 +89,27 @@ std::vector<Case> selftest_cases() {
   }));
 
   const std::map<Arg, size_t> out256 = {{Arg::Y, 256 * 4}};
-  cases.push_back(misuse("divergent_simd", selftest_plan("misuse_divergent_simd", 1, 32, {{0, Arg::Y}}), {}, out256));
-  cases.push_back(misuse("divergent_simdgroup_matrix",
+  cases.push_back(catches_misuse("divergent_simd", selftest_plan("misuse_divergent_simd", 1, 32, {{0, Arg::Y}}), {}, out256));
+  cases.push_back(catches_misuse("divergent_simdgroup_matrix",
                          selftest_plan("misuse_divergent_matrix", 1, 32, {{0, Arg::Y}}), {}, out256));
-  cases.push_back(misuse("divergent_simdgroup_matrix",
+  cases.push_back(catches_misuse("divergent_simdgroup_matrix",
                          selftest_plan("misuse_matrix_pointer", 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
                          {{Arg::X, Bytes(65 * 4, 0)}}, {{Arg::Y, 64 * 4}}));
-  cases.push_back(misuse("threadgroup_memory_limit",
+  cases.push_back(catches_misuse("threadgroup_memory_limit",
                          selftest_plan("misuse_threadgroup_limit", 1, 64, {{0, Arg::Y}}), {}, out256));
-  cases.push_back(misuse("simd_inactive_lane", selftest_plan("misuse_inactive_lane", 1, 32, {{0, Arg::Y}}), {}, out256));
-  cases.push_back(misuse("simd_nonuniform_argument",
+  cases.push_back(catches_misuse("simd_inactive_lane", selftest_plan("misuse_inactive_lane", 1, 32, {{0, Arg::Y}}), {}, out256));
+  cases.push_back(catches_misuse("simd_nonuniform_argument",
                          selftest_plan("misuse_nonuniform_delta", 1, 32, {{0, Arg::Y}}), {}, out256));
-  cases.push_back(misuse("out_of_bounds", selftest_plan("misuse_underflow", 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
+  cases.push_back(catches_misuse("out_of_bounds", selftest_plan("misuse_underflow", 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
                          {{Arg::X, Bytes(32 * 4, 0)}}, {{Arg::Y, 32 * 4}}));
-  cases.push_back(misuse("out_of_bounds", selftest_plan("misuse_threadgroup_overrun", 1, 128, {{0, Arg::Y}}), {},
+  cases.push_back(catches_misuse("out_of_bounds", selftest_plan("misuse_threadgroup_overrun", 1, 128, {{0, Arg::Y}}), {},
                          {{Arg::Y, 128 * 4}}));
   // A declared buffer the plan leaves unbound, and a constant argument bound with too few bytes.
-  cases.push_back(misuse("binding", selftest_plan("misuse_params_size", 1, 1, {{1, Arg::Y}}), {}, {{Arg::Y, 4}}));
+  cases.push_back(catches_misuse("binding", selftest_plan("misuse_params_size", 1, 1, {{1, Arg::Y}}), {}, {{Arg::Y, 4}}));
   {
     auto plan = selftest_plan("misuse_params_size", 1, 1, {{0, Arg::Params}, {1, Arg::Y}});
     plan.params.assign(8, 0);
-    Case c = misuse("binding", plan, {}, {{Arg::Y, 4}});
+    Case c = catches_misuse("binding", plan, {}, {{Arg::Y, 4}});
     c.name += "/params_too_small";
     cases.push_back(c);
   }

@@ -27,13 +27,6 @@ mto::plan::Dispatch plan_of(const char* kernel, uint32_t gx, uint32_t gy, uint32
 }
 
 template <class T>
-Bytes to_bytes(const std::vector<T>& v) {
-  Bytes b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-template <class T>
 std::vector<T> from_bytes(const Bytes& b) {
   std::vector<T> v(b.size() / sizeof(T));
   std::memcpy(v.data(), b.data(), v.size() * sizeof(T));
@@ -67,35 +60,6 @@ std::vector<float> pattern(size_t n, int mul, int mod, float bias, float scale) 
 
 Case feature(const std::string& name, std::function<CaseResult(const std::string&)> run) {
   return {"harness/tensorops/" + name, std::move(run)};
-}
-
-// Passes when one of the two passes reports `kind`.
-Case misuse(const std::string& kind, const mto::plan::Dispatch& plan, std::map<Arg, Bytes> inputs,
-            std::map<Arg, size_t> outputs) {
-  return {"harness/catches/" + kind + "/" + plan.kernel, [=](const std::string& variant) {
-            CaseResult r;
-            r.op = "harness";
-            r.kernel = plan.kernel;
-            r.grid = dims_json(plan.threadgroups);
-            r.threads = dims_json(plan.threads_per_threadgroup);
-            std::string seen;
-            for (int pass = 0; pass < 2; ++pass) {
-              mtoh::RunOptions opt;
-              opt.align_end = pass == 0;
-              opt.reverse_order = pass == 1;
-              const PlanRun run = execute_plan(plan, variant, inputs, outputs, opt, 0xFF);
-              if (!run.result.ok && run.result.kind == kind) {
-                r.ok = true;
-                r.message = run.result.message;
-                return r;
-              }
-              seen += " pass " + std::to_string(pass + 1) + ": " +
-                      (run.result.ok ? std::string("no error") : run.result.kind + " (" + run.result.message + ")");
-            }
-            r.error_kind = "not_detected";
-            r.message = "expected the harness to report " + kind + ";" + seen;
-            return r;
-          }};
 }
 
 }  // namespace
@@ -181,18 +145,18 @@ std::vector<Case> tensorops_cases() {
   }));
 
   const Bytes zeros(64 * 64 * 4, 0);
-  cases.push_back(misuse("tensorops_invalid_element",
+  cases.push_back(catches_misuse("tensorops_invalid_element",
                          plan_of("tops_misuse_invalid_element", 1, 1, 32, {{0, Arg::Y}}), {}, {{Arg::Y, 16 * 16 * 4}}));
-  cases.push_back(misuse("tensorops_constraint", plan_of("tops_misuse_k_mismatch", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
+  cases.push_back(catches_misuse("tensorops_constraint", plan_of("tops_misuse_k_mismatch", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
                          {{Arg::X, zeros}}, {{Arg::Y, 16 * 16 * 4}}));
   {
-    Case c = misuse("tensorops_constraint", plan_of("tops_misuse_static_k", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
+    Case c = catches_misuse("tensorops_constraint", plan_of("tops_misuse_static_k", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
                     {{Arg::X, zeros}}, {{Arg::Y, 16 * 16 * 4}});
     cases.push_back(c);
   }
-  cases.push_back(misuse("tensor_slice", plan_of("tops_misuse_slice", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
+  cases.push_back(catches_misuse("tensor_slice", plan_of("tops_misuse_slice", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
                          {{Arg::X, zeros}}, {{Arg::Y, 4}}));
-  cases.push_back(misuse("divergent_simdgroup_matrix",
+  cases.push_back(catches_misuse("divergent_simdgroup_matrix",
                          plan_of("tops_misuse_divergent_run", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}), {{Arg::X, zeros}},
                          {{Arg::Y, 16 * 16 * 4}}));
   {
@@ -200,7 +164,7 @@ std::vector<Case> tensorops_cases() {
     auto plan = plan_of("tops_matmul_device", 1, 1, 32, {{0, Arg::X}, {1, Arg::WCodes}, {2, Arg::Y}, {3, Arg::Params}});
     const int32_t shape[4] = {16, 32, 32, 0};
     plan.params.assign(reinterpret_cast<const uint8_t*>(shape), reinterpret_cast<const uint8_t*>(shape) + 16);
-    cases.push_back(misuse("tensorops_scope", plan, {{Arg::X, zeros}, {Arg::WCodes, zeros}}, {{Arg::Y, 16 * 32 * 4}}));
+    cases.push_back(catches_misuse("tensorops_scope", plan, {{Arg::X, zeros}, {Arg::WCodes, zeros}}, {{Arg::Y, 16 * 32 * 4}}));
   }
   return cases;
 }
