@@ -19,16 +19,17 @@
 
 #include "../../shaders/mx_formats.h"
 #include "dtype.h"
+#include "portable.h"
 
 // Not under clang-cl (MSVC ABI): __builtin_cpu_supports there needs compiler-rt, not always linked.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
+#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
 #define MTO_CORE_X86 1
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's avx512fintrin.h trips a false -Wmaybe-uninitialized (GCC PR 105593, fixed in 12.3).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
-#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
+#elif defined(__aarch64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
 #define MTO_CORE_NEON 1
 #include <arm_neon.h>
 #endif
@@ -529,7 +530,7 @@ MTO_T_AVX512 inline void e8m0_16_avx512(const uint8_t* sc, int n, float mul, flo
 
 // One block: a[m] += (w . x[m]) * scale, for m < M.
 template <DeqMode MODE, int M>
-MTO_T_AVX512 inline __attribute__((always_inline)) void mx_step_avx512(
+MTO_T_AVX512 MTO_FORCE_INLINE void mx_step_avx512(
     const uint8_t* c, __m512 t, float scale, const float* xb, int64_t ldx, __m512 (&a)[M]) {
   __m512 w0, w1;
   mx_block_regs_avx512<MODE>(c, t, w0, w1);

@@ -5,20 +5,21 @@
 #include <string>
 
 #include "error.h"
+#include "portable.h"
 
 namespace mto {
 
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
-  // aligned_alloc wants a size that is a multiple of the alignment; never ask for 0 bytes.
+  // Whole cache lines (vector kernels may read to the end of the last one); never 0 bytes.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
-  data_ = std::aligned_alloc(64, rounded);
+  data_ = aligned_alloc_bytes(64, rounded);
   if (!data_) {
     throw Error(code::OOM, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
   }
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() { aligned_free(data_, 64); }
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }
 

@@ -1,11 +1,12 @@
 // Builds test/native/cpu_kernels_check for one target from the cpu backend's own sources
 // (sources.json's native/core and native/cpu entries, with the addon's compile flags), so that the
-// kernels can run without Node: natively, and for arm64 under qemu-user (NEON paths).
+// kernels can run without Node: natively, for arm64 under qemu-user (NEON paths), and for 64-bit
+// Windows under wine (the x86-64 code as built against Windows headers, LLP64 and its C runtime).
 //
 // Incremental: an object is rebuilt when it is missing, when its compile command changed, or when
 // a file its dependency list (-MD) names is newer. Output under build/native-check/<target>/.
 //
-//   node test/native/build.mjs [native|arm64]     prints the program's path on success
+//   node test/native/build.mjs [native|arm64|win64]     prints the program's path on success
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -21,6 +22,19 @@ export const targets = {
   native: { cxx: 'g++', runner: [] },
   // Debian: g++-aarch64-linux-gnu and qemu-user (.ci/run installs both).
   arm64: { cxx: 'aarch64-linux-gnu-g++', runner: ['qemu-aarch64', '-L', '/usr/aarch64-linux-gnu'] },
+  // Stands in for the win32-x64 prebuild, which MSVC compiles: Windows headers, LLP64 and the
+  // Windows C runtime, and MTO_PORTABLE_ONLY (core/portable.h) for the code paths MSVC takes (no
+  // GNU vector types, no target-attribute kernels). -Wpedantic -Wvla: no GNU-only syntax;
+  // -Wframe-larger-than: no large stack frames (Windows threads get 1 MiB stacks, Linux 8 MiB).
+  // Debian: g++-mingw-w64-x86-64-posix (std::thread needs the posix thread model) and wine64.
+  // Linked statically, so wine needs none of mingw's DLLs.
+  win64: {
+    cxx: 'x86_64-w64-mingw32-g++-posix',
+    cflags: ['-DMTO_PORTABLE_ONLY', '-Wpedantic', '-Wvla', '-Wframe-larger-than=65536', '-Werror'],
+    ldflags: ['-static'],
+    exe: '.exe',
+    runner: ['/usr/lib/wine/wine64'],
+  },
 };
 
 const flags = ['-std=c++17', '-O3', '-fexceptions', '-pthread', '-Wall', '-Inative', '-Ishaders'];
@@ -34,7 +48,7 @@ function stale(obj, cmdFile, cmd) {
 
 /** Builds the check program for `target`; resolves to its path. */
 export async function build(target) {
-  const { cxx } = targets[target];
+  const { cxx, cflags = [], ldflags = [], exe: suffix = '' } = targets[target];
   const out = join(root, 'build', 'native-check', target);
   mkdirSync(out, { recursive: true });
   const { sources } = JSON.parse(readFileSync(join(root, 'sources.json'), 'utf8'));
@@ -43,7 +57,7 @@ export async function build(target) {
   const queue = units.map((src, i) => ({ src, obj: objects[i] }));
   const worker = async () => {
     for (let job = queue.shift(); job; job = queue.shift()) {
-      const args = [...flags, '-MD', '-c', job.src, '-o', job.obj];
+      const args = [...flags, ...cflags, '-MD', '-c', job.src, '-o', job.obj];
       const cmdFile = job.obj.replace(/\.o$/, '.cmd');
       const cmd = [cxx, ...args].join(' ');
       if (!stale(job.obj, cmdFile, cmd)) continue;
@@ -52,8 +66,8 @@ export async function build(target) {
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, availableParallelism()) }, worker));
-  const exe = join(out, 'cpu_kernels_check');
-  await run(cxx, ['-pthread', '-o', exe, ...objects], { cwd: root });
+  const exe = join(out, 'cpu_kernels_check' + suffix);
+  await run(cxx, ['-pthread', ...ldflags, '-o', exe, ...objects], { cwd: root });
   return exe;
 }
 
