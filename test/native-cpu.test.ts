@@ -5,9 +5,10 @@
 // test/native/cpu_kernels_check.cc checks linear (every format), matmul and attention against
 // float64 references, and dumps quantize and the float16/bfloat16 conversions, which must be
 // byte-identical to the x86-64 build (the addon's own results, oracle-tested by formats.test.ts).
-// Needs g++-aarch64-linux-gnu, qemu-user, g++-mingw-w64-x86-64-posix and wine64 (.ci/run installs
-// them); a missing toolchain fails this suite rather than skipping it. Elsewhere than Linux x86-64
-// the suite is skipped (counted).
+// Every addon source is also compiled (not run) for Windows by clang 19, native/addon included.
+// Needs g++-aarch64-linux-gnu, qemu-user, g++-mingw-w64-x86-64-posix, wine64 and clang-19
+// (.ci/run installs them); a missing toolchain fails this suite rather than skipping it. Elsewhere
+// than Linux x86-64 the suite is skipped (counted).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,7 +36,7 @@ function build(target: string): string {
   const r = spawnSync(process.execPath, [join(root, 'test/native/build.mjs'), target], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) {
     throw new Error(`building the ${target} kernel check failed (needs g++-aarch64-linux-gnu, qemu-user, ` +
-      `g++-mingw-w64-x86-64-posix and wine64: see .ci/run):\n${r.stderr}`);
+      `g++-mingw-w64-x86-64-posix, wine64 and clang-19: see .ci/run):\n${r.stderr}`);
   }
   return r.stdout.trim();
 }
@@ -76,6 +77,10 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(output, output).not.toMatch(/^FAIL /m);
     expect(status, output).toBe(0);
   });
+
+  it('every addon source (native/addon with node-addon-api too) compiles for Windows with clang 19, warnings as errors', () => {
+    expect(build('win64-clang')).toMatch(/win64-clang$/);
+  }, 600_000);
 
   it.each(['arm64', 'win64'])('%s quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', (other) => {
     const files = ['native', other].map((t) => {

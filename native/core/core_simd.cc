@@ -38,6 +38,7 @@ namespace mto::simd {
 
 namespace {
 
+#if defined(MTO_CORE_X86) || defined(MTO_CORE_NEON)
 // Portable fallbacks for the odd elements (NaN vectors, tails).
 inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
@@ -45,6 +46,7 @@ inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
 inline void f2h_scalar(const float* src, uint16_t* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
+#endif
 
 #if defined(MTO_CORE_X86)
 
