@@ -31,8 +31,8 @@
         }],
         # MSVC: C++ exceptions (/EHsc) and RTTI as on Linux and macOS (node's common.gypi turns
         # RTTI off for Release); /utf-8 because the sources are UTF-8 and MSVC would otherwise read
-        # them in the system's code page. Every code path MSVC builds (core/portable.h) is run by
-        # test/native-cpu.test.ts's win64 check.
+        # them in the system's code page. The standard C++ kernel paths MSVC builds (core/portable.h)
+        # run in test/native-cpu.test.ts's win64 check.
         ["OS=='win'", {
           "msvs_settings": {
             "VCCLCompilerTool": {

@@ -22,7 +22,9 @@
 #include "portable.h"
 
 // Not under clang-cl (MSVC ABI): __builtin_cpu_supports there needs compiler-rt, not always linked.
-#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
+// Not GCC on Windows: it cannot realign the stack for spilled 32/64-byte vectors (GCC PR 54412).
+#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER) && \
+    !(defined(_WIN32) && !defined(__clang__))
 #define MTO_CORE_X86 1
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's avx512fintrin.h trips a false -Wmaybe-uninitialized (GCC PR 105593, fixed in 12.3).

@@ -10,7 +10,7 @@
 namespace mto {
 
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
-  // Whole cache lines (vector kernels may read to the end of the last one); never 0 bytes.
+  // Rounded up to whole 64-byte lines; never 0 bytes.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   data_ = aligned_alloc_bytes(64, rounded);
