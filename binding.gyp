@@ -45,9 +45,17 @@
             "OTHER_CPLUSPLUSFLAGS": ["-O3", "-fvisibility=hidden"]
           }
         }],
+        # MSVC: C++ exceptions (/EHsc) and RTTI as on Linux and macOS (node's common.gypi turns
+        # RTTI off for Release); /utf-8 because the sources are UTF-8 and MSVC would otherwise read
+        # them in the system's code page. The standard C++ kernel paths MSVC builds (core/portable.h)
+        # run in test/native-cpu.test.ts's win64 check.
         ["OS=='win'", {
           "msvs_settings": {
-            "VCCLCompilerTool": { "ExceptionHandling": 1, "AdditionalOptions": ["/std:c++17", "/O2"] }
+            "VCCLCompilerTool": {
+              "ExceptionHandling": 1,
+              "RuntimeTypeInfo": "true",
+              "AdditionalOptions": ["/std:c++17", "/O2", "/utf-8"]
+            }
           }
         }]
       ]

@@ -1,10 +1,14 @@
 // The cpu backend's kernels built for arm64 and run under qemu-user: the NEON paths (float16
-// conversion, GEMM and attention micro-kernels) that no x86-64 run of the addon reaches.
+// conversion, GEMM and attention micro-kernels) that no x86-64 run of the addon reaches; and built
+// for 64-bit Windows by mingw-w64 and run under wine, with the code paths MSVC compiles for the
+// win32-x64 prebuild (MTO_PORTABLE_ONLY: the plain-struct vectors, no ISA dispatch).
 // test/native/cpu_kernels_check.cc checks linear (every format), matmul and attention against
 // float64 references, and dumps quantize and the float16/bfloat16 conversions, which must be
 // byte-identical to the x86-64 build (the addon's own results, oracle-tested by formats.test.ts).
-// Needs g++-aarch64-linux-gnu and qemu-user (.ci/run installs them); a missing toolchain fails
-// this suite rather than skipping it. Elsewhere than Linux x86-64 the suite is skipped (counted).
+// Every addon source is also compiled (not run) for Windows by clang 19, native/addon included.
+// Needs g++-aarch64-linux-gnu, qemu-user, g++-mingw-w64-x86-64-posix, wine64 and clang-19
+// (.ci/run installs them); a missing toolchain fails this suite rather than skipping it. Elsewhere
+// than Linux x86-64 the suite is skipped (counted).
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,30 +22,39 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const runners: Record<string, string[]> = {
   native: [],
   arm64: ['qemu-aarch64', '-L', '/usr/aarch64-linux-gnu'],
+  win64: ['/usr/lib/wine/wine64'],
 };
+// wine's configuration: kept under build/ (creating it takes ~20 s); no console noise, and no
+// offer to install Mono or Gecko (a console program needs neither).
+const winePrefix = join(root, 'build/native-check/win64/wineprefix');
+const wineEnv = { WINEPREFIX: winePrefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' };
+// The program's view of a file of ours: wine maps drive Z: to the Linux root.
+const hostPath = (target: string, file: string) => (target === 'win64' ? `Z:${file}` : file);
 const programs: Record<string, string> = {};
 
 function build(target: string): string {
   const r = spawnSync(process.execPath, [join(root, 'test/native/build.mjs'), target], { cwd: root, encoding: 'utf8' });
   if (r.status !== 0) {
-    throw new Error(`building the ${target} kernel check failed (needs g++-aarch64-linux-gnu and qemu-user: ` +
-      `apt-get install -y g++-aarch64-linux-gnu qemu-user):\n${r.stderr}`);
+    throw new Error(`building the ${target} kernel check failed (needs g++-aarch64-linux-gnu, qemu-user, ` +
+      `g++-mingw-w64-x86-64-posix, wine64 and clang-19: see .ci/run):\n${r.stderr}`);
   }
   return r.stdout.trim();
 }
 
 function runCheck(target: string, args: string[], env: Record<string, string> = {}) {
   const [cmd, ...pre] = [...runners[target], programs[target]];
-  const r = spawnSync(cmd, [...pre, ...args], { encoding: 'utf8', env: { ...process.env, ...env } });
+  const targetEnv = target === 'win64' ? wineEnv : {};
+  const r = spawnSync(cmd, [...pre, ...args], { encoding: 'utf8', env: { ...process.env, ...targetEnv, ...env } });
   if (r.error) throw r.error;
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
-describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu kernels on arm64 (qemu) and x86-64', () => {
+describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu kernels on arm64 (qemu), win64 (wine) and x86-64', () => {
   beforeAll(() => {
     programs.native = build('native');
     programs.arm64 = build('arm64');
-  }, 600_000);
+    programs.win64 = build('win64');
+  }, 900_000);
 
   it('arm64 (NEON): linear in every format, matmul and attention match float64 references', () => {
     const { status, output } = runCheck('arm64', ['check']);
@@ -57,10 +70,22 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(status, output).toBe(0);
   });
 
-  it('arm64 quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', () => {
-    const files = ['native', 'arm64'].map((t) => {
+  it('win64 (the code paths MSVC builds, under wine): linear in every format, matmul and attention match float64 references', () => {
+    const { status, output } = runCheck('win64', ['check']);
+    expect(output).toMatch(/^isa: core=baseline gemm=baseline$/m);
+    expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
+    expect(output, output).not.toMatch(/^FAIL /m);
+    expect(status, output).toBe(0);
+  });
+
+  it('every addon source (native/addon with node-addon-api too) compiles for Windows with clang 19, warnings as errors', () => {
+    expect(build('win64-clang')).toMatch(/win64-clang$/);
+  }, 600_000);
+
+  it.each(['arm64', 'win64'])('%s quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', (other) => {
+    const files = ['native', other].map((t) => {
       const file = join(scratch, `${t}.bin`);
-      const { status, output } = runCheck(t, ['dump', file]);
+      const { status, output } = runCheck(t, ['dump', hostPath(t, file)]);
       expect(status, output).toBe(0);
       return readFileSync(file);
     });

@@ -19,16 +19,19 @@
 
 #include "../../shaders/mx_formats.h"
 #include "dtype.h"
+#include "portable.h"
 
 // Not under clang-cl (MSVC ABI): __builtin_cpu_supports there needs compiler-rt, not always linked.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
+// Not GCC on Windows: it cannot realign the stack for spilled 32/64-byte vectors (GCC PR 54412).
+#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER) && \
+    !(defined(_WIN32) && !defined(__clang__))
 #define MTO_CORE_X86 1
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's avx512fintrin.h trips a false -Wmaybe-uninitialized (GCC PR 105593, fixed in 12.3).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 #include <immintrin.h>
-#elif defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
+#elif defined(__aarch64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
 #define MTO_CORE_NEON 1
 #include <arm_neon.h>
 #endif
@@ -37,6 +40,7 @@ namespace mto::simd {
 
 namespace {
 
+#if defined(MTO_CORE_X86) || defined(MTO_CORE_NEON)
 // Portable fallbacks for the odd elements (NaN vectors, tails).
 inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = half_to_float(src[i]);
@@ -44,6 +48,7 @@ inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
 inline void f2h_scalar(const float* src, uint16_t* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
+#endif
 
 #if defined(MTO_CORE_X86)
 
@@ -529,7 +534,7 @@ MTO_T_AVX512 inline void e8m0_16_avx512(const uint8_t* sc, int n, float mul, flo
 
 // One block: a[m] += (w . x[m]) * scale, for m < M.
 template <DeqMode MODE, int M>
-MTO_T_AVX512 inline __attribute__((always_inline)) void mx_step_avx512(
+MTO_T_AVX512 MTO_FORCE_INLINE void mx_step_avx512(
     const uint8_t* c, __m512 t, float scale, const float* xb, int64_t ldx, __m512 (&a)[M]) {
   __m512 w0, w1;
   mx_block_regs_avx512<MODE>(c, t, w0, w1);

@@ -15,6 +15,7 @@
 #include "core_simd.h"
 #include "dtype.h"
 #include "error.h"
+#include "portable.h"
 
 namespace mto {
 
@@ -415,16 +416,14 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
   const int64_t block = q.block;
   const int64_t groups = q.cols / block;
   const uint8_t* row_codes = q.codes + size_t(row) * (size_t(q.cols) * size_t(info.bits) / 8);
-#if defined(__GNUC__) || defined(__clang__)
   // Callers walk a row in consecutive spans (gemv_t takes a few rows a chunk at a time): ask for
   // this row's next span of codes now, so it is on its way while this one decodes.
   if (k1 < q.cols) {
     const size_t bits = size_t(info.bits);
     const char* next = reinterpret_cast<const char*>(row_codes) + size_t(k1) * bits / 8;
     const size_t len = size_t(std::min(k1 - k0, q.cols - k1)) * bits / 8;
-    for (size_t off = 0; off < len; off += 64) __builtin_prefetch(next + off);
+    for (size_t off = 0; off < len; off += 64) prefetch(next + off);
   }
-#endif
   // Whole blocks go to the vector kernels where the CPU has them (core_simd.h; bit-identical to
   // the per-block code below, which stays the portable path and handles a ragged last block).
   const simd::CoreKernels& kern = simd::core_kernels();

@@ -5,21 +5,22 @@
 #include <string>
 
 #include "error.h"
+#include "portable.h"
 
 namespace mto {
 
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
-  // aligned_alloc wants a size that is a multiple of the alignment; never ask for 0 bytes.
+  // Rounded up to whole 64-byte lines; never 0 bytes.
   size_t rounded = (bytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
-  data_ = std::aligned_alloc(64, rounded);
+  data_ = aligned_alloc_bytes(64, rounded);
   if (!data_) {
     throw Error(code::OOM, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
   }
 }
 
 Buffer::~Buffer() {
-  if (owned_) std::free(data_);
+  if (owned_) aligned_free(data_, 64);
 }
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }

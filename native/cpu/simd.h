@@ -10,10 +10,13 @@
 #include <cstdint>
 #include <cstring>
 
+#include "../core/portable.h"
+
+#define MTO_INLINE MTO_FORCE_INLINE
+
 namespace mto::cpu::simd {
 
-#if defined(__GNUC__) || defined(__clang__)
-#define MTO_INLINE inline __attribute__((always_inline))
+#if MTO_GNU_EXTENSIONS
 // Fully unrolls a loop over registers (accumulator rows, vectors of a tile). Without it GCC may
 // keep a small array of vectors in memory, or even turn its loads into a memcpy call.
 #define MTO_UNROLL _Pragma("GCC unroll 16")
@@ -34,11 +37,6 @@ template <int W> MTO_INLINE void madd(Vec<W>& acc, const Vec<W>& a, const Vec<W>
 template <int W> MTO_INLINE void add(Vec<W>& acc, const Vec<W>& a) { acc += a; }
 
 #else  // portable fallback
-#if defined(_MSC_VER)
-#define MTO_INLINE __forceinline
-#else
-#define MTO_INLINE inline
-#endif
 #define MTO_UNROLL
 
 template <int W> struct Vec { float v[W]; float operator[](int i) const { return v[i]; } };
@@ -69,7 +67,7 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
 
 // dst[j * ld + i] = src[i][j] for a 4 x 4 block: rows of 4 consecutive floats become columns.
 // Packing panels is a transpose; shuffles do it 2-3x faster than scalar moves.
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__has_builtin)
+#if MTO_GNU_EXTENSIONS && defined(__has_builtin)
 #if __has_builtin(__builtin_shufflevector)  // clang, GCC >= 12
 #define MTO_HAS_SHUFFLE 1
 #endif
@@ -102,7 +100,7 @@ MTO_INLINE void transpose4(const float* r0, const float* r1, const float* r2, co
 // x86-64 with GCC/clang on Linux: kernels are also compiled for AVX2+FMA and AVX-512 and chosen at
 // run time (the portable build targets baseline x86-64, i.e. SSE2). Limited to Linux because that
 // is where it is tested; elsewhere only the baseline kernels exist.
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && defined(__linux__)
+#if MTO_GNU_EXTENSIONS && defined(__x86_64__) && defined(__linux__)
 #define MTO_X86_DISPATCH 1
 #define MTO_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define MTO_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))

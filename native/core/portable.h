@@ -1,0 +1,57 @@
+// The few things C++17 leaves to each compiler, wrapped once so that native/core and native/cpu
+// build unchanged with GCC and clang (Linux, macOS, mingw-w64) and MSVC (the win32-x64 prebuild),
+// with no #ifdefs at the call sites. Rules for the code that uses it: ../../README.md#portability.
+#pragma once
+#include <cstddef>
+#include <new>
+
+#if defined(_MSC_VER) && !defined(__clang__) && (defined(_M_X64) || defined(_M_ARM64))
+#include <intrin.h>  // _mm_prefetch (x64), __prefetch (arm64)
+#endif
+
+// MTO_GNU_EXTENSIONS: GCC/clang vector types, __builtin_shufflevector, target attributes,
+// __builtin_cpu_supports and inline asm may be used (guard every use with it). Defining
+// MTO_PORTABLE_ONLY turns it off where it would be on, so that GCC builds exactly the paths MSVC
+// builds: test/native/build.mjs's win64 target does, and runs them under wine.
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(MTO_PORTABLE_ONLY)
+#define MTO_GNU_EXTENSIONS 1
+#else
+#define MTO_GNU_EXTENSIONS 0
+#endif
+
+// Inlining that the optimiser may not decline (kernels' per-vector helpers).
+#if defined(__GNUC__) || defined(__clang__)
+#define MTO_FORCE_INLINE inline __attribute__((always_inline))
+#elif defined(_MSC_VER)
+#define MTO_FORCE_INLINE __forceinline
+#else
+#define MTO_FORCE_INLINE inline
+#endif
+
+namespace mto {
+
+// Heap memory aligned to `alignment` (a power of two), nullptr when it cannot be had; release it
+// with aligned_free and the same alignment. C++17's aligned operator new rather than
+// std::aligned_alloc, which MSVC's C runtime does not have (and whose memory free() releases,
+// where _aligned_malloc's must go to _aligned_free).
+inline void* aligned_alloc_bytes(std::size_t alignment, std::size_t bytes) {
+  return ::operator new(bytes, std::align_val_t(alignment), std::nothrow);
+}
+inline void aligned_free(void* p, std::size_t alignment) {
+  ::operator delete(p, std::align_val_t(alignment));
+}
+
+// A hint that the cache line holding p will be read soon; no effect where there is no such hint.
+MTO_FORCE_INLINE void prefetch(const void* p) {
+#if MTO_GNU_EXTENSIONS
+  __builtin_prefetch(p);
+#elif defined(_MSC_VER) && defined(_M_X64)
+  _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0);
+#elif defined(_MSC_VER) && defined(_M_ARM64)
+  __prefetch(p);
+#else
+  (void)p;
+#endif
+}
+
+}  // namespace mto
