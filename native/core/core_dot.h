@@ -40,6 +40,8 @@ struct DotWeights {
 
 struct DotKernels {
   const char* name;
+  // Whether these kernels take w (a 4-bit table the AVX2 kernels cannot hold as int8: false).
+  bool (*supports)(const DotWeights& w);
   // Floats prepare_x writes for M rows of x.
   size_t (*x_floats)(const DotWeights& w, int M);
   // Rearranges x[M][K] (row stride ldx), M in 1..8, into xp for rows().

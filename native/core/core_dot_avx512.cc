@@ -266,6 +266,7 @@ MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, flo
     for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
   }
   alignas(64) float sv[R][16];
+  const int64_t ahead = R * w.row_bytes;  // the next R rows (see rows_nibbles)
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
     MTO_UNROLL_ALL
@@ -281,7 +282,7 @@ MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, flo
       MTO_UNROLL_ALL
       for (int r = 0; r < R; ++r) {
         const uint8_t* p = c[r] + blk * 32;
-        _mm_prefetch(reinterpret_cast<const char*>(p) + 1024, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
         __m512 w0, w1;
         decode8<KIND>(p, w0, w1);
         const __m512 s = _mm512_set1_ps(sv[r][j]);
@@ -337,7 +338,9 @@ MTO_T512 void rows_avx512(const DotWeights& w, int64_t row0, int64_t nrows, cons
   }
 }
 
-constexpr DotKernels kAvx512{"avx512", x_floats_avx512, prepare_x_avx512, rows_avx512};
+bool supported_avx512(const DotWeights&) { return true; }
+
+constexpr DotKernels kAvx512{"avx512", supported_avx512, x_floats_avx512, prepare_x_avx512, rows_avx512};
 
 }  // namespace
 

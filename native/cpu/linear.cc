@@ -116,7 +116,8 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
     mto::simd::DotWeights dw;
     float lut[16];
-    if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw)) {
+    if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
+        kern->supports(dw)) {
       gemv_quant(pool, *kern, dw, M, N, xf, K, bf, y, N);
       return;
     }
