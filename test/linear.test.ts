@@ -62,7 +62,7 @@ describe('quantized linear (oracle)', () => {
 });
 
 describe('linear against float64', () => {
-  const shapes: [number, number, number][] = [[1, 40, 64], [3, 17, 96], [8, 64, 128], [9, 33, 160], [33, 70, 96], [130, 50, 64]];
+  const shapes: [number, number, number][] = [[1, 40, 64], [3, 17, 96], [2, 7, 37], [8, 64, 128], [5, 9, 200], [9, 33, 160], [33, 70, 96], [130, 50, 64]];
 
   for (const [M, N, K] of shapes) {
     it(`dense float32 ${M}x${N}x${K} with bias`, async () => {
@@ -116,7 +116,7 @@ describe('linear against float64', () => {
 
   for (const dtype of ['float16', 'bfloat16'] as DType[]) {
     it(`${dtype} x and w: float32 accumulation, ${dtype} output`, async () => {
-      const M = 5, N = 24, K = 64;
+      const M = 5, N = 23, K = 70;  // K: not a whole number of vectors
       const x = dev.tensor(randn(M * K, 1), [M, K], dtype);
       const w = dev.tensor(randn(N * K, 2), [N, K], dtype);
       const y = await dev.linear(x, w);

@@ -1,4 +1,5 @@
-// Fused decode-and-dot for few rows of x against quantized weight rows (decode-time linear):
+// Fused decode-and-dot for few rows of x against quantized (or float16 / bfloat16 / float32)
+// weight rows (decode-time linear):
 // y[m][n] = sum_k x[m][k] * w[n][k] with every w value decoded in registers, never written out.
 // Bound by reading the weights, so the kernels spend as few instructions per code byte as they
 // can: x is rearranged once per call into the order in which codes unpack most cheaply (prepare_x),
@@ -22,9 +23,12 @@ enum class DotCodes : uint8_t {
   E5M2,   // MX FP8 E5M2
   Uint4,  // affine 4-bit: s * q + b, q in 0..15
   Uint8,  // affine 8-bit: s * q + b, q in 0..255
+  F32,    // dense float32 rows (no scales; any K)
+  F16,    // dense float16 rows
+  BF16,   // dense bfloat16 rows
 };
 
-// One quantized weight matrix w[N, K], K a multiple of 32 and of `group`.
+// One weight matrix w[N, K]: quantized (K a multiple of 32 and of `group`) or dense (any K).
 struct DotWeights {
   DotCodes kind = DotCodes::Int8;
   int group = 32;               // codes per scale (MX: 32; affine: 32, 64 or 128)

@@ -10,7 +10,8 @@
 // once per call, exactly as for AVX-512 (8 lanes instead of 16).
 //
 // 8-bit rows go a block at a time: int8 widened from memory and converted; FP8 as float16 bits
-// 16 codes at a time (x split into the 8 even then the 8 odd elements of every 16).
+// 16 codes at a time (x split into the 8 even then the 8 odd elements of every 16). Dense rows
+// (float32 / float16 / bfloat16) go 8 weights at a time.
 //
 // AVX2 has 16 registers: the kernels take at most 4 rows of x per pass and M > 4 runs in passes.
 #include "core_dot.h"
@@ -335,6 +336,73 @@ MTO_T256 void rows_bytes(const DotWeights& w, const __m256i, float, int64_t row0
   }
 }
 
+// One dense weight as float (tails shorter than a vector).
+template <DotCodes KIND>
+MTO_T256 MTO_INL float dense1(const uint8_t* p) {
+  if constexpr (KIND == DotCodes::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    if constexpr (KIND == DotCodes::F16) return _cvtsh_ss(h);
+    const uint32_t u = uint32_t(h) << 16;  // BF16
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+}
+
+// 8 dense weights at p as floats.
+template <DotCodes KIND>
+MTO_T256 MTO_INL __m256 dense8(const uint8_t* p) {
+  if constexpr (KIND == DotCodes::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (KIND == DotCodes::F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // BF16
+}
+
+// R dense rows from row0, M rows of x: 8 weights per step, then a scalar tail (any K).
+template <DotCodes KIND, int R, int M>
+MTO_T256 void rows_dense(const DotWeights& w, const __m256i, float, int64_t row0, const XPass& xq,
+                         float* y, int64_t ldy) {
+  constexpr int kSize = KIND == DotCodes::F32 ? 4 : 2;
+  const int64_t K = w.K;
+  const uint8_t* c[R];
+  __m256 acc[R][M];
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
+  }
+  const int64_t ahead = R * w.row_bytes;
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 xk[M];
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) xk[m] = _mm256_loadu_ps(xq.x + m * xq.xr + k);
+    MTO_UNROLL_ALL
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = c[r] + k * kSize;
+      _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+      const __m256 wk = dense8<KIND>(p);
+      MTO_UNROLL_ALL
+      for (int m = 0; m < M; ++m) acc[r][m] = _mm256_fmadd_ps(wk, xk[m], acc[r][m]);
+    }
+  }
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) {
+      float s = hsum(acc[r][m]);
+      for (int64_t t = k; t < K; ++t) s += dense1<KIND>(c[r] + t * kSize) * xq.x[m * xq.xr + t];
+      y[m * ldy + r] = s;
+    }
+  }
+}
+
 using RowsFn = void (*)(const DotWeights&, const __m256i, float, int64_t, const XPass&, float*,
                         int64_t);
 
@@ -356,6 +424,9 @@ MTO_T256 void pass_m(const DotWeights& w, __m256i tbl, float unit, int64_t row0,
     case DotCodes::Uint8: group = rows_bytes<DotCodes::Uint8, R, M>; single = rows_bytes<DotCodes::Uint8, 1, M>; break;
     case DotCodes::E4M3: group = rows_bytes<DotCodes::E4M3, R, M>; single = rows_bytes<DotCodes::E4M3, 1, M>; break;
     case DotCodes::E5M2: group = rows_bytes<DotCodes::E5M2, R, M>; single = rows_bytes<DotCodes::E5M2, 1, M>; break;
+    case DotCodes::F32: group = rows_dense<DotCodes::F32, R, M>; single = rows_dense<DotCodes::F32, 1, M>; break;
+    case DotCodes::F16: group = rows_dense<DotCodes::F16, R, M>; single = rows_dense<DotCodes::F16, 1, M>; break;
+    case DotCodes::BF16: group = rows_dense<DotCodes::BF16, R, M>; single = rows_dense<DotCodes::BF16, 1, M>; break;
   }
   int64_t r = 0;
   for (; r + rows <= nrows; r += rows) group(w, tbl, unit, row0 + r, xq, y + r, ldy);

@@ -250,6 +250,57 @@ MTO_T512 MTO_INL void decode8(const uint8_t* c, __m512& w0, __m512& w1) {
   }
 }
 
+// 16 dense weights at p (the first n when n < 16) as floats.
+template <DotCodes KIND>
+MTO_T512 MTO_INL __m512 dense16(const uint8_t* p, int n) {
+  const __mmask16 mask = n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u);
+  if constexpr (KIND == DotCodes::F32) {
+    return _mm512_maskz_loadu_ps(mask, p);
+  } else {
+    const __m256i h = _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(mask, p));
+    if constexpr (KIND == DotCodes::F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));  // BF16
+  }
+}
+
+// R dense rows from row0: 16 weights per step, the last step masked (any K).
+template <DotCodes KIND, int R, int M>
+MTO_T512 void rows_dense(const DotWeights& w, int64_t row0, const float* xp, float* y,
+                         int64_t ldy) {
+  constexpr int kSize = KIND == DotCodes::F32 ? 4 : 2;
+  const int64_t K = w.K;
+  const uint8_t* c[R];
+  __m512 acc[R][M];
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
+  }
+  const int64_t ahead = R * w.row_bytes;  // the next R rows (see rows_nibbles)
+  for (int64_t k = 0; k < K; k += 16) {
+    const int n = int(std::min<int64_t>(16, K - k));
+    __m512 xk[M];
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m)
+      xk[m] = _mm512_maskz_loadu_ps(n >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << n) - 1u),
+                                    xp + m * K + k);
+    MTO_UNROLL_ALL
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = c[r] + k * kSize;
+      _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+      const __m512 wk = dense16<KIND>(p, n);
+      MTO_UNROLL_ALL
+      for (int m = 0; m < M; ++m) acc[r][m] = _mm512_fmadd_ps(wk, xk[m], acc[r][m]);
+    }
+  }
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) y[m * ldy + r] = _mm512_reduce_add_ps(acc[r][m]);
+  }
+}
+
 // R rows of 8-bit codes from row0.
 template <DotCodes KIND, int R, int M>
 MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, float* y,
@@ -318,6 +369,9 @@ MTO_T512 void rows_m(const DotWeights& w, int64_t row0, int64_t nrows, const flo
     case DotCodes::Uint8: group = rows_bytes<DotCodes::Uint8, R, M>; single = rows_bytes<DotCodes::Uint8, 1, M>; break;
     case DotCodes::E4M3: group = rows_bytes<DotCodes::E4M3, R, M>; single = rows_bytes<DotCodes::E4M3, 1, M>; break;
     case DotCodes::E5M2: group = rows_bytes<DotCodes::E5M2, R, M>; single = rows_bytes<DotCodes::E5M2, 1, M>; break;
+    case DotCodes::F32: group = rows_dense<DotCodes::F32, R, M>; single = rows_dense<DotCodes::F32, 1, M>; break;
+    case DotCodes::F16: group = rows_dense<DotCodes::F16, R, M>; single = rows_dense<DotCodes::F16, 1, M>; break;
+    case DotCodes::BF16: group = rows_dense<DotCodes::BF16, R, M>; single = rows_dense<DotCodes::BF16, 1, M>; break;
   }
   int64_t r = 0;
   for (; r + R <= nrows; r += R) group(w, row0 + r, xp, y + r, ldy);

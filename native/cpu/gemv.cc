@@ -1,4 +1,4 @@
-// gemv_quant: x is rearranged once per call (prepare_x, shared by every thread), then each task
+// gemv_fused: x is rearranged once per call (prepare_x, shared by every thread), then each task
 // streams a contiguous run of weight rows through the fused kernel. Decode is bound by memory
 // bandwidth: long runs keep the hardware prefetchers on one stream per thread, and a run is never
 // so short that waking a thread costs more than it saves.
@@ -17,7 +17,7 @@ thread_local std::vector<float> tl_xp;  // prepared x of the calling thread (reu
 
 }  // namespace
 
-void gemv_quant(ThreadPool& pool, const mto::simd::DotKernels& kern, const mto::simd::DotWeights& w,
+void gemv_fused(ThreadPool& pool, const mto::simd::DotKernels& kern, const mto::simd::DotWeights& w,
                 int64_t M, int64_t N, const float* x, int64_t ldx, const float* bias, float* y,
                 int64_t ldy) {
   if (M <= 0 || N <= 0) return;

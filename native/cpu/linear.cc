@@ -4,7 +4,8 @@
 // hands out float32 spans of its rows (in place for float32, converted for float16/bfloat16,
 // decoded by dequantize_span for quantized formats). The gemm core then decodes each weight span
 // once per packed panel; for a few rows of x (decode) gemv_t streams each weight row once instead,
-// and quantized formats with a fused kernel (core_dot.h) skip the float32 spans altogether.
+// and formats with a fused kernel (core_dot.h: most quantized ones, float16, bfloat16, float32)
+// skip the float32 spans altogether.
 #include <algorithm>
 #include <vector>
 
@@ -63,6 +64,20 @@ bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* ou
   return true;
 }
 
+// The fused view of dense float32 / float16 / bfloat16 weights w[N, K].
+bool dense_dot_weights(const Tensor& w, int64_t K, mto::simd::DotWeights* out) {
+  switch (w.dtype) {
+    case DType::Float32: out->kind = mto::simd::DotCodes::F32; break;
+    case DType::Float16: out->kind = mto::simd::DotCodes::F16; break;
+    case DType::BFloat16: out->kind = mto::simd::DotCodes::BF16; break;
+    default: return false;
+  }
+  out->K = K;
+  out->codes = static_cast<const uint8_t*>(w.buffer->data());
+  out->row_bytes = K * int64_t(dtype_size(w.dtype));
+  return true;
+}
+
 // x as float32 rows [M, K]: the tensor's own storage when it is float32, else a copy in `store`.
 const float* x_float32(ThreadPool& pool, const Operand& x, int64_t M, int64_t K,
                        std::vector<float>& store) {
@@ -118,11 +133,17 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     float lut[16];
     if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
         kern->supports(dw)) {
-      gemv_quant(pool, *kern, dw, M, N, xf, K, bf, y, N);
+      gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
       return;
     }
     run(QuantRows(*w.quant));
   } else {
+    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
+    mto::simd::DotWeights dw;
+    if (kern && M <= kFusedMaxRows && dense_dot_weights(*w.dense, K, &dw)) {
+      gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
+      return;
+    }
     run(DenseRows(*w.dense, K));
   }
 }
