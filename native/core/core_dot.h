@@ -8,7 +8,8 @@
 //
 // Semantics: float32 x, float32 accumulation; each weight is its dequantized value (formats.cc),
 // only the order of the sums differs (MX: the exact power-of-two block scale applied to partial
-// sums; affine: s * sum(q x) + b * sum(x) per group). A 0xFF (NaN) scale still gives NaN.
+// sums; affine: s * sum(q x) + b * sum(x) per group). A 0xFF (NaN) scale still gives NaN. FP8
+// E4M3 codes decode as value / 256 and x carries the 256 (exact for |x| < 2^120).
 #pragma once
 #include <cstddef>
 #include <cstdint>

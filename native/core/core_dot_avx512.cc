@@ -10,6 +10,11 @@
 //
 // 8-bit rows go a block (32 codes) at a time: int8 widened and converted; FP8 as float16 bits
 // (the even elements from the low bytes, the odd ones from the high bytes, x split to match).
+// Dense rows (float32 / float16 / bfloat16) go 16 weights at a time, the last step masked.
+//
+// Every kernel handles R weight rows at once (each x load serves all of them) and prefetches the
+// same bytes of the next R rows: the hardware prefetchers stop at 4 KiB pages, which rows this
+// short cross every few rows.
 #include "core_dot.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
@@ -150,9 +155,7 @@ MTO_T512 void rows_nibbles(const DotWeights& w, int64_t row0, const float* xp, f
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
   }
-  // Software prefetch of the same bytes of the next R rows: the hardware prefetchers stop at page
-  // boundaries, and rows this short cross one every few rows.
-  const int64_t ahead = R * w.row_bytes;
+  const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
     __m512 S[R];
@@ -277,7 +280,7 @@ MTO_T512 void rows_dense(const DotWeights& w, int64_t row0, const float* xp, flo
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
   }
-  const int64_t ahead = R * w.row_bytes;  // the next R rows (see rows_nibbles)
+  const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t k = 0; k < K; k += 16) {
     const int n = int(std::min<int64_t>(16, K - k));
     __m512 xk[M];
@@ -317,7 +320,7 @@ MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, flo
     for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
   }
   alignas(64) float sv[R][16];
-  const int64_t ahead = R * w.row_bytes;  // the next R rows (see rows_nibbles)
+  const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
     MTO_UNROLL_ALL
