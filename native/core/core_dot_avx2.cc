@@ -131,6 +131,17 @@ MTO_T256 MTO_INL __m256 block_scales(const DotWeights& w, int64_t row, int64_t b
   return _mm256_permutevar8x32_ps(s, _mm256_srli_epi32(lane, shift));
 }
 
+// Prefetches the scales (and biases) that block_scales will read for blocks b0.. of `row`.
+MTO_T256 MTO_INL void prefetch_scales(const DotWeights& w, int64_t row, int64_t b0) {
+  if (w.e8m0) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.e8m0 + row * w.row_groups + b0), _MM_HINT_T0);
+    return;
+  }
+  const int64_t g = row * w.row_groups + b0 / (w.group / 32);
+  _mm_prefetch(reinterpret_cast<const char*>(w.scales + g), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
+}
+
 // Affine: acc[m] += sum over groups of bias[g] * sum(x[m] over group g).
 template <int M>
 MTO_T256 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const XPass& xq,
@@ -192,7 +203,10 @@ MTO_T256 void rows_nibbles(const DotWeights& w, const __m256i tbl, float unit, i
     const int nb = int(std::min<int64_t>(8, nblocks - b0));
     __m256 S[R];
     MTO_UNROLL_ALL
-    for (int r = 0; r < R; ++r) S[r] = block_scales(w, row0 + r, b0, nb, unit);
+    for (int r = 0; r < R; ++r) {
+      prefetch_scales(w, row0 + R + r, b0);
+      S[r] = block_scales(w, row0 + r, b0, nb, unit);
+    }
     for (int q = 0; 2 * q < nb; ++q) {
       const int64_t ch = b0 / 2 + q;
       __m256i lo[R], hi[R];
@@ -296,7 +310,10 @@ MTO_T256 void rows_bytes(const DotWeights& w, const __m256i, float, int64_t row0
   for (int64_t b0 = 0; b0 < nblocks; b0 += 8) {
     const int nb = int(std::min<int64_t>(8, nblocks - b0));
     MTO_UNROLL_ALL
-    for (int r = 0; r < R; ++r) _mm256_store_ps(sv[r], block_scales(w, row0 + r, b0, nb, mul));
+    for (int r = 0; r < R; ++r) {
+      if (KIND == DotCodes::Uint8) prefetch_scales(w, row0 + R + r, b0);
+      _mm256_store_ps(sv[r], block_scales(w, row0 + r, b0, nb, mul));
+    }
     for (int j = 0; j < nb; ++j) {
       const int64_t blk = b0 + j;
       MTO_UNROLL_ALL

@@ -13,8 +13,9 @@
 // Dense rows (float32 / float16 / bfloat16) go 16 weights at a time, the last step masked.
 //
 // Every kernel handles R weight rows at once (each x load serves all of them) and prefetches the
-// same bytes of the next R rows: the hardware prefetchers stop at 4 KiB pages, which rows this
-// short cross every few rows.
+// same bytes of the next R rows, and for 4-bit and affine rows their scales (and biases): the
+// hardware prefetchers stop at 4 KiB pages, which rows this short cross every few rows, and the
+// scale streams are read in bursts they do not anticipate.
 #include "core_dot.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(_MSC_VER)
@@ -123,6 +124,17 @@ MTO_T512 MTO_INL __m512 block_scales(const DotWeights& w, int64_t row, int64_t b
   return _mm512_permutexvar_ps(_mm512_srli_epi32(lane, unsigned(shift)), s);
 }
 
+// Prefetches the scales (and biases) that block_scales will read for blocks b0.. of `row`.
+MTO_T512 MTO_INL void prefetch_scales(const DotWeights& w, int64_t row, int64_t b0) {
+  if (w.e8m0) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.e8m0 + row * w.row_groups + b0), _MM_HINT_T0);
+    return;
+  }
+  const int64_t g = row * w.row_groups + b0 / (w.group / 32);
+  _mm_prefetch(reinterpret_cast<const char*>(w.scales + g), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
+}
+
 // Affine: acc[m] += sum over groups of bias[g] * sum(x[m] over group g).
 template <int M>
 MTO_T512 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const float* xs,
@@ -160,7 +172,10 @@ MTO_T512 void rows_nibbles(const DotWeights& w, int64_t row0, const float* xp, f
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
     __m512 S[R];
     MTO_UNROLL_ALL
-    for (int r = 0; r < R; ++r) S[r] = block_scales(w, row0 + r, b0, nb, 1.0f);
+    for (int r = 0; r < R; ++r) {
+      prefetch_scales(w, row0 + R + r, b0);
+      S[r] = block_scales(w, row0 + r, b0, nb, 1.0f);
+    }
     for (int q = 0; 4 * q < nb; ++q) {
       const int64_t ch = b0 / 4 + q;
       const int left = nb - 4 * q;
@@ -324,7 +339,10 @@ MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, flo
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
     MTO_UNROLL_ALL
-    for (int r = 0; r < R; ++r) _mm512_store_ps(sv[r], block_scales(w, row0 + r, b0, nb, mul));
+    for (int r = 0; r < R; ++r) {
+      if (KIND == DotCodes::Uint8) prefetch_scales(w, row0 + R + r, b0);
+      _mm512_store_ps(sv[r], block_scales(w, row0 + r, b0, nb, mul));
+    }
     for (int j = 0; j < nb; ++j) {
       const int64_t blk = b0 + j;
       __m512 x0[M], x1[M];
