@@ -129,13 +129,18 @@ function halfValue(h) {
   out.digests.float32_to_float16 = digest(f16);
   out.digests.float16_to_float32 = digest(dec);
 
-  // 4. Quantized linear against a float64 reference of the dequantized weights.
-  for (const format of ['mxfp4', 'mxint8', 'mxfp8', 'mxfp6_e2m3', 'affine4', 'affine8']) {
-    const N = 40, K = 256;
-    const w = await dev.quantize(dev.tensor(randn(N * K, 11), [N, K]), { format });
+  // 4. Linear (quantized and dense weights) against a float64 reference of the dequantized weights.
+  // N not a multiple of the fused kernels' row groups; K of 19 blocks (partial scale runs and
+  // 128-code steps); M = 1, 3, 8 take the fused decode-and-dot kernels, 9 the gemm.
+  const LINEAR = [['mxfp4', 32, 608], ['mxint4', 32, 608], ['mxint8', 32, 608], ['mxfp8', 32, 608],
+    ['mxfp8_e5m2', 32, 608], ['mxfp6_e2m3', 32, 608], ['affine4', 32, 608], ['affine8', 32, 608],
+    ['affine4', 64, 704], ['affine8', 128, 640]];
+  for (const [format, blockSize, K] of LINEAR) {
+    const N = 43;
+    const w = await dev.quantize(dev.tensor(randn(N * K, 11), [N, K]), { format, blockSize });
     const wd = await (await w.dequantize()).toFloat32();
     let worst = 0;
-    for (const M of [1, 9]) {
+    for (const M of [1, 3, 8, 9]) {
       const x = randn(M * K, M + 100);
       const y = await (await dev.linear(dev.tensor(x, [M, K]), w)).toFloat32();
       for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
@@ -144,7 +149,24 @@ function halfValue(h) {
         worst = Math.max(worst, Math.abs(y[m * N + n] - s) / (1 + Math.abs(s)));
       }
     }
-    out.linearError[format] = worst;
+    out.linearError[format + '/' + blockSize] = worst;
+  }
+  // Dense weights (fused kernels for M <= 8): K = 70 leaves a tail shorter than a vector.
+  for (const dtype of ['float32', 'float16', 'bfloat16']) {
+    const N = 43, K = 70;
+    const w = dev.tensor(randn(N * K, 12), [N, K], dtype);
+    const wd = await w.toFloat32();
+    let worst = 0;
+    for (const M of [1, 3, 8, 9]) {
+      const x = randn(M * K, M + 200);
+      const y = await (await dev.linear(dev.tensor(x, [M, K]), w)).toFloat32();
+      for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+        let s = 0;
+        for (let k = 0; k < K; k++) s += x[m * K + k] * wd[n * K + k];
+        worst = Math.max(worst, Math.abs(y[m * N + n] - s) / (1 + Math.abs(s)));
+      }
+    }
+    out.linearError[dtype] = worst;
   }
   process.stdout.write(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });

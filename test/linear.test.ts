@@ -62,7 +62,7 @@ describe('quantized linear (oracle)', () => {
 });
 
 describe('linear against float64', () => {
-  const shapes: [number, number, number][] = [[1, 40, 64], [3, 17, 96], [8, 64, 128], [9, 33, 160], [33, 70, 96], [130, 50, 64]];
+  const shapes: [number, number, number][] = [[1, 40, 64], [3, 17, 96], [2, 7, 37], [8, 64, 128], [5, 9, 200], [9, 33, 160], [33, 70, 96], [130, 50, 64]];
 
   for (const [M, N, K] of shapes) {
     it(`dense float32 ${M}x${N}x${K} with bias`, async () => {
@@ -72,12 +72,17 @@ describe('linear against float64', () => {
     });
   }
 
-  for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8'] as Format[]) {
-    it(`${format} weights: equals x @ dequantize(w)^T for M = 1, 9, 33`, async () => {
-      const N = 48, K = 256;
-      const w = await dev.quantize(dev.tensor(randn(N * K, 11), [N, K]), { format });
+  // N not a multiple of the fused kernels' row groups (4); K of 19 blocks of 32: one 16-block run of
+  // scales plus a partial one, and a partial 128-code step of the 4-bit kernels.
+  const FORMATS = ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8'] as Format[];
+  const cases: [Format, number, number][] = FORMATS.map((f) => [f, 32, 608]);
+  for (const f of ['affine4', 'affine8'] as Format[]) cases.push([f, 64, 704], [f, 128, 640]);
+  for (const [format, blockSize, K] of cases) {
+    it(`${format} weights (block ${blockSize}, K ${K}): equals x @ dequantize(w)^T for M = 1, 3, 8, 9, 33`, async () => {
+      const N = 43;
+      const w = await dev.quantize(dev.tensor(randn(N * K, 11), [N, K]), { format, blockSize });
       const wd = await (await w.dequantize()).toFloat32();
-      for (const M of [1, 9, 33]) {
+      for (const M of [1, 3, 8, 9, 33]) {
         const x = randn(M * K, M + 100);
         const y = await dev.linear(dev.tensor(x, [M, K]), w);
         expectClose(await y.toFloat32(), linearRef(x, wd, M, N, K), 1e-4, `${format} M=${M}`);
@@ -85,9 +90,33 @@ describe('linear against float64', () => {
     });
   }
 
+  it('a NaN block (scale 0xFF) or an FP8 NaN code makes exactly its row of y NaN', async () => {
+    const N = 6, K = 96, M = 2;
+    const x = randn(M * K, 3);
+    const check = async (w: Awaited<ReturnType<Device['quantize']>>, nanRows: number, what: string) => {
+      const wd = await (await w.dequantize()).toFloat32();
+      const y = await (await dev.linear(dev.tensor(x, [M, K]), w)).toFloat32();
+      const ref = linearRef(x, wd, M, N, K);
+      expect(ref.filter((v) => Number.isNaN(v)).length, what).toBe(nanRows * M);
+      for (let i = 0; i < M * N; i++) {
+        if (Number.isNaN(ref[i])) expect(Number.isNaN(y[i]), `${what} y[${i}]`).toBe(true);
+        else expect(Math.abs(y[i] - ref[i]), `${what} y[${i}]`).toBeLessThanOrEqual(1e-4 * (1 + Math.abs(ref[i])));
+      }
+    };
+    for (const format of ['mxfp4', 'mxint8', 'mxfp8', 'mxfp8_e5m2'] as Format[]) {
+      const wf = randn(N * K, 4);
+      wf[1 * K + 70] = NaN;  // row 1, last block: quantizes to the NaN scale
+      await check(await dev.quantize(dev.tensor(wf, [N, K]), { format }), 1, format);
+    }
+    // E4M3 codes 0x7F / 0xFF are NaN whatever the scale.
+    const codes = Uint8Array.from({ length: N * K }, (_, i) => (i * 37) & 0x6e);
+    codes[4 * K + 5] = 0xff;
+    await check(dev.fromQuantized({ format: 'mxfp8', shape: [N, K], codes, scales: new Uint8Array((N * K) / 32).fill(127) }), 1, 'mxfp8 NaN code');
+  });
+
   for (const dtype of ['float16', 'bfloat16'] as DType[]) {
     it(`${dtype} x and w: float32 accumulation, ${dtype} output`, async () => {
-      const M = 5, N = 24, K = 64;
+      const M = 5, N = 23, K = 70;  // K: not a whole number of vectors
       const x = dev.tensor(randn(M * K, 1), [M, K], dtype);
       const w = dev.tensor(randn(N * K, 2), [N, K], dtype);
       const y = await dev.linear(x, w);

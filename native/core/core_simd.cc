@@ -15,16 +15,12 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <vector>
 
 #include "../../shaders/mx_formats.h"
 #include "dtype.h"
 #include "portable.h"
 
-// Not under clang-cl (MSVC ABI): __builtin_cpu_supports there needs compiler-rt, not always linked.
-// Not GCC on Windows: it cannot realign the stack for spilled 32/64-byte vectors (GCC PR 54412).
-#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER) && \
-    !(defined(_WIN32) && !defined(__clang__))
+#if MTO_X86_KERNELS
 #define MTO_CORE_X86 1
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's avx512fintrin.h trips a false -Wmaybe-uninitialized (GCC PR 105593, fixed in 12.3).
@@ -446,296 +442,8 @@ MTO_T_AVX512 void deq_affine_avx512(int bits, int group, const uint8_t* codes,
   }
 }
 
-// ---- AVX-512 fused decode-and-dot (small-M linear) ---------------------------------------------
-//
-// Each block of 32 codes is decoded into two registers (MX: without the block scale) and
-// multiplied with the matching x values of every row of x; MX partial sums are scaled once per
-// block. No float32 copy of the weights is written.
-
-// 16 FP8 E4M3 codes as floats (the NaN magnitude 0x7F as NaN).
-MTO_T_AVX512 inline __m512 e4m3_16_avx512(const uint8_t* c) {
-  const __m256i x = _mm256_cvtepi8_epi16(load16_avx512(c));
-  const __m256i h = _mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16(-0x4080));
-  const __m512 f = _mm512_cvtph_ps(h);
-  const __m512 v = _mm512_mul_ps(f, _mm512_set1_ps(256.0f));
-  const __mmask16 is_nan =
-      _mm512_cmp_ps_mask(_mm512_abs_ps(f), _mm512_set1_ps(1.875f), _CMP_EQ_OQ);
-  return _mm512_mask_mov_ps(v, is_nan, _mm512_castsi512_ps(_mm512_set1_epi32(int(kNaNBits))));
-}
-
-// One MX block of 32 codes at c as two registers of unscaled values (Int8: the integer q).
-template <DeqMode MODE>
-MTO_T_AVX512 inline void mx_block_regs_avx512(const uint8_t* c, __m512 t, __m512& w0,
-                                              __m512& w1) {
-  if constexpr (MODE == DeqMode::Int8) {
-    w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load16_avx512(c)));
-    w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(load16_avx512(c + 16)));
-  } else if constexpr (MODE == DeqMode::E5M2) {
-    w0 = _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(load16_avx512(c)), 8));
-    w1 = _mm512_cvtph_ps(_mm256_slli_epi16(_mm256_cvtepu8_epi16(load16_avx512(c + 16)), 8));
-  } else if constexpr (MODE == DeqMode::E4M3) {
-    // The NaN code (magnitude 0x7F) is rare: one byte compare for the block (no shuffles) picks
-    // the patching decoder only where it occurs.
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
-    const __m256i m7f = _mm256_set1_epi8(0x7F);
-    if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_and_si256(raw, m7f), m7f)) != 0) {
-      w0 = e4m3_16_avx512(c);
-      w1 = e4m3_16_avx512(c + 16);
-      return;
-    }
-    const __m256i keep = _mm256_set1_epi16(-0x4080);
-    const __m512 k256 = _mm512_set1_ps(256.0f);
-    w0 = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_and_si256(
-                           _mm256_slli_epi16(_mm256_cvtepi8_epi16(load16_avx512(c)), 7), keep)),
-                       k256);
-    w1 = _mm512_mul_ps(_mm512_cvtph_ps(_mm256_and_si256(
-                           _mm256_slli_epi16(_mm256_cvtepi8_epi16(load16_avx512(c + 16)), 7), keep)),
-                       k256);
-  } else {  // Lut4: w0 the even elements (low nibbles), w1 the odd ones; x is deinterleaved
-    const __m512i b = _mm512_cvtepu8_epi32(load16_avx512(c));  // permutexvar reads bits 0-3
-    w0 = _mm512_permutexvar_ps(b, t);
-    w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), t);
-  }
-}
-
-// Nibble-coded rows decode a block as its even and its odd elements (fewer shuffles than putting
-// them in order): x is rearranged to match, once per call (shared by every weight row of it):
-// per block of 32, the 16 even-indexed values then the 16 odd ones. Returns the [M][K] copy.
-thread_local std::vector<float> tl_xsplit;
-MTO_T_AVX512 const float* split_x_avx512(const float* x, int64_t ldx, int M, int64_t K) {
-  if (tl_xsplit.size() < size_t(M * K)) tl_xsplit.resize(size_t(M * K));
-  float* xd = tl_xsplit.data();
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-  for (int m = 0; m < M; ++m)
-    for (int64_t k = 0; k < K; k += 32) {
-      const __m512 a = _mm512_loadu_ps(x + m * ldx + k), b = _mm512_loadu_ps(x + m * ldx + k + 16);
-      _mm512_storeu_ps(xd + m * K + k, _mm512_permutex2var_ps(a, even, b));
-      _mm512_storeu_ps(xd + m * K + k + 16, _mm512_permutex2var_ps(a, odd, b));
-    }
-  return xd;
-}
-
-// 16 E8M0 scales times mul into sv (NaN for 0xFF): the per-block scale then comes from memory as
-// a broadcast load, not a shuffle.
-MTO_T_AVX512 inline void e8m0_16_avx512(const uint8_t* sc, int n, float mul, float* sv) {
-  if (n == 16) {
-    const __m512i v = _mm512_cvtepu8_epi32(load16_avx512(sc));
-    __m512i bits = _mm512_slli_epi32(v, 23);
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(v, _mm512_setzero_si512()),
-                                 _mm512_set1_epi32(0x00400000));
-    bits = _mm512_mask_mov_epi32(bits, _mm512_cmpeq_epi32_mask(v, _mm512_set1_epi32(0xFF)),
-                                 _mm512_set1_epi32(int(kNaNBits)));
-    _mm512_storeu_ps(sv, _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(mul)));
-    return;
-  }
-  for (int j = 0; j < n; ++j) sv[j] = mto_decode_e8m0(sc[j]) * mul;
-}
-
-// One block: a[m] += (w . x[m]) * scale, for m < M.
-template <DeqMode MODE, int M>
-MTO_T_AVX512 MTO_FORCE_INLINE void mx_step_avx512(
-    const uint8_t* c, __m512 t, float scale, const float* xb, int64_t ldx, __m512 (&a)[M]) {
-  __m512 w0, w1;
-  mx_block_regs_avx512<MODE>(c, t, w0, w1);
-  const __m512 vs = _mm512_set1_ps(scale);  // NaN for 0xFF
-  for (int m = 0; m < M; ++m) {
-    __m512 p = _mm512_mul_ps(w0, _mm512_loadu_ps(xb + m * ldx));
-    p = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xb + m * ldx + 16), p);
-    a[m] = _mm512_fmadd_ps(p, vs, a[m]);
-  }
-}
-
-template <DeqMode MODE, int M>
-MTO_T_AVX512 void dot_mx_avx512_t(const float* lut, const uint8_t* codes, int64_t code_stride,
-                                  const uint8_t* scales, int64_t scale_stride, int nrows,
-                                  int64_t nblocks, const float* x, int64_t ldx, float* out) {
-  constexpr int kBytes = MODE == DeqMode::Lut4 ? 16 : 32;
-  // Int8: q * 2^-6 is the element value; the power of two joins the scale (exact).
-  constexpr float kMul = MODE == DeqMode::Int8 ? 0.015625f : 1.0f;
-  const __m512 t = MODE == DeqMode::Lut4 ? _mm512_loadu_ps(lut) : _mm512_setzero_ps();
-  if (MODE == DeqMode::Lut4) {
-    x = split_x_avx512(x, ldx, M, nblocks * kMxBlock);
-    ldx = nblocks * kMxBlock;
-  }
-  alignas(64) float sv[16];
-  for (int r = 0; r < nrows; ++r) {
-    const uint8_t* c = codes + r * code_stride;
-    const uint8_t* sc = scales + r * scale_stride;
-    // Even and odd blocks into separate accumulators: two dependency chains, not one.
-    __m512 acc[M], acc2[M];
-    for (int m = 0; m < M; ++m) acc[m] = acc2[m] = _mm512_setzero_ps();
-    for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
-      const int nb = int(nblocks - b0 < 16 ? nblocks - b0 : 16);
-      // Scales a line ahead (a hint only: harmless past the end).
-      _mm_prefetch(reinterpret_cast<const char*>(sc + b0) + 64, _MM_HINT_T0);
-      e8m0_16_avx512(sc + b0, nb, kMul, sv);
-      int j = 0;
-      for (; j + 2 <= nb; j += 2) {
-        const uint8_t* cj = c + (b0 + j) * kBytes;
-        _mm_prefetch(reinterpret_cast<const char*>(cj) + 1024, _MM_HINT_T0);
-        const float* xb = x + (b0 + j) * kMxBlock;
-        mx_step_avx512<MODE, M>(cj, t, sv[j], xb, ldx, acc);
-        mx_step_avx512<MODE, M>(cj + kBytes, t, sv[j + 1], xb + kMxBlock, ldx, acc2);
-      }
-      if (j < nb)
-        mx_step_avx512<MODE, M>(c + (b0 + j) * kBytes, t, sv[j], x + (b0 + j) * kMxBlock, ldx,
-                                acc);
-    }
-    for (int m = 0; m < M; ++m)
-      out[r * M + m] += _mm512_reduce_add_ps(_mm512_add_ps(acc[m], acc2[m]));
-  }
-}
-
-template <DeqMode MODE>
-MTO_T_AVX512 void dot_mx_avx512_mode(const float* lut, const uint8_t* codes, int64_t code_stride,
-                                     const uint8_t* scales, int64_t scale_stride, int nrows,
-                                     int64_t nblocks, const float* x, int64_t ldx, int M,
-                                     float* out) {
-#define MTO_DOT_MX_M(MM)                                                                  \
-  case MM:                                                                                \
-    return dot_mx_avx512_t<MODE, MM>(lut, codes, code_stride, scales, scale_stride, nrows, \
-                                     nblocks, x, ldx, out);
-  switch (M) {
-    MTO_DOT_MX_M(1) MTO_DOT_MX_M(2) MTO_DOT_MX_M(3) MTO_DOT_MX_M(4)
-    MTO_DOT_MX_M(5) MTO_DOT_MX_M(6) MTO_DOT_MX_M(7) default: MTO_DOT_MX_M(8)
-  }
-#undef MTO_DOT_MX_M
-}
-
-MTO_T_AVX512 bool dot_mx_avx512(DeqMode mode, const float* lut, const uint8_t* codes,
-                                int64_t code_stride, const uint8_t* scales, int64_t scale_stride,
-                                int nrows, int64_t nblocks, const float* x, int64_t ldx, int M,
-                                float* out) {
-  if (M < 1 || M > 8) return false;
-  switch (mode) {
-    case DeqMode::Int8:
-      dot_mx_avx512_mode<DeqMode::Int8>(lut, codes, code_stride, scales, scale_stride, nrows,
-                                        nblocks, x, ldx, M, out);
-      return true;
-    case DeqMode::E4M3:
-      dot_mx_avx512_mode<DeqMode::E4M3>(lut, codes, code_stride, scales, scale_stride, nrows,
-                                        nblocks, x, ldx, M, out);
-      return true;
-    case DeqMode::E5M2:
-      dot_mx_avx512_mode<DeqMode::E5M2>(lut, codes, code_stride, scales, scale_stride, nrows,
-                                        nblocks, x, ldx, M, out);
-      return true;
-    case DeqMode::Lut4:
-      dot_mx_avx512_mode<DeqMode::Lut4>(lut, codes, code_stride, scales, scale_stride, nrows,
-                                        nblocks, x, ldx, M, out);
-      return true;
-    default:
-      return false;  // FP6, int2: decode and dot
-  }
-}
-
-// Affine: the group's values s * q + b decoded exactly as deq_affine_avx512 does, in registers.
-template <int BITS, int M>
-MTO_T_AVX512 void dot_affine_avx512_t(int group, const uint8_t* codes, int64_t code_stride,
-                                      const uint16_t* scales, const uint16_t* biases,
-                                      int64_t scale_stride, int nrows, int64_t ngroups,
-                                      const float* x, int64_t ldx, float* out) {
-  const __m512 iota = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  if (BITS == 4) {
-    x = split_x_avx512(x, ldx, M, ngroups * group);
-    ldx = ngroups * group;
-  }
-  for (int r = 0; r < nrows; ++r) {
-    const uint8_t* c = codes + r * code_stride;
-    const uint16_t* sc = scales + r * scale_stride;
-    const uint16_t* bi = biases + r * scale_stride;
-    __m512 acc[M], acc2[M];  // two dependency chains
-    for (int m = 0; m < M; ++m) acc[m] = acc2[m] = _mm512_setzero_ps();
-    const float* xg = x;
-    for (int64_t g = 0; g < ngroups; ++g) {
-      if ((g & 15) == 0) {
-        _mm_prefetch(reinterpret_cast<const char*>(sc + g) + 64, _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(bi + g) + 64, _MM_HINT_T0);
-      }
-      const __m512 vs = _mm512_set1_ps(_cvtsh_ss(sc[g]));
-      const __m512 vb = _mm512_set1_ps(_cvtsh_ss(bi[g]));
-      const bool nan_in = nan_group(sc[g], bi[g]);
-      if constexpr (BITS == 4) {
-        __m512 t = _mm512_mul_ps(iota, vs);
-        MTO_NO_CONTRACT(t);
-        const __m512 p = t;
-        t = _mm512_add_ps(t, vb);
-        if (nan_in) t = _mm512_mask_mov_ps(t, _mm512_cmp_ps_mask(p, p, _CMP_UNORD_Q), p);
-        for (int j = 0; j < group; j += 32, c += 16) {
-          _mm_prefetch(reinterpret_cast<const char*>(c) + 1024, _MM_HINT_T0);
-          // Even elements (low nibbles) and odd ones, against the split x.
-          const __m512i b = _mm512_cvtepu8_epi32(load16_avx512(c));
-          const __m512 w0 = _mm512_permutexvar_ps(b, t);
-          const __m512 w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), t);
-          for (int m = 0; m < M; ++m) {
-            acc[m] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xg + m * ldx + j), acc[m]);
-            acc2[m] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xg + m * ldx + j + 16), acc2[m]);
-          }
-        }
-      } else {
-        for (int j = 0; j < group; j += 32, c += 32) {
-          _mm_prefetch(reinterpret_cast<const char*>(c) + 1024, _MM_HINT_T0);
-          __m512 p0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16_avx512(c))), vs);
-          __m512 p1 =
-              _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(load16_avx512(c + 16))), vs);
-          MTO_NO_CONTRACT(p0);
-          MTO_NO_CONTRACT(p1);
-          __m512 w0 = _mm512_add_ps(p0, vb), w1 = _mm512_add_ps(p1, vb);
-          if (nan_in) {
-            w0 = _mm512_mask_mov_ps(w0, _mm512_cmp_ps_mask(p0, p0, _CMP_UNORD_Q), p0);
-            w1 = _mm512_mask_mov_ps(w1, _mm512_cmp_ps_mask(p1, p1, _CMP_UNORD_Q), p1);
-          }
-          for (int m = 0; m < M; ++m) {
-            acc[m] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(xg + m * ldx + j), acc[m]);
-            acc2[m] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(xg + m * ldx + j + 16), acc2[m]);
-          }
-        }
-      }
-      xg += group;
-    }
-    for (int m = 0; m < M; ++m)
-      out[r * M + m] += _mm512_reduce_add_ps(_mm512_add_ps(acc[m], acc2[m]));
-  }
-}
-
-template <int BITS>
-MTO_T_AVX512 void dot_affine_avx512_bits(int group, const uint8_t* codes, int64_t code_stride,
-                                         const uint16_t* scales, const uint16_t* biases,
-                                         int64_t scale_stride, int nrows, int64_t ngroups,
-                                         const float* x, int64_t ldx, int M, float* out) {
-#define MTO_DOT_AF_M(MM)                                                                   \
-  case MM:                                                                                 \
-    return dot_affine_avx512_t<BITS, MM>(group, codes, code_stride, scales, biases,         \
-                                         scale_stride, nrows, ngroups, x, ldx, out);
-  switch (M) {
-    MTO_DOT_AF_M(1) MTO_DOT_AF_M(2) MTO_DOT_AF_M(3) MTO_DOT_AF_M(4)
-    MTO_DOT_AF_M(5) MTO_DOT_AF_M(6) MTO_DOT_AF_M(7) default: MTO_DOT_AF_M(8)
-  }
-#undef MTO_DOT_AF_M
-}
-
-MTO_T_AVX512 bool dot_affine_avx512(int bits, int group, const uint8_t* codes,
-                                    int64_t code_stride, const uint16_t* scales,
-                                    const uint16_t* biases, int64_t scale_stride, int nrows,
-                                    int64_t ngroups, const float* x, int64_t ldx, int M,
-                                    float* out) {
-  if (M < 1 || M > 8 || group % 32 != 0) return false;
-  if (bits == 4)
-    dot_affine_avx512_bits<4>(group, codes, code_stride, scales, biases, scale_stride, nrows,
-                              ngroups, x, ldx, M, out);
-  else if (bits == 8)
-    dot_affine_avx512_bits<8>(group, codes, code_stride, scales, biases, scale_stride, nrows,
-                              ngroups, x, ldx, M, out);
-  else
-    return false;
-  return true;
-}
-
-constexpr CoreKernels kAvx2{"avx2", h2f_avx2, f2h_avx2, deq_mx_avx2, deq_affine_avx2, nullptr,
-                            nullptr};
-constexpr CoreKernels kAvx512{"avx512", h2f_avx512, f2h_avx512, deq_mx_avx512, deq_affine_avx512,
-                              dot_mx_avx512, dot_affine_avx512};
+constexpr CoreKernels kAvx2{"avx2", h2f_avx2, f2h_avx2, deq_mx_avx2, deq_affine_avx2};
+constexpr CoreKernels kAvx512{"avx512", h2f_avx512, f2h_avx512, deq_mx_avx512, deq_affine_avx512};
 
 #endif  // MTO_CORE_X86
 
@@ -774,11 +482,11 @@ void f2h_neon(const float* src, uint16_t* dst, size_t n) {
   f2h_scalar(src + i, dst + i, n - i);
 }
 
-constexpr CoreKernels kNeon{"neon", h2f_neon, f2h_neon, nullptr, nullptr, nullptr, nullptr};
+constexpr CoreKernels kNeon{"neon", h2f_neon, f2h_neon, nullptr, nullptr};
 
 #endif  // MTO_CORE_NEON
 
-constexpr CoreKernels kBaseline{"baseline", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+constexpr CoreKernels kBaseline{"baseline", nullptr, nullptr, nullptr, nullptr};
 
 const CoreKernels* pick_kernels() {
   // Cap from the environment: baseline | avx2 | avx512 (anything else: no cap).

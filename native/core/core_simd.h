@@ -38,21 +38,6 @@ struct CoreKernels {
   // out = s * float(q) + b with s, b the float16 scale and bias of the group.
   void (*dequant_affine)(int bits, int group, const uint8_t* codes, const uint16_t* scales,
                          const uint16_t* biases, int64_t ngroups, float* out);
-  // Fused decode-and-dot for small-M products (null: not available; decode with dequant_* and dot
-  // the float32 values instead). For r < nrows weight rows (row r's codes at codes + r *
-  // code_stride, its scales at scales + r * scale_stride) of `nblocks` whole blocks of 32 codes:
-  // out[r * M + m] += sum_k x[m * ldx + k] * w[r][k] for m < M (1..8). Codes are decoded into
-  // registers and multiplied with x there; the E8M0 scale is applied once per block to the block's
-  // partial sums (so results differ from dequantize-then-dot by float rounding only; a 0xFF scale
-  // still gives NaN). Returns false, doing nothing, for a mode it does not fuse.
-  bool (*dot_mx)(DeqMode mode, const float* lut, const uint8_t* codes, int64_t code_stride,
-                 const uint8_t* scales, int64_t scale_stride, int nrows, int64_t nblocks,
-                 const float* x, int64_t ldx, int M, float* out);
-  // Affine likewise: `ngroups` whole groups of `group` (32, 64 or 128) codes of `bits` (4 or 8);
-  // each weight is s * q + b decoded in registers (the dequantized value) and dotted with x.
-  bool (*dot_affine)(int bits, int group, const uint8_t* codes, int64_t code_stride,
-                     const uint16_t* scales, const uint16_t* biases, int64_t scale_stride,
-                     int nrows, int64_t ngroups, const float* x, int64_t ldx, int M, float* out);
 };
 
 // The kernels for this CPU (capped by METAL_TENSOROPS_CPU_ISA), resolved once.

@@ -19,6 +19,17 @@
 #define MTO_GNU_EXTENSIONS 0
 #endif
 
+// MTO_X86_KERNELS: x86-64 kernels compiled for AVX2 / AVX-512 with target attributes and chosen at
+// run time with __builtin_cpu_supports. Not under the MSVC ABI (no target attributes; clang-cl's
+// __builtin_cpu_supports needs compiler-rt, not always linked), and not GCC on Windows, which
+// cannot realign the stack for spilled 32/64-byte vectors (GCC PR 54412).
+#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER) && \
+    !(defined(_WIN32) && !defined(__clang__))
+#define MTO_X86_KERNELS 1
+#else
+#define MTO_X86_KERNELS 0
+#endif
+
 // Inlining that the optimiser may not decline (kernels' per-vector helpers).
 #if defined(__GNUC__) || defined(__clang__)
 #define MTO_FORCE_INLINE inline __attribute__((always_inline))

@@ -460,10 +460,7 @@ void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, i
       const int64_t n0 = gi * kGemvRows;
       const int nr = int(std::min<int64_t>(kGemvRows, N - n0));
       std::fill(out, out + kGemvRows * M, 0.f);
-      // Quantized W with a fused kernel: each row streams whole (long contiguous reads the
-      // hardware prefetcher follows), decoded in registers with no float32 round trip.
-      const bool fused = w.dots(n0, nr, 0, K, a, lda, M, out);
-      for (int64_t k0 = 0; !fused && k0 < K; k0 += kGemvDepth) {
+      for (int64_t k0 = 0; k0 < K; k0 += kGemvDepth) {
         const int64_t k1 = std::min(K, k0 + kGemvDepth);
         const float* rows[kGemvRows];
         for (int r = 0; r < nr; ++r) rows[r] = w.span(n0 + r, k0, k1, tmp + r * kGemvDepth);

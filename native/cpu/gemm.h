@@ -43,15 +43,6 @@ class RowSpanSource {
   // begin is a multiple of kDepthBlock and end is one too or the row's end (so quantized rows are
   // asked for whole blocks). Called concurrently from several threads.
   virtual const float* span(int64_t row, int64_t begin, int64_t end, float* scratch) const = 0;
-  // Optional fused decode-and-dot (gemv_t, quantized W): out[r * M + m] += dot(W row n0 + r over
-  // [begin, end), a[m * lda + 0 : end - begin]) for r < nrows, m < M, decoding in registers with
-  // no float32 copy of the row. Same span rules as span(). Returns false, doing nothing, where the
-  // source has no such kernel (gemv_t then decodes spans and dots them).
-  virtual bool dots(int64_t n0, int nrows, int64_t begin, int64_t end, const float* a,
-                    int64_t lda, int64_t M, float* out) const {
-    (void)n0; (void)nrows; (void)begin; (void)end; (void)a; (void)lda; (void)M; (void)out;
-    return false;
-  }
 };
 
 // Rows of a dense row-major matrix [rows, width] of any float dtype (float32 rows are read in

@@ -3,78 +3,80 @@
 // x (and bias) become float32 once; w stays as it is and is read through a RowSpanSource that
 // hands out float32 spans of its rows (in place for float32, converted for float16/bfloat16,
 // decoded by dequantize_span for quantized formats). The gemm core then decodes each weight span
-// once per packed panel; for a few rows of x (decode) gemv_t streams each weight row once instead.
+// once per packed panel; for a few rows of x (decode) gemv_t streams each weight row once instead,
+// and formats with a fused kernel (core_dot.h: most quantized ones, float16, bfloat16, float32)
+// skip the float32 spans altogether.
 #include <algorithm>
 #include <vector>
 
-#include "../core/core_simd.h"
+#include "../core/core_dot.h"
 #include "gemm.h"
+#include "gemv.h"
 #include "ops.h"
 
 namespace mto::cpu {
 namespace {
 
 // Rows of a quantized w[N, K]: the one decode path, dequantize_span.
-// For few rows of x (gemv_t) the formats with a fused decode-and-dot kernel (core_simd.h) skip the
-// float32 spans: each block is decoded in registers and multiplied with x there.
 class QuantRows final : public RowSpanSource {
  public:
-  explicit QuantRows(const QTensor& w) : view_(w.view()) {
-    const FormatInfo& info = format_info(view_.format);
-    bits_ = info.bits;
-    affine_ = info.affine;
-    row_bytes_ = view_.cols * info.bits / 8;
-    groups_ = view_.block > 0 ? view_.cols / view_.block : 0;
-    const mto::simd::CoreKernels& kern = mto::simd::core_kernels();
-    // The portable (baseline) gemm path stays the decode-and-dot one.
-    if (gemm_isa() == GemmIsa::Baseline || view_.block <= 0 || view_.block % 32 != 0) return;
-    if (affine_) {
-      fused_ = kern.dot_affine != nullptr;
-      return;
-    }
-    if (!kern.dot_mx || view_.block != 32) return;
-    switch (view_.format) {
-      case Format::MXINT8: mode_ = mto::simd::DeqMode::Int8; break;
-      case Format::MXFP8_E4M3: mode_ = mto::simd::DeqMode::E4M3; break;
-      case Format::MXFP8_E5M2: mode_ = mto::simd::DeqMode::E5M2; break;
-      case Format::MXFP4:
-      case Format::MXINT4:
-        mode_ = mto::simd::DeqMode::Lut4;
-        for (int c = 0; c < 16; ++c) lut_[c] = decode_element(info.element, uint8_t(c));
-        break;
-      default: return;  // FP6, int2: decode spans
-    }
-    fused_ = true;
-  }
+  explicit QuantRows(const QTensor& w) : view_(w.view()) {}
   const float* span(int64_t n, int64_t k0, int64_t k1, float* scratch) const override {
     dequantize_span(view_, n, k0, k1, scratch);
     return scratch;
   }
-  bool dots(int64_t n0, int nrows, int64_t k0, int64_t k1, const float* a, int64_t lda, int64_t M,
-            float* out) const override {
-    const int64_t block = view_.block;
-    if (!fused_ || M > 8 || (k1 - k0) % block != 0) return false;
-    const mto::simd::CoreKernels& kern = mto::simd::core_kernels();
-    const uint8_t* codes = view_.codes + size_t(n0 * row_bytes_ + k0 * bits_ / 8);
-    const int64_t g0 = n0 * groups_ + k0 / block;
-    if (affine_)
-      return kern.dot_affine(bits_, int(block), codes, row_bytes_,
-                             static_cast<const uint16_t*>(view_.scales) + g0, view_.biases + g0,
-                             groups_, nrows, (k1 - k0) / block, a, lda, int(M), out);
-    return kern.dot_mx(mode_, lut_, codes, row_bytes_,
-                       static_cast<const uint8_t*>(view_.scales) + g0, groups_, nrows,
-                       (k1 - k0) / block, a, lda, int(M), out);
-  }
 
  private:
   QuantView view_;
-  int bits_ = 8;
-  bool affine_ = false;
-  bool fused_ = false;
-  int64_t row_bytes_ = 0, groups_ = 0;
-  mto::simd::DeqMode mode_ = mto::simd::DeqMode::Int8;
-  alignas(64) float lut_[16] = {};
 };
+
+// The fused decode-and-dot view of w (core_dot.h), when its format has one; false otherwise
+// (FP6, int2: gemv_t decodes spans and dots them).
+bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* out) {
+  mto::simd::DotWeights& d = *out;
+  const FormatInfo& info = format_info(v.format);
+  if (v.block <= 0 || v.block % 32 != 0 || v.cols % v.block != 0) return false;
+  switch (v.format) {
+    case Format::MXINT8: d.kind = mto::simd::DotCodes::Int8; break;
+    case Format::MXFP8_E4M3: d.kind = mto::simd::DotCodes::E4M3; break;
+    case Format::MXFP8_E5M2: d.kind = mto::simd::DotCodes::E5M2; break;
+    case Format::MXFP4:
+    case Format::MXINT4:
+      d.kind = mto::simd::DotCodes::Lut4;
+      for (int c = 0; c < 16; ++c) lut[c] = decode_element(info.element, uint8_t(c));
+      d.lut = lut;
+      break;
+    case Format::AFFINE4: d.kind = mto::simd::DotCodes::Uint4; break;
+    case Format::AFFINE8: d.kind = mto::simd::DotCodes::Uint8; break;
+    default: return false;
+  }
+  d.group = v.block;
+  d.K = v.cols;
+  d.codes = v.codes;
+  d.row_bytes = int64_t(row_code_bytes(v.format, v.cols));
+  d.row_groups = v.cols / v.block;
+  if (info.affine) {
+    d.scales = static_cast<const uint16_t*>(v.scales);
+    d.biases = v.biases;
+  } else {
+    d.e8m0 = static_cast<const uint8_t*>(v.scales);
+  }
+  return true;
+}
+
+// The fused view of dense float32 / float16 / bfloat16 weights w[N, K].
+bool dense_dot_weights(const Tensor& w, int64_t K, mto::simd::DotWeights* out) {
+  switch (w.dtype) {
+    case DType::Float32: out->kind = mto::simd::DotCodes::F32; break;
+    case DType::Float16: out->kind = mto::simd::DotCodes::F16; break;
+    case DType::BFloat16: out->kind = mto::simd::DotCodes::BF16; break;
+    default: return false;
+  }
+  out->K = K;
+  out->codes = static_cast<const uint8_t*>(w.buffer->data());
+  out->row_bytes = K * int64_t(dtype_size(w.dtype));
+  return true;
+}
 
 // x as float32 rows [M, K]: the tensor's own storage when it is float32, else a copy in `store`.
 const float* x_float32(ThreadPool& pool, const Operand& x, int64_t M, int64_t K,
@@ -126,8 +128,22 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     gemm(pool, g, TransposedPanels(rows));
   };
   if (w.quant) {
+    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
+    mto::simd::DotWeights dw;
+    float lut[16];
+    if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
+        kern->supports(dw)) {
+      gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
+      return;
+    }
     run(QuantRows(*w.quant));
   } else {
+    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
+    mto::simd::DotWeights dw;
+    if (kern && M <= kFusedMaxRows && dense_dot_weights(*w.dense, K, &dw)) {
+      gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
+      return;
+    }
     run(DenseRows(*w.dense, K));
   }
 }

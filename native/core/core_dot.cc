@@ -1,0 +1,38 @@
+// Picks the fused decode-and-dot kernels (core_dot.h) for this CPU once, capped by
+// METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel table obeys.
+#include "core_dot.h"
+#include "portable.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace mto::simd {
+namespace {
+
+const DotKernels* pick() {
+  int cap = 2;
+  if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
+    if (!std::strcmp(env, "baseline")) cap = 0;
+    if (!std::strcmp(env, "avx2")) cap = 1;
+  }
+  if (cap == 0) return nullptr;
+#if MTO_X86_KERNELS
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  if (cap >= 2 && avx2 && __builtin_cpu_supports("avx512f") &&
+      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
+    return dot_kernels_avx512();
+  if (avx2) return dot_kernels_avx2();
+#endif
+  return nullptr;
+}
+
+}  // namespace
+
+const DotKernels* dot_kernels() {
+  static const DotKernels* const k = pick();  // thread-safe one-time init
+  return k;
+}
+
+}  // namespace mto::simd

@@ -1,0 +1,67 @@
+// Fused decode-and-dot for few rows of x against quantized (or float16 / bfloat16 / float32)
+// weight rows (decode-time linear):
+// y[m][n] = sum_k x[m][k] * w[n][k] with every w value decoded in registers, never written out.
+// Bound by reading the weights, so the kernels spend as few instructions per code byte as they
+// can: x is rearranged once per call into the order in which codes unpack most cheaply (prepare_x),
+// several weight rows share each load of x, and the block scale multiplies a partial sum once per
+// block (per lane group), not every weight.
+//
+// Semantics: float32 x, float32 accumulation; each weight is its dequantized value (formats.cc),
+// only the order of the sums differs (MX: the exact power-of-two block scale applied to partial
+// sums; affine: s * sum(q x) + b * sum(x) per group). A 0xFF (NaN) scale still gives NaN. FP8
+// E4M3 codes decode as value / 256 and x carries the 256 (exact for |x| < 2^120).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace mto::simd {
+
+// How a row's codes decode.
+enum class DotCodes : uint8_t {
+  Lut4,   // MX 4-bit codes through a 16-entry table (mxfp4, mxint4); element 2j in the low nibble
+  Int8,   // MX int8 (value q * 2^-6)
+  E4M3,   // MX FP8 E4M3
+  E5M2,   // MX FP8 E5M2
+  Uint4,  // affine 4-bit: s * q + b, q in 0..15
+  Uint8,  // affine 8-bit: s * q + b, q in 0..255
+  F32,    // dense float32 rows (no scales; any K)
+  F16,    // dense float16 rows
+  BF16,   // dense bfloat16 rows
+};
+
+// One weight matrix w[N, K]: quantized (K a multiple of 32 and of `group`) or dense (any K).
+struct DotWeights {
+  DotCodes kind = DotCodes::Int8;
+  int group = 32;               // codes per scale (MX: 32; affine: 32, 64 or 128)
+  int64_t K = 0;
+  const uint8_t* codes = nullptr;
+  int64_t row_bytes = 0;        // code bytes per row
+  const uint8_t* e8m0 = nullptr;     // MX scales, K / 32 per row
+  const uint16_t* scales = nullptr;  // affine float16 scales and biases, K / group per row
+  const uint16_t* biases = nullptr;
+  int64_t row_groups = 0;       // scales (and biases) per row
+  const float* lut = nullptr;   // Lut4: the 16 element values
+};
+
+struct DotKernels {
+  const char* name;
+  // Whether these kernels take w (a 4-bit table the AVX2 kernels cannot hold as int8: false).
+  bool (*supports)(const DotWeights& w);
+  // Floats prepare_x writes for M rows of x.
+  size_t (*x_floats)(const DotWeights& w, int M);
+  // Rearranges x[M][K] (row stride ldx), M in 1..8, into xp for rows().
+  void (*prepare_x)(const DotWeights& w, const float* x, int64_t ldx, int M, float* xp);
+  // y[m * ldy + r] = dot(x[m], w row row0 + r) for r < nrows, m < M (xp from prepare_x).
+  void (*rows)(const DotWeights& w, int64_t row0, int64_t nrows, const float* xp, int M,
+               float* y, int64_t ldy);
+};
+
+// The kernels for this CPU (capped by METAL_TENSOROPS_CPU_ISA), or null where there are none
+// (baseline, non-x86): callers then decode spans and dot them.
+const DotKernels* dot_kernels();
+
+// Per ISA (null when not compiled in); dot_kernels() picks one.
+const DotKernels* dot_kernels_avx512();
+const DotKernels* dot_kernels_avx2();
+
+}  // namespace mto::simd

@@ -1,0 +1,498 @@
+// AVX2 (+FMA, F16C) fused decode-and-dot kernels (core_dot.h), compiled with target attributes
+// and chosen at run time (dot_kernels()), so one binary runs everywhere.
+//
+// 4-bit rows go 32 bytes (64 codes, 2 blocks) at a time. AVX2 has no 16-entry float permute, but
+// every 4-bit table here holds small integers times a power of two (E2M1: halves; int4: quarters;
+// affine: 0..15), so vpshufb maps 32 nibbles at once to int8 and the power of two joins the block
+// scale. The int8 values are read as 8 dwords of 4 bytes: byte i of every dword comes out
+// sign-extended by a shift pair and converts to 8 floats. Lane L of the k-th vector (k = 2i for
+// low nibbles, 2i + 1 for high ones) is element 8L + k of the chunk, so x is transposed to match,
+// once per call, exactly as for AVX-512 (8 lanes instead of 16).
+//
+// 8-bit rows go a block at a time: int8 widened from memory and converted; FP8 as float16 bits
+// 16 codes at a time (x split into the 8 even then the 8 odd elements of every 16). Dense rows
+// (float32 / float16 / bfloat16) go 8 weights at a time.
+//
+// AVX2 has 16 registers: the kernels take at most 4 rows of x per pass and M > 4 runs in passes.
+#include "core_dot.h"
+#include "portable.h"
+
+#if MTO_X86_KERNELS
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace mto::simd {
+namespace {
+
+#define MTO_T256 __attribute__((target("avx2,fma,f16c")))
+#define MTO_INL inline __attribute__((always_inline))
+#define MTO_UNROLL_ALL _Pragma("GCC unroll 16")
+
+constexpr int64_t kChunk = 64;  // codes per 4-bit step (32 bytes)
+constexpr uint32_t kNaNBits = 0x7FC00000u;
+constexpr int kMaxPass = 4;  // rows of x per pass
+
+int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+bool is_nibbles(DotCodes k) { return k == DotCodes::Lut4 || k == DotCodes::Uint4; }
+bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8; }
+
+int64_t xrow_floats(const DotWeights& w) { return is_nibbles(w.kind) ? round_up(w.K, kChunk) : w.K; }
+int64_t sums_floats(const DotWeights& w) { return is_affine(w.kind) ? round_up(w.K / w.group, 8) : 0; }
+
+size_t x_floats_avx2(const DotWeights& w, int M) {
+  return size_t(M) * size_t(xrow_floats(w) + sums_floats(w));
+}
+
+MTO_T256 void prepare_x_avx2(const DotWeights& w, const float* x, int64_t ldx, int M, float* xp) {
+  const int64_t K = w.K, xr = xrow_floats(w), sr = sums_floats(w);
+  const float xmul = w.kind == DotCodes::E4M3 ? 256.0f : 1.0f;  // E4M3 decodes as value / 256
+  for (int m = 0; m < M; ++m) {
+    const float* xm = x + m * ldx;
+    float* d = xp + m * xr;
+    if (is_nibbles(w.kind)) {
+      for (int64_t c = 0; c < xr; c += kChunk)
+        for (int k = 0; k < 8; ++k)
+          for (int L = 0; L < 8; ++L) d[c + 8 * k + L] = c + 8 * L < K ? xm[c + 8 * L + k] : 0.0f;
+    } else if (w.kind == DotCodes::E4M3 || w.kind == DotCodes::E5M2) {
+      for (int64_t k = 0; k < K; k += 16)
+        for (int j = 0; j < 8; ++j) {
+          d[k + j] = xm[k + 2 * j] * xmul;
+          d[k + 8 + j] = xm[k + 2 * j + 1] * xmul;
+        }
+    } else {
+      std::memcpy(d, xm, size_t(K) * sizeof(float));
+    }
+    if (is_affine(w.kind)) {
+      float* s = xp + M * xr + m * sr;
+      const int64_t ng = K / w.group;
+      for (int64_t g = 0; g < sr; ++g) {
+        __m256 acc = _mm256_setzero_ps();
+        if (g < ng)
+          for (int j = 0; j < w.group; j += 8)
+            acc = _mm256_add_ps(acc, _mm256_loadu_ps(xm + g * w.group + j));
+        alignas(32) float t[8];
+        _mm256_store_ps(t, acc);
+        s[g] = ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+      }
+    }
+  }
+}
+
+// Where one pass of the kernels reads its rows of x.
+struct XPass {
+  const float* x;   // prepared rows of this pass, stride xr
+  int64_t xr;
+  const float* xs;  // affine: their group sums, stride sr
+  int64_t sr;
+};
+
+MTO_T256 MTO_INL float hsum(__m256 v) {
+  const __m128 a = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  const __m128 b = _mm_add_ps(a, _mm_movehl_ps(a, a));
+  return _mm_cvtss_f32(_mm_add_ss(b, _mm_movehdup_ps(b)));
+}
+
+// n <= 8 float16 values at p (zeros after them), where `avail` values may be read.
+MTO_T256 MTO_INL __m128i load_halves(const uint16_t* p, int64_t avail, int n) {
+  if (avail >= 8) return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  alignas(16) uint16_t h[8] = {};
+  std::memcpy(h, p, size_t(n) * 2);
+  return _mm_load_si128(reinterpret_cast<const __m128i*>(h));
+}
+
+// Scales of blocks b0 .. b0 + nb - 1 (nb <= 8), one per lane (lanes past nb: finite). MX:
+// 2^(e - 127) (2^-127 for 0, NaN for 0xFF) times mul; affine: the group's float16 scale.
+MTO_T256 MTO_INL __m256 block_scales(const DotWeights& w, int64_t row, int64_t b0, int nb,
+                                     float mul) {
+  if (w.e8m0) {
+    const uint8_t* src = w.e8m0 + row * w.row_groups + b0;
+    uint64_t raw = 0;
+    if (nb == 8)
+      std::memcpy(&raw, src, 8);
+    else
+      std::memcpy(&raw, src, size_t(nb));
+    const __m256i v = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128(int64_t(raw)));
+    __m256i bits = _mm256_slli_epi32(v, 23);
+    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(0x00400000),
+                              _mm256_cmpeq_epi32(v, _mm256_setzero_si256()));
+    bits = _mm256_blendv_epi8(bits, _mm256_set1_epi32(int(kNaNBits)),
+                              _mm256_cmpeq_epi32(v, _mm256_set1_epi32(0xFF)));
+    return _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(mul));
+  }
+  const int shift = w.group == 128 ? 2 : w.group == 64 ? 1 : 0;
+  const int64_t g0 = b0 >> shift;
+  const int ng = (nb + (1 << shift) - 1) >> shift;
+  const __m256 s = _mm256_mul_ps(_mm256_cvtph_ps(load_halves(w.scales + row * w.row_groups + g0,
+                                                             w.row_groups - g0, ng)),
+                                 _mm256_set1_ps(mul));
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_permutevar8x32_ps(s, _mm256_srli_epi32(lane, shift));
+}
+
+// Prefetches the scales (and biases) that block_scales will read for blocks b0.. of `row`.
+MTO_T256 MTO_INL void prefetch_scales(const DotWeights& w, int64_t row, int64_t b0) {
+  if (w.e8m0) {
+    _mm_prefetch(reinterpret_cast<const char*>(w.e8m0 + row * w.row_groups + b0), _MM_HINT_T0);
+    return;
+  }
+  const int64_t g = row * w.row_groups + b0 / (w.group / 32);
+  _mm_prefetch(reinterpret_cast<const char*>(w.scales + g), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
+}
+
+// Affine: acc[m] += sum over groups of bias[g] * sum(x[m] over group g).
+template <int M>
+MTO_T256 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const XPass& xq,
+                                     __m256 (&acc)[M]) {
+  const int64_t ng = w.K / w.group;
+  const uint16_t* b = w.biases + row * w.row_groups;
+  for (int64_t g = 0; g < ng; g += 8) {
+    const int n = int(std::min<int64_t>(8, ng - g));
+    const __m256 bv = _mm256_cvtph_ps(load_halves(b + g, ng - g, n));
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m)
+      acc[m] = _mm256_fmadd_ps(bv, _mm256_loadu_ps(xq.xs + m * xq.sr + g), acc[m]);
+  }
+}
+
+// The 16-entry table as int8 times a power of two `unit` (false when it is not one).
+bool int8_table(const DotWeights& w, int8_t (&q)[16], float* unit) {
+  if (w.kind == DotCodes::Uint4) {
+    for (int i = 0; i < 16; ++i) q[i] = int8_t(i);
+    *unit = 1.0f;
+    return true;
+  }
+  float amin = 0;
+  for (int i = 0; i < 16; ++i) {
+    const float a = std::fabs(w.lut[i]);
+    if (!(a < 1e30f)) return false;  // inf / NaN
+    if (a > 0 && (amin == 0 || a < amin)) amin = a;
+  }
+  int e = 0;
+  std::frexp(amin == 0 ? 1.0f : amin, &e);
+  const float u = std::ldexp(1.0f, e - 1);  // the largest power of two <= amin
+  for (int i = 0; i < 16; ++i) {
+    const float v = w.lut[i] / u;
+    if (v != std::nearbyint(v) || v < -128 || v > 127) return false;
+    q[i] = int8_t(v);
+  }
+  *unit = u;
+  return true;
+}
+
+// R rows of 4-bit codes from row0, M rows of x (see the file comment for the layout).
+template <int R, int M>
+MTO_T256 void rows_nibbles(const DotWeights& w, const __m256i tbl, float unit, int64_t row0,
+                           const XPass& xq, float* y, int64_t ldy) {
+  const bool affine = w.kind == DotCodes::Uint4;
+  const int64_t nblocks = w.K / 32;
+  const __m256i lo4 = _mm256_set1_epi8(0x0F);
+  const __m256i half = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+  const uint8_t* c[R];
+  __m256 acc[R][M];
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
+  }
+  const int64_t ahead = R * w.row_bytes;  // prefetch the next R rows (see core_dot_avx512.cc)
+  for (int64_t b0 = 0; b0 < nblocks; b0 += 8) {
+    const int nb = int(std::min<int64_t>(8, nblocks - b0));
+    __m256 S[R];
+    MTO_UNROLL_ALL
+    for (int r = 0; r < R; ++r) {
+      prefetch_scales(w, row0 + R + r, b0);
+      S[r] = block_scales(w, row0 + r, b0, nb, unit);
+    }
+    for (int q = 0; 2 * q < nb; ++q) {
+      const int64_t ch = b0 / 2 + q;
+      __m256i lo[R], hi[R];
+      MTO_UNROLL_ALL
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* p = c[r] + ch * 32;
+        _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+        const __m256i v = nb - 2 * q >= 2
+                              ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
+                              : _mm256_maskload_epi32(reinterpret_cast<const int*>(p),
+                                                      _mm256_setr_epi32(-1, -1, -1, -1, 0, 0, 0, 0));
+        lo[r] = _mm256_shuffle_epi8(tbl, _mm256_and_si256(v, lo4));
+        hi[r] = _mm256_shuffle_epi8(tbl, _mm256_and_si256(_mm256_srli_epi16(v, 4), lo4));
+      }
+      const float* xc = xq.x + ch * kChunk;
+      __m256 p[R][M];
+      MTO_UNROLL_ALL
+      for (int k = 0; k < 8; ++k) {
+        __m256 xk[M];
+        MTO_UNROLL_ALL
+        for (int m = 0; m < M; ++m) xk[m] = _mm256_loadu_ps(xc + m * xq.xr + 8 * k);
+        MTO_UNROLL_ALL
+        for (int r = 0; r < R; ++r) {
+          // Byte k / 2 of every dword of the low (even k) or high (odd k) nibbles' values.
+          const __m256i b = (k & 1) ? hi[r] : lo[r];
+          const int i = k / 2;
+          const __m256i e = _mm256_srai_epi32(i == 3 ? b : _mm256_slli_epi32(b, 24 - 8 * i), 24);
+          const __m256 wk = _mm256_cvtepi32_ps(e);
+          MTO_UNROLL_ALL
+          for (int m = 0; m < M; ++m)
+            p[r][m] = k == 0 ? _mm256_mul_ps(wk, xk[m]) : _mm256_fmadd_ps(wk, xk[m], p[r][m]);
+        }
+      }
+      const __m256i sidx = _mm256_add_epi32(half, _mm256_set1_epi32(2 * q));
+      MTO_UNROLL_ALL
+      for (int r = 0; r < R; ++r) {
+        const __m256 sv = _mm256_permutevar8x32_ps(S[r], sidx);
+        MTO_UNROLL_ALL
+        for (int m = 0; m < M; ++m) acc[r][m] = _mm256_fmadd_ps(p[r][m], sv, acc[r][m]);
+      }
+    }
+  }
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    if (affine) add_bias_terms<M>(w, row0 + r, xq, acc[r]);
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) y[m * ldy + r] = hsum(acc[r][m]);
+  }
+}
+
+// 16 FP8 codes at c as two registers: the 8 even elements, then the 8 odd ones (E4M3 as value /
+// 256, its NaN code as NaN).
+template <DotCodes KIND>
+MTO_T256 MTO_INL void fp8_16(const uint8_t* c, __m256& w0, __m256& w1) {
+  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+  if constexpr (KIND == DotCodes::E5M2) {  // a code is the top byte of its float16
+    w0 = _mm256_cvtph_ps(_mm_slli_epi16(raw, 8));
+    w1 = _mm256_cvtph_ps(_mm_and_si128(raw, _mm_set1_epi16(int16_t(0xFF00))));
+  } else {
+    // float16 bits sign | magnitude << 7; the NaN magnitude 0x7F would read as 1.875.
+    const __m128i keep = _mm_set1_epi16(int16_t(0xBF80));
+    w0 = _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(_mm_slli_epi16(raw, 8), 1), keep));
+    w1 = _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(raw, 1), keep));
+    const __m128i nan7f = _mm_cmpeq_epi8(_mm_or_si128(raw, _mm_set1_epi8(-128)), _mm_set1_epi8(-1));
+    if (_mm_movemask_epi8(nan7f) != 0) {
+      const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
+      const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(int(kNaNBits)));
+      const __m256 m = _mm256_set1_ps(1.875f);
+      w0 = _mm256_blendv_ps(w0, _mm256_or_ps(_mm256_and_ps(w0, sign), qnan),
+                            _mm256_cmp_ps(_mm256_andnot_ps(sign, w0), m, _CMP_EQ_OQ));
+      w1 = _mm256_blendv_ps(w1, _mm256_or_ps(_mm256_and_ps(w1, sign), qnan),
+                            _mm256_cmp_ps(_mm256_andnot_ps(sign, w1), m, _CMP_EQ_OQ));
+    }
+  }
+}
+
+// 8 codes at c as floats in x's order (int8 / uint8: natural).
+template <DotCodes KIND>
+MTO_T256 MTO_INL __m256 int8_8(const uint8_t* c) {
+  const __m128i raw = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(c));
+  return _mm256_cvtepi32_ps(KIND == DotCodes::Int8 ? _mm256_cvtepi8_epi32(raw)
+                                                   : _mm256_cvtepu8_epi32(raw));
+}
+
+// R rows of 8-bit codes from row0, M rows of x.
+template <DotCodes KIND, int R, int M>
+MTO_T256 void rows_bytes(const DotWeights& w, const __m256i, float, int64_t row0, const XPass& xq,
+                         float* y, int64_t ldy) {
+  const int64_t nblocks = w.K / 32;
+  const float mul = KIND == DotCodes::Int8 ? 0.015625f : 1.0f;  // MX int8: q * 2^-6
+  const uint8_t* c[R];
+  __m256 acc[R][M];
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
+  }
+  const int64_t ahead = R * w.row_bytes;
+  alignas(32) float sv[R][8];
+  for (int64_t b0 = 0; b0 < nblocks; b0 += 8) {
+    const int nb = int(std::min<int64_t>(8, nblocks - b0));
+    MTO_UNROLL_ALL
+    for (int r = 0; r < R; ++r) {
+      if (KIND == DotCodes::Uint8) prefetch_scales(w, row0 + R + r, b0);
+      _mm256_store_ps(sv[r], block_scales(w, row0 + r, b0, nb, mul));
+    }
+    for (int j = 0; j < nb; ++j) {
+      const int64_t blk = b0 + j;
+      MTO_UNROLL_ALL
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* p = c[r] + blk * 32;
+        _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+        __m256 part[M];
+        MTO_UNROLL_ALL
+        for (int h = 0; h < 4; h += 2) {  // 16 codes at a time
+          __m256 w0, w1;
+          if constexpr (KIND == DotCodes::E4M3 || KIND == DotCodes::E5M2) {
+            fp8_16<KIND>(p + 8 * h, w0, w1);
+          } else {
+            w0 = int8_8<KIND>(p + 8 * h);
+            w1 = int8_8<KIND>(p + 8 * h + 8);
+          }
+          MTO_UNROLL_ALL
+          for (int m = 0; m < M; ++m) {
+            const float* xb = xq.x + m * xq.xr + blk * 32 + 8 * h;
+            const __m256 t = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), h == 0
+                                                 ? _mm256_mul_ps(w0, _mm256_loadu_ps(xb))
+                                                 : _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), part[m]));
+            part[m] = t;
+          }
+        }
+        const __m256 s = _mm256_set1_ps(sv[r][j]);
+        MTO_UNROLL_ALL
+        for (int m = 0; m < M; ++m) acc[r][m] = _mm256_fmadd_ps(part[m], s, acc[r][m]);
+      }
+    }
+  }
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    if (KIND == DotCodes::Uint8) add_bias_terms<M>(w, row0 + r, xq, acc[r]);
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) y[m * ldy + r] = hsum(acc[r][m]);
+  }
+}
+
+// One dense weight as float (tails shorter than a vector).
+template <DotCodes KIND>
+MTO_T256 MTO_INL float dense1(const uint8_t* p) {
+  if constexpr (KIND == DotCodes::F32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  } else {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    if constexpr (KIND == DotCodes::F16) return _cvtsh_ss(h);
+    const uint32_t u = uint32_t(h) << 16;  // BF16
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+}
+
+// 8 dense weights at p as floats.
+template <DotCodes KIND>
+MTO_T256 MTO_INL __m256 dense8(const uint8_t* p) {
+  if constexpr (KIND == DotCodes::F32) return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  if constexpr (KIND == DotCodes::F16) return _mm256_cvtph_ps(h);
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));  // BF16
+}
+
+// R dense rows from row0, M rows of x: 8 weights per step, then a scalar tail (any K).
+template <DotCodes KIND, int R, int M>
+MTO_T256 void rows_dense(const DotWeights& w, const __m256i, float, int64_t row0, const XPass& xq,
+                         float* y, int64_t ldy) {
+  constexpr int kSize = KIND == DotCodes::F32 ? 4 : 2;
+  const int64_t K = w.K;
+  const uint8_t* c[R];
+  __m256 acc[R][M];
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
+  }
+  const int64_t ahead = R * w.row_bytes;
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) {
+    __m256 xk[M];
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) xk[m] = _mm256_loadu_ps(xq.x + m * xq.xr + k);
+    MTO_UNROLL_ALL
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = c[r] + k * kSize;
+      _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+      const __m256 wk = dense8<KIND>(p);
+      MTO_UNROLL_ALL
+      for (int m = 0; m < M; ++m) acc[r][m] = _mm256_fmadd_ps(wk, xk[m], acc[r][m]);
+    }
+  }
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) {
+      float s = hsum(acc[r][m]);
+      for (int64_t t = k; t < K; ++t) s += dense1<KIND>(c[r] + t * kSize) * xq.x[m * xq.xr + t];
+      y[m * ldy + r] = s;
+    }
+  }
+}
+
+using RowsFn = void (*)(const DotWeights&, const __m256i, float, int64_t, const XPass&, float*,
+                        int64_t);
+
+// Weight rows sharing each load of x, as registers allow (16: the 4-bit kernels hold two code
+// registers per row besides the R x M partial and total sums).
+template <int M> constexpr int kNibbleRows = M == 1 ? 2 : 1;
+template <int M> constexpr int kByteRows = M == 1 ? 4 : M == 2 ? 2 : 1;
+
+template <int M>
+MTO_T256 void pass_m(const DotWeights& w, __m256i tbl, float unit, int64_t row0, int64_t nrows,
+                     const XPass& xq, float* y, int64_t ldy) {
+  constexpr int R = kByteRows<M>, RN = kNibbleRows<M>;
+  RowsFn group = nullptr, single = nullptr;
+  int rows = R;
+  switch (w.kind) {
+    case DotCodes::Lut4:
+    case DotCodes::Uint4: group = rows_nibbles<RN, M>; single = rows_nibbles<1, M>; rows = RN; break;
+    case DotCodes::Int8: group = rows_bytes<DotCodes::Int8, R, M>; single = rows_bytes<DotCodes::Int8, 1, M>; break;
+    case DotCodes::Uint8: group = rows_bytes<DotCodes::Uint8, R, M>; single = rows_bytes<DotCodes::Uint8, 1, M>; break;
+    case DotCodes::E4M3: group = rows_bytes<DotCodes::E4M3, R, M>; single = rows_bytes<DotCodes::E4M3, 1, M>; break;
+    case DotCodes::E5M2: group = rows_bytes<DotCodes::E5M2, R, M>; single = rows_bytes<DotCodes::E5M2, 1, M>; break;
+    case DotCodes::F32: group = rows_dense<DotCodes::F32, R, M>; single = rows_dense<DotCodes::F32, 1, M>; break;
+    case DotCodes::F16: group = rows_dense<DotCodes::F16, R, M>; single = rows_dense<DotCodes::F16, 1, M>; break;
+    case DotCodes::BF16: group = rows_dense<DotCodes::BF16, R, M>; single = rows_dense<DotCodes::BF16, 1, M>; break;
+  }
+  int64_t r = 0;
+  for (; r + rows <= nrows; r += rows) group(w, tbl, unit, row0 + r, xq, y + r, ldy);
+  for (; r < nrows; ++r) single(w, tbl, unit, row0 + r, xq, y + r, ldy);
+}
+
+MTO_T256 void rows_avx2(const DotWeights& w, int64_t row0, int64_t nrows, const float* xp, int M,
+                        float* y, int64_t ldy) {
+  __m256i tbl = _mm256_setzero_si256();
+  float unit = 1.0f;
+  if (is_nibbles(w.kind)) {
+    int8_t q[16];
+    int8_table(w, q, &unit);  // supported() checked it
+    tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
+  }
+  const int64_t xr = xrow_floats(w), sr = sums_floats(w);
+  for (int m0 = 0; m0 < M; m0 += kMaxPass) {
+    const int mp = std::min(kMaxPass, M - m0);
+    const XPass xq{xp + m0 * xr, xr, xp + M * xr + m0 * sr, sr};
+    float* yp = y + m0 * ldy;
+    switch (mp) {
+      case 1: pass_m<1>(w, tbl, unit, row0, nrows, xq, yp, ldy); break;
+      case 2: pass_m<2>(w, tbl, unit, row0, nrows, xq, yp, ldy); break;
+      case 3: pass_m<3>(w, tbl, unit, row0, nrows, xq, yp, ldy); break;
+      default: pass_m<4>(w, tbl, unit, row0, nrows, xq, yp, ldy); break;
+    }
+  }
+}
+
+bool supported_avx2(const DotWeights& w) {
+  if (w.kind != DotCodes::Lut4) return true;
+  int8_t q[16];
+  float unit;
+  return int8_table(w, q, &unit);
+}
+
+constexpr DotKernels kAvx2{"avx2", supported_avx2, x_floats_avx2, prepare_x_avx2, rows_avx2};
+
+}  // namespace
+
+const DotKernels* dot_kernels_avx2() { return &kAvx2; }
+
+}  // namespace mto::simd
+
+#else
+
+namespace mto::simd {
+const DotKernels* dot_kernels_avx2() { return nullptr; }
+}  // namespace mto::simd
+
+#endif
