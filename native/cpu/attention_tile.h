@@ -108,27 +108,43 @@ MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __
     }
 }
 
+// Asks for the cache lines of `rows` rows of D floats (row stride ld) ahead of their use. Decode
+// reads K/V from memory once, with little arithmetic between loads: without this a core keeps too
+// few misses in flight and streams at a fraction of the memory's bandwidth.
+MTO_INLINE void prefetch_rows(const float* p, int64_t rows, int64_t D, int64_t ld) {
+  if (!p) return;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t d = 0; d < D; d += 16) simd::prefetch(p + r * ld + d);
+}
+
+// pf0, pf1 (may be null): rows to prefetch in step with K's rows (same stride), e.g. the next K
+// tile and the V tile the product will read next.
 template <int RR, int W>
 MTO_INLINE void dots_rows(int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
-                          float* S, int64_t lds) {
+                          float* S, int64_t lds, const float* pf0, const float* pf1) {
   constexpr int KB = RR <= 2 ? 4 : RR <= 4 ? 2 : 1;  // keep RR * KB accumulators <= 8
   int64_t j = 0;
-  for (; j + KB <= n; j += KB) dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+  for (; j + KB <= n; j += KB) {
+    prefetch_rows(pf0 ? pf0 + j * ldk : nullptr, KB, D, ldk);
+    prefetch_rows(pf1 ? pf1 + j * ldk : nullptr, KB, D, ldk);
+    dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+  }
   for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds);
 }
 
 template <int W>
 MTO_INLINE void dots(int64_t R, int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
-                     float* S, int64_t lds) {
+                     float* S, int64_t lds, const float* pf0 = nullptr,
+                     const float* pf1 = nullptr) {
   switch (R) {
-    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds);
-    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds);
-    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds);
-    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds);
-    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds);
-    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds);
-    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds);
-    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds);
+    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
   }
 }
 

@@ -67,6 +67,15 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
   return s;
 }
 
+// A hint to fetch p's cache line into the caches (no effect on results; never faults).
+MTO_INLINE void prefetch(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 0, 3);
+#else
+  (void)p;
+#endif
+}
+
 // dst[j * ld + i] = src[i][j] for a 4 x 4 block: rows of 4 consecutive floats become columns.
 // Packing panels is a transpose; shuffles do it 2-3x faster than scalar moves.
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__has_builtin)
