@@ -146,6 +146,40 @@ function halfValue(h) {
     }
     out.linearError[format] = worst;
   }
+
+  // 5. The packed GEMM on shapes with M, N and K tails (K past one depth block of 256, N past a
+  // 32-column strip, M past every micro-kernel height), many-task and row-split cases, on one
+  // thread and on two, against float64 references: linear (with bias) and matmul (batched b).
+  const dense = [[37, 70, 300], [130, 33, 520], [15, 97, 64], [600, 24, 300], [29, 1100, 40]];
+  for (const threads of [1, 2]) {
+    const d = await open({ backend: 'cpu', threads });
+    let worst = 0;
+    const track = (got, want) => {
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+    };
+    for (const [M, N, K] of dense) {
+      const x = randn(M * K, M), w = randn(N * K, N), bias = randn(N, K);
+      const y = await (await d.linear(d.tensor(x, [M, K]), d.tensor(w, [N, K]), { bias: d.tensor(bias, [N]) })).toFloat32();
+      const want = new Float64Array(M * N);
+      for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+        let s = bias[n];
+        for (let k = 0; k < K; k++) s += x[m * K + k] * w[n * K + k];
+        want[m * N + n] = s;
+      }
+      track(y, want);
+    }
+    const [B, M, K, N] = [3, 21, 270, 45];
+    const a = randn(B * M * K, 7), b = randn(B * K * N, 8);
+    const c = await (await d.matmul(d.tensor(a, [B, M, K]), d.tensor(b, [B, K, N]))).toFloat32();
+    const want = new Float64Array(B * M * N);
+    for (let t = 0; t < B; t++) for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += a[(t * M + m) * K + k] * b[(t * K + k) * N + n];
+      want[(t * M + m) * N + n] = s;
+    }
+    track(c, want);
+    out.linearError['dense gemm, threads ' + threads] = worst;
+  }
   process.stdout.write(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
 `;
@@ -172,7 +206,7 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
 
   for (const isa of PATHS) {
     const name = isa ?? 'default';
-    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized linear vs float64`, () => {
+    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized and dense linear vs float64`, () => {
       const r = results.get(name)!;
       expect(r.failures).toEqual([]);
       for (const [format, err] of Object.entries(r.linearError)) {

@@ -14,8 +14,9 @@
 
 namespace mto::cpu {
 
-// Width of a packed B panel strip (columns of C one micro-kernel call produces).
-constexpr int kPanelWidth = 16;
+// Width of a packed B panel strip: the columns of C the widest micro-kernel (AVX-512, 2 zmm)
+// produces per call; narrower ISAs take a strip in slices.
+constexpr int kPanelWidth = 32;
 // The depth of one packed panel, and the k-chunk of gemv_t: a multiple of every quantization
 // block (32/64/128), so sources of quantized rows are always asked for whole blocks.
 constexpr int64_t kDepthBlock = 256;
@@ -73,7 +74,8 @@ class DenseRows final : public RowSpanSource {
   int64_t width_;
 };
 
-// Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel.
+// Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel
+// (gemm_packed.cc).
 class TransposedPanels final : public PanelSource {
  public:
   explicit TransposedPanels(const RowSpanSource& rows) : rows_(rows) {}
@@ -83,7 +85,8 @@ class TransposedPanels final : public PanelSource {
   const RowSpanSource& rows_;
 };
 
-// C[b] (M x N, row stride ldc) = A[b] (M x K, row stride lda) @ B[b] (+ bias[N]) for b < batch.
+// C[b] (M x N, row stride ldc) = A[b] (M x K, row stride lda) @ B[b] (+ bias[N]) for b < batch
+// (gemm_packed.cc).
 struct GemmArgs {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   const float* a = nullptr;

@@ -67,12 +67,17 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
   return s;
 }
 
-// A hint to fetch p's cache line into the caches (no effect on results; never faults).
-MTO_INLINE void prefetch(const void* p) {
+// A hint to fetch p's cache line into the caches, for reading or (write) for writing soon (no
+// effect on results; never faults).
+MTO_INLINE void prefetch(const void* p, bool write = false) {
 #if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(p, 0, 3);
+  if (write)
+    __builtin_prefetch(p, 1, 3);
+  else
+    __builtin_prefetch(p, 0, 3);
 #else
   (void)p;
+  (void)write;
 #endif
 }
 
@@ -103,6 +108,38 @@ MTO_INLINE void transpose4(const float* r0, const float* r1, const float* r2, co
     dst[j * ld + 2] = r2[j];
     dst[j * ld + 3] = r3[j];
   }
+#endif
+}
+
+// dst[j * ld + i] = rows[i][k + j] for an 8 x 8 block (i, j < 8). With 8-float vectors (AVX2,
+// AVX-512 builds) this is 24 shuffles for 64 floats, the usual unpack / shuffle / lane-swap steps.
+MTO_INLINE void transpose8(const float* const* rows, int64_t k, float* dst, int64_t ld) {
+#if defined(MTO_HAS_SHUFFLE)
+  Vec<8> x[8];
+  MTO_UNROLL
+  for (int i = 0; i < 8; ++i) load<8>(x[i], rows[i] + k);
+  Vec<8> t[8], u[8];
+  MTO_UNROLL
+  for (int i = 0; i < 8; i += 2) {  // per 128-bit lane: interleave rows i and i+1
+    t[i] = __builtin_shufflevector(x[i], x[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(x[i], x[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  MTO_UNROLL
+  for (int i = 0; i < 8; i += 4) {  // 4-row columns: u[i + c] holds columns c and c + 4
+    u[i + 0] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  MTO_UNROLL
+  for (int c = 0; c < 4; ++c) {  // rows 0-3 and 4-7 of a column meet across the lanes
+    store<8>(dst + c * ld, __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11));
+    store<8>(dst + (c + 4) * ld,
+             __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15));
+  }
+#else
+  for (int j = 0; j < 8; ++j)
+    for (int i = 0; i < 8; ++i) dst[j * ld + i] = rows[i][k + j];
 #endif
 }
 
