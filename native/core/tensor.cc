@@ -4,18 +4,34 @@
 #include <new>
 #include <string>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "error.h"
 
 namespace mto {
 
+namespace {
+// Large buffers (weights, K/V caches, activations of long prompts) start on a 2 MiB boundary and,
+// on Linux, ask for transparent huge pages: kernels stream them or stride across their rows, and
+// with 4 KiB pages every few rows would cost a TLB miss (dearer still under a hypervisor).
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kHugeFrom = size_t(4) << 20;
+}  // namespace
+
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
   // aligned_alloc wants a size that is a multiple of the alignment; never ask for 0 bytes.
-  size_t rounded = (bytes + 63) / 64 * 64;
+  const size_t align = bytes >= kHugeFrom ? kHugePage : 64;
+  size_t rounded = (bytes + align - 1) / align * align;
   if (rounded == 0) rounded = 64;
-  data_ = std::aligned_alloc(64, rounded);
+  data_ = std::aligned_alloc(align, rounded);
   if (!data_) {
     throw Error(code::OOM, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
   }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHugePage) madvise(data_, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
 }
 
 Buffer::~Buffer() { std::free(data_); }

@@ -44,6 +44,12 @@ class RowSpanSource {
   // begin is a multiple of kDepthBlock and end is one too or the row's end (so quantized rows are
   // asked for whole blocks). Called concurrently from several threads.
   virtual const float* span(int64_t row, int64_t begin, int64_t end, float* scratch) const = 0;
+  // Where row[begin] lies when the rows are float32 in memory already (span() would return it),
+  // else null: lets a packer prefetch the rows it will read next.
+  virtual const float* in_place(int64_t row, int64_t begin) const {
+    (void)row; (void)begin;
+    return nullptr;
+  }
   // Optional fused decode-and-dot (gemv_t, quantized W): out[r * M + m] += dot(W row n0 + r over
   // [begin, end), a[m * lda + 0 : end - begin]) for r < nrows, m < M, decoding in registers with
   // no float32 copy of the row. Same span rules as span(). Returns false, doing nothing, where the
@@ -66,6 +72,10 @@ class DenseRows final : public RowSpanSource {
     if (dtype_ == DType::Float32) return reinterpret_cast<const float*>(bytes_) + offset;
     to_float32(dtype_, bytes_ + offset * dtype_size(dtype_), scratch, size_t(end - begin));
     return scratch;
+  }
+  const float* in_place(int64_t row, int64_t begin) const override {
+    if (dtype_ != DType::Float32) return nullptr;
+    return reinterpret_cast<const float*>(bytes_) + size_t(row * width_ + begin);
   }
 
  private:

@@ -123,14 +123,18 @@ MTO_INLINE void block_impl(int64_t kc, int64_t mc, int64_t nc, const float* pa, 
 const float kZeroRow[kDepthBlock] = {};
 
 // dst[k * P + r] = rows[r][k] for r < P, k < kc: P rows interleaved into the packed [kc][P]
-// layout. T8: 8 x 8 transposes (AVX2/AVX-512 builds), else 4 x 4.
+// layout. T8: 8 x 8 transposes (AVX2/AVX-512 builds), else 4 x 4. next (may be null): P rows
+// the following call will read, prefetched in step (weights streaming from memory).
 template <int P, bool T8>
-MTO_INLINE void interleave_rows(const float* const* rows, int64_t kc, float* dst) {
+MTO_INLINE void interleave_rows(const float* const* rows, int64_t kc, float* dst,
+                                const float* const* next = nullptr) {
   constexpr int T = T8 ? 8 : 4;
   constexpr int PT = P / T * T;  // rows done by T x T transposes; the rest one by one
   const int64_t kt = kc / T * T;
   for (int r = 0; r < PT; r += T)
     for (int64_t k = 0; k < kt; k += T) {
+      if (next && k % 16 == 0)
+        for (int i = r; i < r + T; ++i) simd::prefetch(next[i] + k);
       if constexpr (T8)
         simd::transpose8(rows + r, k, dst + k * P + r, P);
       else
@@ -159,13 +163,13 @@ MTO_INLINE void pack_a_impl(const float* a, int64_t lda, int64_t mc, int64_t kc,
 using BlockFn = void (*)(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t,
                          const float*, bool);
 using PackAFn = void (*)(const float*, int64_t, int64_t, int64_t, float*);
-using PackStripFn = void (*)(const float* const*, int64_t, float*);
+using PackStripFn = void (*)(const float* const*, int64_t, float*, const float* const*);
 
 struct Kernels {
   int mr;             // rows of A per micro-kernel call (the packed A sliver height)
   BlockFn block;
   PackAFn pack_a;
-  PackStripFn strip;  // kPanelWidth row spans -> one packed B strip
+  PackStripFn strip;  // kPanelWidth row spans -> one packed B strip (prefetching the next)
 };
 
 #if defined(__aarch64__) || defined(_M_ARM64)
@@ -180,8 +184,8 @@ void block_base(int64_t kc, int64_t mc, int64_t nc, const float* pa, const float
 void pack_a_base(const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
   pack_a_impl<kBaseMr, false>(a, lda, mc, kc, dst);
 }
-void strip_base(const float* const* rows, int64_t kc, float* dst) {
-  interleave_rows<kPanelWidth, false>(rows, kc, dst);
+void strip_base(const float* const* rows, int64_t kc, float* dst, const float* const* next) {
+  interleave_rows<kPanelWidth, false>(rows, kc, dst, next);
 }
 constexpr Kernels kBaseKernels{kBaseMr, block_base, pack_a_base, strip_base};
 
@@ -194,8 +198,9 @@ MTO_TARGET_AVX2 void block_avx2(int64_t kc, int64_t mc, int64_t nc, const float*
 MTO_TARGET_AVX2 void pack_a_avx2(const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
   pack_a_impl<6, false>(a, lda, mc, kc, dst);
 }
-MTO_TARGET_AVX2 void strip_avx2(const float* const* rows, int64_t kc, float* dst) {
-  interleave_rows<kPanelWidth, true>(rows, kc, dst);
+MTO_TARGET_AVX2 void strip_avx2(const float* const* rows, int64_t kc, float* dst,
+                                const float* const* next) {
+  interleave_rows<kPanelWidth, true>(rows, kc, dst, next);
 }
 MTO_TARGET_AVX512 void block_avx512(int64_t kc, int64_t mc, int64_t nc, const float* pa,
                                     const float* pb, float* c, int64_t ldc, const float* bias,
@@ -256,12 +261,19 @@ void TransposedPanels::pack(int64_t, int64_t n0, int64_t nc, int64_t k0, int64_t
                             float* dst) const {
   const Kernels& kern = kernels();
   float* tmp = aligned_scratch(tl_rows, size_t(kPanelWidth * kc));
+  // Rows in place (float32 weights) are read straight from memory: the next strip's rows are
+  // prefetched while this one is transposed.
+  const bool in_place = rows_.in_place(n0, k0) != nullptr;
   for (int64_t s = 0; s < nc; s += kPanelWidth, dst += kPanelWidth * kc) {
     const int nr = int(std::min<int64_t>(kPanelWidth, nc - s));
     const float* rows[kPanelWidth];
-    for (int r = 0; r < kPanelWidth; ++r)
+    const float* next[kPanelWidth];
+    for (int r = 0; r < kPanelWidth; ++r) {
       rows[r] = r < nr ? rows_.span(n0 + s + r, k0, k0 + kc, tmp + r * kc) : kZeroRow;
-    kern.strip(rows, kc, dst);
+      const int64_t n = n0 + s + kPanelWidth + r;
+      next[r] = in_place && s + kPanelWidth + r < nc ? rows_.in_place(n, k0) : kZeroRow;
+    }
+    kern.strip(rows, kc, dst, in_place ? next : nullptr);
   }
 }
 
