@@ -263,7 +263,10 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       V = sc.vt.data();
       ldv = Dp;
     }
-    gemm<MR, W>(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
+    if (R <= kDotRows)
+      pv<W>(R, n, Dp, S, kTileK, V, ldv, O, Dp);
+    else
+      gemm<MR, W>(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
   }
 
   if (pl.nsplit == 1) {

@@ -148,6 +148,59 @@ MTO_INLINE void dots(int64_t R, int64_t n, int64_t D, const float* Q, const floa
   }
 }
 
+// ---- few query rows (decode): O[R, Dp] += P[R, n] V[n, Dp] ---------------------------------------
+// gemm's MR x 16 block would hold only R <= 8 rows x 1 vector of accumulators: each FMA would wait
+// on the one before it. Here a block is up to 4 rows x NC vectors (16 independent chains with NC =
+// 4), and V's rows stream once per block of rows.
+template <int RR, int NC, int W>
+MTO_INLINE void pv_block(int64_t n, const float* __restrict P, int64_t ldp,
+                         const float* __restrict V, int64_t ldv, float* __restrict O, int64_t ldo) {
+  using Vc = simd::Vec<W>;
+  Vc acc[RR][NC];
+  MTO_UNROLL
+  for (int r = 0; r < RR; ++r)
+    MTO_UNROLL
+    for (int c = 0; c < NC; ++c) simd::load<W>(acc[r][c], O + r * ldo + c * W);
+  for (int64_t j = 0; j < n; ++j) {
+    Vc v[NC];
+    MTO_UNROLL
+    for (int c = 0; c < NC; ++c) simd::load<W>(v[c], V + j * ldv + c * W);
+    MTO_UNROLL
+    for (int r = 0; r < RR; ++r) {
+      const float p = P[r * ldp + j];
+      MTO_UNROLL
+      for (int c = 0; c < NC; ++c) simd::madd<W>(acc[r][c], v[c], p);
+    }
+  }
+  MTO_UNROLL
+  for (int r = 0; r < RR; ++r)
+    MTO_UNROLL
+    for (int c = 0; c < NC; ++c) simd::store<W>(O + r * ldo + c * W, acc[r][c]);
+}
+
+// Dp (a multiple of kNR) columns: 4 vectors at a time, then kNR at a time.
+template <int RR, int W>
+MTO_INLINE void pv_rows(int64_t n, int64_t Dp, const float* P, int64_t ldp, const float* V,
+                        int64_t ldv, float* O, int64_t ldo) {
+  constexpr int kWide = 4 * W;
+  int64_t d = 0;
+  for (; d + kWide <= Dp; d += kWide) pv_block<RR, 4, W>(n, P, ldp, V + d, ldv, O + d, ldo);
+  for (; d < Dp; d += kNR) pv_block<RR, kNR / W, W>(n, P, ldp, V + d, ldv, O + d, ldo);
+}
+
+template <int W>
+MTO_INLINE void pv(int64_t R, int64_t n, int64_t Dp, const float* P, int64_t ldp, const float* V,
+                   int64_t ldv, float* O, int64_t ldo) {
+  int64_t r = 0;
+  for (; r + 4 <= R; r += 4) pv_rows<4, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+  switch (R - r) {
+    case 1: return pv_rows<1, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+    case 2: return pv_rows<2, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+    case 3: return pv_rows<3, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+    default: return;
+  }
+}
+
 // 2^x for x <= 0 (also -inf -> 0, NaN -> NaN), relative error ~2e-7. Branch-free and built from
 // plain float/int operations so that loops over it vectorise (std::exp2 does not).
 MTO_INLINE float exp2_nonpos(float x) {
