@@ -180,6 +180,37 @@ function halfValue(h) {
     track(c, want);
     out.linearError['dense gemm, threads ' + threads] = worst;
   }
+
+  // 6. Attention (float32, causal, GQA) against float64: decode shapes whose query rows per kv
+  // head (1, 3, 6) and head sizes (48, 64, 128) exercise every register block and tail of the
+  // decode kernels, Lk with a partial tile, and one prefill shape.
+  const attn = [[1, 4, 4, 1, 300, 64], [1, 6, 2, 1, 700, 48], [2, 12, 2, 1, 129, 128], [1, 8, 2, 2, 200, 64],
+    [1, 4, 2, 37, 90, 32]];
+  let attnWorst = 0;
+  for (const [B, Hq, Hkv, Lq, Lk, D] of attn) {
+    const q = randn(B * Hq * Lq * D, Lk), k = randn(B * Hkv * Lk * D, Lk + 1), v = randn(B * Hkv * Lk * D, Lk + 2);
+    const o = await (await dev.attention(dev.tensor(q, [B, Hq, Lq, D]), dev.tensor(k, [B, Hkv, Lk, D]),
+      dev.tensor(v, [B, Hkv, Lk, D]), { causal: true })).toFloat32();
+    const G = Hq / Hkv, scale = 1 / Math.sqrt(D);
+    for (let b = 0; b < B; b++) for (let h = 0; h < Hq; h++) for (let i = 0; i < Lq; i++) {
+      const kv = (b * Hkv + Math.floor(h / G)) * Lk, qi = ((b * Hq + h) * Lq + i) * D;
+      const seen = i + Lk - Lq + 1, s = new Float64Array(seen);
+      let m = -Infinity, l = 0;
+      for (let j = 0; j < seen; j++) {
+        let dot = 0;
+        for (let d = 0; d < D; d++) dot += q[qi + d] * k[(kv + j) * D + d];
+        s[j] = dot * scale;
+        m = Math.max(m, s[j]);
+      }
+      for (let j = 0; j < seen; j++) { s[j] = Math.exp(s[j] - m); l += s[j]; }
+      for (let d = 0; d < D; d++) {
+        let acc = 0;
+        for (let j = 0; j < seen; j++) acc += s[j] * v[(kv + j) * D + d];
+        attnWorst = Math.max(attnWorst, Math.abs(o[qi + d] - acc / l));
+      }
+    }
+  }
+  out.linearError['attention'] = attnWorst;
   process.stdout.write(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
 `;
@@ -206,7 +237,7 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
 
   for (const isa of PATHS) {
     const name = isa ?? 'default';
-    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized and dense linear vs float64`, () => {
+    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized and dense linear, attention vs float64`, () => {
       const r = results.get(name)!;
       expect(r.failures).toEqual([]);
       for (const [format, err] of Object.entries(r.linearError)) {
