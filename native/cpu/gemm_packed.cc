@@ -34,25 +34,10 @@ int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // ---- micro-kernel ------------------------------------------------------------------------------
 
-// C[0:mr, 0:nr] (row stride ldc) = pa x pb over kc steps, where pa is an MR-row sliver ([kc][MR])
-// and pb the first of NV x W columns of a strip ([kc][kPanelWidth]). First depth block: C =
-// product (+ bias); later ones: C += product.
+// acc += n steps of pa (MR-row sliver) x pb (strip slice); advances pa and pb.
 template <int MR, int NV, int W>
-MTO_INLINE void micro_tile(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
-                           int mr, int nr, const float* bias, bool accumulate) {
-  constexpr int NR = NV * W;
-  // C's tile is read back after kc steps: ask for it now (C is larger than the caches and is
-  // revisited once per depth block; a miss at the end of every tile would stall the core).
-  if (accumulate)
-    MTO_UNROLL
-    for (int i = 0; i < MR; ++i)
-      for (int j = 0; j < NR; j += 16) simd::prefetch(c + i * ldc + j, true);
-  Vec<W> acc[MR][NV];
-  MTO_UNROLL
-  for (int i = 0; i < MR; ++i)
-    MTO_UNROLL
-    for (int j = 0; j < NV; ++j) simd::splat<W>(acc[i][j], 0.f);
-  for (int64_t k = 0; k < kc; ++k) {
+MTO_INLINE void tile_steps(Vec<W> (&acc)[MR][NV], int64_t n, const float*& pa, const float*& pb) {
+  for (int64_t k = 0; k < n; ++k) {
     Vec<W> b[NV];
     MTO_UNROLL
     for (int j = 0; j < NV; ++j) simd::load<W>(b[j], pb + j * W);
@@ -64,6 +49,39 @@ MTO_INLINE void micro_tile(int64_t kc, const float* pa, const float* pb, float* 
     }
     pa += MR;
     pb += kPanelWidth;
+  }
+}
+
+// Steps before the end of a tile at which its C rows are fetched into L1 (a few hundred cycles,
+// enough for an L2 or L3 hit). Fetched at the start they would be evicted again by the A sliver
+// streaming through L1 before use.
+constexpr int64_t kLateSteps = 24;
+
+// C[0:mr, 0:nr] (row stride ldc) = pa x pb over kc steps, where pa is an MR-row sliver ([kc][MR])
+// and pb the first of NV x W columns of a strip ([kc][kPanelWidth]). First depth block: C =
+// product (+ bias); later ones: C += product.
+template <int MR, int NV, int W>
+MTO_INLINE void micro_tile(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
+                           int mr, int nr, const float* bias, bool accumulate) {
+  constexpr int NR = NV * W;
+  // C is larger than the caches and revisited once per depth block: its tile is asked into L2
+  // now and into L1 shortly before the end, so the read-back does not stall on a miss.
+  if (accumulate)
+    MTO_UNROLL
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; j += 16) simd::prefetch_l2(c + i * ldc + j);
+  Vec<W> acc[MR][NV];
+  MTO_UNROLL
+  for (int i = 0; i < MR; ++i)
+    MTO_UNROLL
+    for (int j = 0; j < NV; ++j) simd::splat<W>(acc[i][j], 0.f);
+  const int64_t early = accumulate ? std::max<int64_t>(0, kc - kLateSteps) : kc;
+  tile_steps<MR, NV, W>(acc, early, pa, pb);
+  if (accumulate) {
+    MTO_UNROLL
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < NR; j += 16) simd::prefetch(c + i * ldc + j, true);
+    tile_steps<MR, NV, W>(acc, kc - early, pa, pb);
   }
   if (mr == MR && nr == NR) {
     MTO_UNROLL

@@ -81,6 +81,15 @@ MTO_INLINE void prefetch(const void* p, bool write = false) {
 #endif
 }
 
+// The same into L2 only (data needed in a while, that would be evicted from L1 meanwhile).
+MTO_INLINE void prefetch_l2(const void* p) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(p, 0, 2);
+#else
+  (void)p;
+#endif
+}
+
 // dst[j * ld + i] = src[i][j] for a 4 x 4 block: rows of 4 consecutive floats become columns.
 // Packing panels is a transpose; shuffles do it 2-3x faster than scalar moves.
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__has_builtin)
