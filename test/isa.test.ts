@@ -233,7 +233,7 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
   const results = new Map<string, ChildResult>();
   beforeAll(() => {
     for (const isa of PATHS) results.set(isa ?? 'default', runChild(isa));
-  });
+  }, 3 * 100_000);  // each child may take up to its own timeout on a loaded machine
 
   for (const isa of PATHS) {
     const name = isa ?? 'default';
