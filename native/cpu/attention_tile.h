@@ -83,15 +83,24 @@ MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
 }
 
 // RR rows x KB keys at a time (independent accumulator chains for latency).
+// pf0, pf1 (may be null): KB rows each (stride ldk) prefetched a cache line at a time beside the
+// loads. Decode reads K/V from memory once, with little arithmetic per byte: without prefetches a
+// core keeps too few misses in flight, and in bursts they would stall it.
 template <int RR, int KB, int W>
 MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __restrict K,
-                           int64_t ldk, float* __restrict S, int64_t lds) {
+                           int64_t ldk, float* __restrict S, int64_t lds, const float* pf0,
+                           const float* pf1) {
   using V = simd::Vec<W>;
   const int64_t Dv = D / W * W;
   V acc[RR][KB];
   for (int r = 0; r < RR; ++r)
     for (int b = 0; b < KB; ++b) simd::splat<W>(acc[r][b], 0.f);
   for (int64_t d = 0; d < Dv; d += W) {
+    if (d % 16 == 0)
+      for (int b = 0; b < KB; ++b) {
+        if (pf0) simd::prefetch(pf0 + b * ldk + d);
+        if (pf1) simd::prefetch(pf1 + b * ldk + d);
+      }
     V kv[KB];
     for (int b = 0; b < KB; ++b) simd::load<W>(kv[b], K + b * ldk + d);
     for (int r = 0; r < RR; ++r) {
@@ -108,28 +117,21 @@ MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __
     }
 }
 
-// Asks for the cache lines of `rows` rows of D floats (row stride ld) ahead of their use. Decode
-// reads K/V from memory once, with little arithmetic between loads: without this a core keeps too
-// few misses in flight and streams at a fraction of the memory's bandwidth.
-MTO_INLINE void prefetch_rows(const float* p, int64_t rows, int64_t D, int64_t ld) {
-  if (!p) return;
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t d = 0; d < D; d += 16) simd::prefetch(p + r * ld + d);
-}
-
 // pf0, pf1 (may be null): rows to prefetch in step with K's rows (same stride), e.g. the next K
 // tile and the V tile the product will read next.
 template <int RR, int W>
 MTO_INLINE void dots_rows(int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
                           float* S, int64_t lds, const float* pf0, const float* pf1) {
-  constexpr int KB = RR <= 2 ? 4 : RR <= 4 ? 2 : 1;  // keep RR * KB accumulators <= 8
+  // Keys per block: RR * KB accumulators within the registers (8 of 16 with 8-float vectors, 16
+  // of 32 with AVX-512), so each row of Q loaded serves KB keys.
+  constexpr int kAcc = W >= 16 ? 16 : 8;
+  constexpr int KB = RR <= kAcc / 4 ? 4 : RR <= kAcc / 2 ? 2 : 1;
   int64_t j = 0;
   for (; j + KB <= n; j += KB) {
-    prefetch_rows(pf0 ? pf0 + j * ldk : nullptr, KB, D, ldk);
-    prefetch_rows(pf1 ? pf1 + j * ldk : nullptr, KB, D, ldk);
-    dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+    dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds, pf0 ? pf0 + j * ldk : nullptr,
+                          pf1 ? pf1 + j * ldk : nullptr);
   }
-  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds, nullptr, nullptr);
 }
 
 template <int W>
