@@ -26,7 +26,7 @@ namespace {
 using simd::Vec;
 
 constexpr int64_t kRowBlock = 192;  // mc target: a packed A block is ~192 x kDepthBlock (192 KiB)
-constexpr int64_t kMaxPanelCols = 1024;  // widest B panel of a task (1 MiB at kDepthBlock)
+constexpr int64_t kMaxPanelCols = 512;  // widest B panel of a task: 512 KiB, beside A's block in L2
 constexpr int64_t kMaxPackedA = int64_t(4) << 20;  // floats of packed A held at once (16 MiB)
 constexpr int64_t kMinTaskFlops = int64_t(1) << 21;  // below this a thread costs more than it saves
 
@@ -259,15 +259,17 @@ Split split_tasks(int64_t threads, int64_t nb, int64_t rows, int64_t N, int64_t 
   const int64_t slivers = ceil_div(rows, mr);
   const int64_t flops = 2 * nb * rows * N * std::max<int64_t>(K, 1);
   const int64_t most = std::max<int64_t>(1, flops / kMinTaskFlops);
-  // About 4 tasks per thread (as parallel_for's chunks), a multiple of the threads: equal shares.
-  const int64_t want = threads > 1 ? std::min(most, 4 * threads) : 1;
-  Split s;
-  s.colparts = std::min(strips, std::max(ceil_div(N, kMaxPanelCols), ceil_div(want, nb)));
-  if (nb * s.colparts < want) s.rowparts = std::min(slivers, ceil_div(want, nb * s.colparts));
-  if (threads > 1 && nb * s.colparts * s.rowparts > threads) {  // round up to a multiple
-    const int64_t total = ceil_div(nb * s.colparts * s.rowparts, threads) * threads;
-    if (s.rowparts == 1) s.colparts = std::min(strips, ceil_div(total, nb));
+  // Panels no wider than kMaxPanelCols; with several threads, a multiple of 4 tasks per thread
+  // (parallel_for then deals equal chunks of them: every thread gets the same share).
+  int64_t total = nb * ceil_div(N, kMaxPanelCols);
+  if (threads > 1) {
+    const int64_t unit = 4 * threads;
+    total = std::min(ceil_div(std::max(total, unit), unit) * unit, most);
+    if (total > threads) total = total / threads * threads;
   }
+  Split s;
+  s.colparts = std::min(strips, ceil_div(total, nb));
+  s.rowparts = std::min(slivers, ceil_div(total, nb * s.colparts));
   return s;
 }
 
