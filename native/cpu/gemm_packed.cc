@@ -10,8 +10,8 @@
 // Micro-kernel shapes, chosen so that loads never outnumber what the core can issue beside its
 // FMAs: AVX-512 14 rows x 2 zmm (28 accumulators of 32 registers; per step 2 loads of B and 14
 // broadcasts feed 28 FMAs); AVX2 6 x 2 ymm on each half of a strip (12 of 16 registers); baseline
-// SSE2 3 x 4 and NEON 6 x 4 vectors of 4. Tasks are as equal as the strips allow and number a
-// multiple of the threads, so two threads finish together.
+// SSE2 3 x 4 and NEON 6 x 4 vectors of 4. Tasks are as equal as the strips allow and, with
+// several threads, number a multiple of 4 per thread, so the threads finish together.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
