@@ -168,6 +168,71 @@ function halfValue(h) {
     }
     out.linearError[dtype] = worst;
   }
+
+  // 5. The packed GEMM on shapes with M, N and K tails (K past one depth block of 256, N past a
+  // 32-column strip, M past every micro-kernel height), many-task and row-split cases, on one
+  // thread and on two, against float64 references: linear (with bias) and matmul (batched b).
+  const dense = [[37, 70, 300], [130, 33, 520], [15, 97, 64], [600, 24, 300], [29, 1100, 40]];
+  for (const threads of [1, 2]) {
+    const d = await open({ backend: 'cpu', threads });
+    let worst = 0;
+    const track = (got, want) => {
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (1 + Math.abs(want[i])));
+    };
+    for (const [M, N, K] of dense) {
+      const x = randn(M * K, M), w = randn(N * K, N), bias = randn(N, K);
+      const y = await (await d.linear(d.tensor(x, [M, K]), d.tensor(w, [N, K]), { bias: d.tensor(bias, [N]) })).toFloat32();
+      const want = new Float64Array(M * N);
+      for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+        let s = bias[n];
+        for (let k = 0; k < K; k++) s += x[m * K + k] * w[n * K + k];
+        want[m * N + n] = s;
+      }
+      track(y, want);
+    }
+    const [B, M, K, N] = [3, 21, 270, 45];
+    const a = randn(B * M * K, 7), b = randn(B * K * N, 8);
+    const c = await (await d.matmul(d.tensor(a, [B, M, K]), d.tensor(b, [B, K, N]))).toFloat32();
+    const want = new Float64Array(B * M * N);
+    for (let t = 0; t < B; t++) for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+      let s = 0;
+      for (let k = 0; k < K; k++) s += a[(t * M + m) * K + k] * b[(t * K + k) * N + n];
+      want[(t * M + m) * N + n] = s;
+    }
+    track(c, want);
+    out.linearError['dense gemm, threads ' + threads] = worst;
+  }
+
+  // 6. Attention (float32, causal, GQA) against float64: decode shapes whose query rows per kv
+  // head (1, 3, 6) and head sizes (48, 64, 128) exercise every register block and tail of the
+  // decode kernels, Lk with a partial tile, and one prefill shape.
+  const attn = [[1, 4, 4, 1, 300, 64], [1, 6, 2, 1, 700, 48], [2, 12, 2, 1, 129, 128], [1, 8, 2, 2, 200, 64],
+    [1, 4, 2, 37, 90, 32]];
+  let attnWorst = 0;
+  for (const [B, Hq, Hkv, Lq, Lk, D] of attn) {
+    const q = randn(B * Hq * Lq * D, Lk), k = randn(B * Hkv * Lk * D, Lk + 1), v = randn(B * Hkv * Lk * D, Lk + 2);
+    const o = await (await dev.attention(dev.tensor(q, [B, Hq, Lq, D]), dev.tensor(k, [B, Hkv, Lk, D]),
+      dev.tensor(v, [B, Hkv, Lk, D]), { causal: true })).toFloat32();
+    const G = Hq / Hkv, scale = 1 / Math.sqrt(D);
+    for (let b = 0; b < B; b++) for (let h = 0; h < Hq; h++) for (let i = 0; i < Lq; i++) {
+      const kv = (b * Hkv + Math.floor(h / G)) * Lk, qi = ((b * Hq + h) * Lq + i) * D;
+      const seen = i + Lk - Lq + 1, s = new Float64Array(seen);
+      let m = -Infinity, l = 0;
+      for (let j = 0; j < seen; j++) {
+        let dot = 0;
+        for (let d = 0; d < D; d++) dot += q[qi + d] * k[(kv + j) * D + d];
+        s[j] = dot * scale;
+        m = Math.max(m, s[j]);
+      }
+      for (let j = 0; j < seen; j++) { s[j] = Math.exp(s[j] - m); l += s[j]; }
+      for (let d = 0; d < D; d++) {
+        let acc = 0;
+        for (let j = 0; j < seen; j++) acc += s[j] * v[(kv + j) * D + d];
+        attnWorst = Math.max(attnWorst, Math.abs(o[qi + d] - acc / l));
+      }
+    }
+  }
+  out.linearError['attention'] = attnWorst;
   process.stdout.write(JSON.stringify(out));
 })().catch((e) => { console.error(e); process.exit(1); });
 `;
@@ -190,11 +255,11 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
   const results = new Map<string, ChildResult>();
   beforeAll(() => {
     for (const isa of PATHS) results.set(isa ?? 'default', runChild(isa));
-  });
+  }, 3 * 100_000);  // each child may take up to its own timeout on a loaded machine
 
   for (const isa of PATHS) {
     const name = isa ?? 'default';
-    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized linear vs float64`, () => {
+    it(`${name}: oracle dequantization bit-exact, float16 round trips exact, quantized and dense linear, attention vs float64`, () => {
       const r = results.get(name)!;
       expect(r.failures).toEqual([]);
       for (const [format, err] of Object.entries(r.linearError)) {

@@ -4,23 +4,40 @@
 #include <new>
 #include <string>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "error.h"
 #include "portable.h"
 
 namespace mto {
 
+namespace {
+// Large buffers (weights, K/V caches, activations of long prompts) start on a 2 MiB boundary and,
+// on Linux, ask for transparent huge pages: kernels stream them or stride across their rows, and
+// with 4 KiB pages every few rows would cost a TLB miss (dearer still under a hypervisor).
+constexpr size_t kHugePage = size_t(2) << 20;
+constexpr size_t kHugeFrom = size_t(4) << 20;
+size_t alignment_for(size_t bytes) { return bytes >= kHugeFrom ? kHugePage : 64; }
+}  // namespace
+
 Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
-  // Rounded up to whole 64-byte lines; never 0 bytes.
-  size_t rounded = (bytes + 63) / 64 * 64;
+  // Whole 64-byte lines (or 2 MiB pages); never 0 bytes.
+  const size_t align = alignment_for(bytes);
+  size_t rounded = (bytes + align - 1) / align * align;
   if (rounded == 0) rounded = 64;
-  data_ = aligned_alloc_bytes(64, rounded);
+  data_ = aligned_alloc_bytes(align, rounded);
   if (!data_) {
     throw Error(code::OOM, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
   }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (align == kHugePage) madvise(data_, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
 }
 
 Buffer::~Buffer() {
-  if (owned_) aligned_free(data_, 64);
+  if (owned_) aligned_free(data_, alignment_for(bytes_));
 }
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }

@@ -221,7 +221,12 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       ksrc = sc.ktmp.data();
     }
     if (R <= kDotRows) {
-      dots<W>(R, n, D, Q, ksrc, D, S, kTileK);
+      // float32 K/V in place: fetch the next K tile and this V tile while the dots run.
+      const bool in_place = pl.k->is_f32() && pl.v->is_f32();
+      const int64_t row = kv_row0 + j0;
+      dots<W>(R, n, D, Q, ksrc, D, S, kTileK,
+              in_place && j0 + kTileK < j_end ? pl.k->f32_row(row + kTileK) : nullptr,
+              in_place ? pl.v->f32_row(row) : nullptr);
     } else {
       // Kt[d, j] = K[j0 + j, d]; columns [n, nc) zero.
       for (int64_t j = 0; j < n; ++j)
@@ -258,7 +263,10 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       V = sc.vt.data();
       ldv = Dp;
     }
-    gemm<MR, W>(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
+    if (R <= kDotRows)
+      pv<W>(R, n, Dp, S, kTileK, V, ldv, O, Dp);
+    else
+      gemm<MR, W>(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
   }
 
   if (pl.nsplit == 1) {

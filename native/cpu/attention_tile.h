@@ -83,15 +83,24 @@ MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
 }
 
 // RR rows x KB keys at a time (independent accumulator chains for latency).
+// pf0, pf1 (may be null): KB rows each (stride ldk) prefetched a cache line at a time beside the
+// loads. Decode reads K/V from memory once, with little arithmetic per byte: without prefetches a
+// core keeps too few misses in flight, and in bursts they would stall it.
 template <int RR, int KB, int W>
 MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __restrict K,
-                           int64_t ldk, float* __restrict S, int64_t lds) {
+                           int64_t ldk, float* __restrict S, int64_t lds, const float* pf0,
+                           const float* pf1) {
   using V = simd::Vec<W>;
   const int64_t Dv = D / W * W;
   V acc[RR][KB];
   for (int r = 0; r < RR; ++r)
     for (int b = 0; b < KB; ++b) simd::splat<W>(acc[r][b], 0.f);
   for (int64_t d = 0; d < Dv; d += W) {
+    if (d % 16 == 0)
+      for (int b = 0; b < KB; ++b) {
+        if (pf0) simd::prefetch(pf0 + b * ldk + d);
+        if (pf1) simd::prefetch(pf1 + b * ldk + d);
+      }
     V kv[KB];
     for (int b = 0; b < KB; ++b) simd::load<W>(kv[b], K + b * ldk + d);
     for (int r = 0; r < RR; ++r) {
@@ -108,27 +117,89 @@ MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __
     }
 }
 
+// pf0, pf1 (may be null): rows to prefetch in step with K's rows (same stride), e.g. the next K
+// tile and the V tile the product will read next.
 template <int RR, int W>
 MTO_INLINE void dots_rows(int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
-                          float* S, int64_t lds) {
-  constexpr int KB = RR <= 2 ? 4 : RR <= 4 ? 2 : 1;  // keep RR * KB accumulators <= 8
+                          float* S, int64_t lds, const float* pf0, const float* pf1) {
+  // Keys per block: RR * KB accumulators within the registers (8 of 16 with 8-float vectors, 16
+  // of 32 with AVX-512), so each row of Q loaded serves KB keys.
+  constexpr int kAcc = W >= 16 ? 16 : 8;
+  constexpr int KB = RR <= kAcc / 4 ? 4 : RR <= kAcc / 2 ? 2 : 1;
   int64_t j = 0;
-  for (; j + KB <= n; j += KB) dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds);
-  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds);
+  for (; j + KB <= n; j += KB) {
+    dots_block<RR, KB, W>(D, Q, K + j * ldk, ldk, S + j, lds, pf0 ? pf0 + j * ldk : nullptr,
+                          pf1 ? pf1 + j * ldk : nullptr);
+  }
+  for (; j < n; ++j) dots_block<RR, 1, W>(D, Q, K + j * ldk, ldk, S + j, lds, nullptr, nullptr);
 }
 
 template <int W>
 MTO_INLINE void dots(int64_t R, int64_t n, int64_t D, const float* Q, const float* K, int64_t ldk,
-                     float* S, int64_t lds) {
+                     float* S, int64_t lds, const float* pf0 = nullptr,
+                     const float* pf1 = nullptr) {
   switch (R) {
-    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds);
-    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds);
-    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds);
-    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds);
-    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds);
-    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds);
-    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds);
-    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds);
+    case 1: return dots_rows<1, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 2: return dots_rows<2, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 3: return dots_rows<3, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 4: return dots_rows<4, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 5: return dots_rows<5, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 6: return dots_rows<6, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    case 7: return dots_rows<7, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+    default: return dots_rows<8, W>(n, D, Q, K, ldk, S, lds, pf0, pf1);
+  }
+}
+
+// ---- few query rows (decode): O[R, Dp] += P[R, n] V[n, Dp] ---------------------------------------
+// gemm's MR x 16 block would hold only R <= 8 rows x 1 vector of accumulators: each FMA would wait
+// on the one before it. Here a block is up to 4 rows x NC vectors (16 independent chains with NC =
+// 4), and V's rows stream once per block of rows.
+template <int RR, int NC, int W>
+MTO_INLINE void pv_block(int64_t n, const float* __restrict P, int64_t ldp,
+                         const float* __restrict V, int64_t ldv, float* __restrict O, int64_t ldo) {
+  using Vc = simd::Vec<W>;
+  Vc acc[RR][NC];
+  MTO_UNROLL
+  for (int r = 0; r < RR; ++r)
+    MTO_UNROLL
+    for (int c = 0; c < NC; ++c) simd::load<W>(acc[r][c], O + r * ldo + c * W);
+  for (int64_t j = 0; j < n; ++j) {
+    Vc v[NC];
+    MTO_UNROLL
+    for (int c = 0; c < NC; ++c) simd::load<W>(v[c], V + j * ldv + c * W);
+    MTO_UNROLL
+    for (int r = 0; r < RR; ++r) {
+      const float p = P[r * ldp + j];
+      MTO_UNROLL
+      for (int c = 0; c < NC; ++c) simd::madd<W>(acc[r][c], v[c], p);
+    }
+  }
+  MTO_UNROLL
+  for (int r = 0; r < RR; ++r)
+    MTO_UNROLL
+    for (int c = 0; c < NC; ++c) simd::store<W>(O + r * ldo + c * W, acc[r][c]);
+}
+
+// Dp (a multiple of kNR) columns: 4 vectors at a time, then kNR at a time.
+template <int RR, int W>
+MTO_INLINE void pv_rows(int64_t n, int64_t Dp, const float* P, int64_t ldp, const float* V,
+                        int64_t ldv, float* O, int64_t ldo) {
+  constexpr int kWide = 4 * W;
+  int64_t d = 0;
+  for (; d + kWide <= Dp; d += kWide) pv_block<RR, 4, W>(n, P, ldp, V + d, ldv, O + d, ldo);
+  for (; d < Dp; d += kNR) pv_block<RR, kNR / W, W>(n, P, ldp, V + d, ldv, O + d, ldo);
+}
+
+template <int W>
+MTO_INLINE void pv(int64_t R, int64_t n, int64_t Dp, const float* P, int64_t ldp, const float* V,
+                   int64_t ldv, float* O, int64_t ldo) {
+  int64_t r = 0;
+  for (; r + 4 <= R; r += 4) pv_rows<4, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+  switch (R - r) {
+    case 1: return pv_rows<1, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+    case 2: return pv_rows<2, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+    case 3: return pv_rows<3, W>(n, Dp, P + r * ldp, ldp, V, ldv, O + r * ldo, ldo);
+    default: return;
   }
 }
 

@@ -1,18 +1,13 @@
-// Blocked, packed float32 GEMM (BLIS loop order) and the small-M row-streaming products.
-//
-// gemm: each task owns a block of output columns (and, when columns alone cannot keep every thread
-// busy, a block of rows). For each depth block it packs B once (the PanelSource converts or decodes
-// it), then walks row blocks: packs A into MR-row slivers and runs the MR x 16 micro-kernel over
-// every (16-column strip, sliver) pair. The 16 x kDepthBlock strip of B stays in L1 while A's
-// slivers stream from L2.
+// The small-M row-streaming products (gemv_t, gemv_n) and the cpu kernels' ISA choice. The
+// many-row product, gemm, is in gemm_packed.cc.
 //
 // gemv_t (linear, few rows of x) dots each decoded W row span with every row of A while it sits
 // in L1; gemv_n (matmul, few rows of a) streams rows of B and accumulates C's rows in L1. Neither
 // packs: with few rows the work is bound by reading the weights.
 //
-// Kernels are templates over (MR, vector width) and are instantiated for each ISA (simd.h):
-// baseline (SSE2 / NEON / plain C++), AVX2+FMA (6 x 16 tile) and AVX-512 (12 x 16 tile), picked
-// once at run time on x86-64 Linux.
+// Kernels are templates over the vector width and are instantiated for each ISA (simd.h):
+// baseline (SSE2 / NEON / plain C++), AVX2+FMA and AVX-512, picked once at run time on x86-64
+// Linux.
 #include "gemm.h"
 
 #include <algorithm>
@@ -22,6 +17,7 @@
 #include <cstring>
 #include <vector>
 
+#include "scratch.h"
 #include "simd.h"
 
 namespace mto::cpu {
@@ -29,8 +25,6 @@ namespace {
 
 using simd::Vec;
 
-constexpr int64_t kMaxPanelCols = 512;  // nc: one packed B panel is kDepthBlock x 512 (512 KiB)
-constexpr int64_t kRowBlock = 96;       // mc: a packed A block is 96 x kDepthBlock (96 KiB)
 constexpr int64_t kMinTaskFlops = int64_t(1) << 21;  // below this a thread costs more than it saves
 constexpr int64_t kGemvRows = 8;        // W rows gemv_t fetches together
 constexpr int64_t kGemvDepth = 2 * kDepthBlock;  // k-chunk of gemv_t (rows + A chunk fit L1)
@@ -39,89 +33,6 @@ constexpr int64_t kAxpyFloats = 8192;  // gemv_n: C block (M x columns) kept in 
 constexpr int64_t kAxpyMinCols = 256;  // gemv_n: shortest run of a B row (contiguous reads)
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// A 64-byte aligned view of a growable thread-local buffer (scratch reused across calls: the
-// pool's threads live as long as the device).
-float* scratch(std::vector<float>& v, size_t n) {
-  if (v.size() < n + 16) v.resize(n + 16);
-  uintptr_t p = reinterpret_cast<uintptr_t>(v.data());
-  return reinterpret_cast<float*>((p + 63) & ~uintptr_t(63));
-}
-
-// ---- micro-kernel ------------------------------------------------------------------------------
-
-// C[0:mr, 0:nr] (row stride ldc) = pa x pb, where pa is an MR-row sliver ([kc][MR]) and pb a
-// 16-column strip ([kc][16]). First depth block: C = product (+ bias); later ones: C += product.
-template <int MR, int W>
-MTO_INLINE void micro_tile(int64_t kc, const float* pa, const float* pb, float* c, int64_t ldc,
-                           int mr, int nr, const float* bias, bool accumulate) {
-  constexpr int NV = kPanelWidth / W;
-  Vec<W> acc[MR][NV];
-  MTO_UNROLL
-  for (int i = 0; i < MR; ++i)
-    MTO_UNROLL
-    for (int j = 0; j < NV; ++j) simd::splat<W>(acc[i][j], 0.f);
-  for (int64_t k = 0; k < kc; ++k) {
-    Vec<W> b[NV];
-    MTO_UNROLL
-    for (int j = 0; j < NV; ++j) simd::load<W>(b[j], pb + j * W);
-    MTO_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      const float a = pa[i];
-      MTO_UNROLL
-      for (int j = 0; j < NV; ++j) simd::madd<W>(acc[i][j], b[j], a);
-    }
-    pa += MR;
-    pb += kPanelWidth;
-  }
-  if (mr == MR && nr == kPanelWidth) {
-    MTO_UNROLL
-    for (int i = 0; i < MR; ++i) {
-      MTO_UNROLL
-      for (int j = 0; j < NV; ++j) {
-        float* p = c + i * ldc + j * W;
-        Vec<W> v;
-        if (accumulate) {
-          simd::load<W>(v, p);
-          simd::add<W>(acc[i][j], v);
-        } else if (bias) {
-          simd::load<W>(v, bias + j * W);
-          simd::add<W>(acc[i][j], v);
-        }
-        simd::store<W>(p, acc[i][j]);
-      }
-    }
-    return;
-  }
-  // Edge tile: only mr x nr of it is C (the rest multiplied zero padding).
-  float tile[MR][kPanelWidth];
-  MTO_UNROLL
-  for (int i = 0; i < MR; ++i)
-    MTO_UNROLL
-    for (int j = 0; j < NV; ++j) simd::store<W>(&tile[i][j * W], acc[i][j]);
-  for (int i = 0; i < mr; ++i) {
-    float* row = c + i * ldc;
-    for (int j = 0; j < nr; ++j) {
-      float base = accumulate ? row[j] : (bias ? bias[j] : 0.f);
-      row[j] = base + tile[i][j];
-    }
-  }
-}
-
-// C[0:mc, 0:nc] for one packed A block (mc rows) and one packed B panel (nc columns).
-template <int MR, int W>
-MTO_INLINE void block_impl(int64_t kc, int64_t mc, int64_t nc, const float* pa, const float* pb,
-                           float* c, int64_t ldc, const float* bias, bool accumulate) {
-  for (int64_t j = 0; j < nc; j += kPanelWidth) {
-    const int nr = int(std::min<int64_t>(kPanelWidth, nc - j));
-    const float* strip = pb + j * kc;
-    for (int64_t i = 0; i < mc; i += MR) {
-      const int mr = int(std::min<int64_t>(MR, mc - i));
-      micro_tile<MR, W>(kc, pa + i * kc, strip, c + i * ldc + j, ldc, mr, nr,
-                        bias ? bias + j : nullptr, accumulate);
-    }
-  }
-}
 
 // ---- small-M dot products ----------------------------------------------------------------------
 
@@ -228,31 +139,16 @@ MTO_INLINE void axpy_impl(int nk, int64_t M, int64_t nc, const float* const* row
 
 // ---- per-ISA instantiations --------------------------------------------------------------------
 
-using BlockFn = void (*)(int64_t, int64_t, int64_t, const float*, const float*, float*, int64_t,
-                         const float*, bool);
 using DotsFn = void (*)(const float* const*, int, const float*, int64_t, int64_t, int64_t, float*);
 using AxpyFn = void (*)(int, int64_t, int64_t, const float* const*, const float*, int64_t, float*,
                         int64_t);
 
 struct Kernels {
   GemmIsa isa;
-  int mr;  // rows of A per micro-kernel call (the packed A sliver height)
-  BlockFn block;
   DotsFn dots;
   AxpyFn axpy;
 };
 
-// Baseline: SSE2 on x86-64 (16 registers: 3 x 16 accumulators), NEON on arm64 (32 registers:
-// 6 x 16), plain loops elsewhere.
-#if defined(__aarch64__) || defined(_M_ARM64)
-constexpr int kBaseMr = 6;
-#else
-constexpr int kBaseMr = 3;
-#endif
-void block_base(int64_t kc, int64_t mc, int64_t nc, const float* pa, const float* pb, float* c,
-                int64_t ldc, const float* bias, bool acc) {
-  block_impl<kBaseMr, 4>(kc, mc, nc, pa, pb, c, ldc, bias, acc);
-}
 void dots_base(const float* const* rows, int nrows, const float* a, int64_t lda, int64_t M,
                int64_t len, float* out) {
   dots_impl<4>(rows, nrows, a, lda, M, len, out);
@@ -261,24 +157,12 @@ void axpy_base(int nk, int64_t M, int64_t nc, const float* const* rows, const fl
                float* c, int64_t ldc) {
   axpy_impl<4>(nk, M, nc, rows, a, lda, c, ldc);
 }
-constexpr Kernels kBaseKernels{GemmIsa::Baseline, kBaseMr, block_base, dots_base, axpy_base};
+constexpr Kernels kBaseKernels{GemmIsa::Baseline, dots_base, axpy_base};
 
 #if MTO_X86_DISPATCH
-// AVX2: 16 ymm registers: 6 rows x 2 vectors = 12 accumulators + 2 for B + 1 broadcast.
-MTO_TARGET_AVX2 void block_avx2(int64_t kc, int64_t mc, int64_t nc, const float* pa,
-                                const float* pb, float* c, int64_t ldc, const float* bias,
-                                bool acc) {
-  block_impl<6, 8>(kc, mc, nc, pa, pb, c, ldc, bias, acc);
-}
 MTO_TARGET_AVX2 void dots_avx2(const float* const* rows, int nrows, const float* a, int64_t lda,
                                int64_t M, int64_t len, float* out) {
   dots_impl<8>(rows, nrows, a, lda, M, len, out);
-}
-// AVX-512: 32 zmm registers: 12 rows x 1 vector; A is broadcast straight from memory.
-MTO_TARGET_AVX512 void block_avx512(int64_t kc, int64_t mc, int64_t nc, const float* pa,
-                                    const float* pb, float* c, int64_t ldc, const float* bias,
-                                    bool acc) {
-  block_impl<12, 16>(kc, mc, nc, pa, pb, c, ldc, bias, acc);
 }
 MTO_TARGET_AVX512 void dots_avx512(const float* const* rows, int nrows, const float* a,
                                    int64_t lda, int64_t M, int64_t len, float* out) {
@@ -292,8 +176,8 @@ MTO_TARGET_AVX512 void axpy_avx512(int nk, int64_t M, int64_t nc, const float* c
                                    const float* a, int64_t lda, float* c, int64_t ldc) {
   axpy_impl<16>(nk, M, nc, rows, a, lda, c, ldc);
 }
-constexpr Kernels kAvx2Kernels{GemmIsa::Avx2, 6, block_avx2, dots_avx2, axpy_avx2};
-constexpr Kernels kAvx512Kernels{GemmIsa::Avx512, 12, block_avx512, dots_avx512, axpy_avx512};
+constexpr Kernels kAvx2Kernels{GemmIsa::Avx2, dots_avx2, axpy_avx2};
+constexpr Kernels kAvx512Kernels{GemmIsa::Avx512, dots_avx512, axpy_avx512};
 #endif
 
 GemmIsa cpu_isa() {
@@ -333,118 +217,12 @@ const Kernels& kernels() {
   return *k;
 }
 
-// ---- packing -----------------------------------------------------------------------------------
-
-// Stand-in for rows past the edge of A or W: packed as zeros, the micro-kernel needs no branches.
-const float kZeroRow[kDepthBlock] = {};
-
-// dst[k * P + r] = rows[r][k] for r < P, k < kc: P rows interleaved into the packed [kc][P] layout.
-template <int P>
-void interleave_rows(const float* const* rows, int64_t kc, float* dst) {
-  constexpr int P4 = P / 4 * 4;  // rows done by 4 x 4 transposes; the rest one by one
-  const int64_t k4 = kc / 4 * 4;
-  for (int r = 0; r < P4; r += 4)
-    for (int64_t k = 0; k < k4; k += 4)
-      simd::transpose4(rows[r] + k, rows[r + 1] + k, rows[r + 2] + k, rows[r + 3] + k,
-                       dst + k * P + r, P);
-  for (int r = P4; r < P; ++r)
-    for (int64_t k = 0; k < k4; ++k) dst[k * P + r] = rows[r][k];
-  for (int64_t k = k4; k < kc; ++k)
-    for (int r = 0; r < P; ++r) dst[k * P + r] = rows[r][k];
-}
-
-// a[0:mc, 0:kc] (row stride lda) -> slivers of MR rows, each [kc][MR], rows past mc zero.
-template <int MR>
-void pack_a_impl(const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
-  for (int64_t i = 0; i < mc; i += MR, dst += kc * MR) {
-    const float* rows[MR];
-    MTO_UNROLL
-    for (int r = 0; r < MR; ++r) rows[r] = i + r < mc ? a + (i + r) * lda : kZeroRow;
-    interleave_rows<MR>(rows, kc, dst);
-  }
-}
-
-void pack_a(int mr, const float* a, int64_t lda, int64_t mc, int64_t kc, float* dst) {
-  switch (mr) {
-    case 3: return pack_a_impl<3>(a, lda, mc, kc, dst);
-    case 6: return pack_a_impl<6>(a, lda, mc, kc, dst);
-    default: return pack_a_impl<12>(a, lda, mc, kc, dst);
-  }
-}
-
-thread_local std::vector<float> tl_panel;  // packed B panel of a gemm task
-thread_local std::vector<float> tl_apack;  // packed A block of a gemm task
-thread_local std::vector<float> tl_rows;   // decoded W row spans (TransposedPanels, gemv_t)
+thread_local std::vector<float> tl_rows;   // decoded W row spans (gemv_t)
 thread_local std::vector<float> tl_sums;   // dot products of gemv_t
 
 }  // namespace
 
 // ---- public entry points -----------------------------------------------------------------------
-
-void TransposedPanels::pack(int64_t, int64_t n0, int64_t nc, int64_t k0, int64_t kc,
-                            float* dst) const {
-  float* tmp = scratch(tl_rows, size_t(kPanelWidth * kc));
-  for (int64_t s = 0; s < nc; s += kPanelWidth, dst += kPanelWidth * kc) {
-    const int nr = int(std::min<int64_t>(kPanelWidth, nc - s));
-    const float* rows[kPanelWidth];
-    for (int r = 0; r < kPanelWidth; ++r)
-      rows[r] = r < nr ? rows_.span(n0 + s + r, k0, k0 + kc, tmp + r * kc) : kZeroRow;
-    interleave_rows<kPanelWidth>(rows, kc, dst);
-  }
-}
-
-void gemm(ThreadPool& pool, const GemmArgs& g, const PanelSource& src) {
-  if (g.batch <= 0 || g.M <= 0 || g.N <= 0) return;
-  if (g.K <= 0) {  // empty sum: C = bias (or 0)
-    for (int64_t b = 0; b < g.batch; ++b)
-      for (int64_t i = 0; i < g.M; ++i) {
-        float* row = g.c + b * g.c_batch_stride + i * g.ldc;
-        for (int64_t j = 0; j < g.N; ++j) row[j] = g.bias ? g.bias[j] : 0.f;
-      }
-    return;
-  }
-  const Kernels& kern = kernels();
-  const int64_t want = pool.size() > 1 ? 2 * int64_t(pool.size()) : 1;  // tasks for balance
-
-  // Column blocks first: each packs its panel once for all rows (decode once per weight).
-  int64_t nc = kMaxPanelCols;
-  while (nc > 64 && g.batch * ceil_div(g.N, nc) < want) nc /= 2;
-  const int64_t ncols = ceil_div(g.N, nc);
-  // Row blocks only when column blocks cannot keep every thread busy (each re-packs its panels).
-  int64_t nrowb = 1;
-  if (g.batch * ncols < want)
-    nrowb = std::min(ceil_div(want, g.batch * ncols), ceil_div(g.M, int64_t(4) * kern.mr));
-  const int64_t mrows = ceil_div(ceil_div(g.M, nrowb), kern.mr) * kern.mr;
-  nrowb = ceil_div(g.M, mrows);
-  const int64_t ntasks = g.batch * ncols * nrowb;
-  const int64_t task_flops = 2 * mrows * std::min(nc, g.N) * g.K;
-  const int64_t grain = std::max<int64_t>(1, kMinTaskFlops / std::max<int64_t>(1, task_flops));
-  const int64_t mc_max = std::max<int64_t>(kRowBlock / kern.mr, 1) * kern.mr;
-
-  pool.parallel_for(ntasks, grain, [&](int64_t t0, int64_t t1) {
-    float* pb = scratch(tl_panel, size_t(kDepthBlock * ceil_div(nc, kPanelWidth) * kPanelWidth));
-    float* pa = scratch(tl_apack, size_t(kDepthBlock * mc_max));
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t b = t / (ncols * nrowb);
-      const int64_t n0 = (t / nrowb) % ncols * nc;
-      const int64_t m_begin = t % nrowb * mrows;
-      const int64_t ncur = std::min(nc, g.N - n0);
-      const int64_t m_end = std::min(g.M, m_begin + mrows);
-      const float* a = g.a + b * g.a_batch_stride;
-      float* c = g.c + b * g.c_batch_stride + n0;
-      for (int64_t k0 = 0; k0 < g.K; k0 += kDepthBlock) {
-        const int64_t kc = std::min(kDepthBlock, g.K - k0);
-        src.pack(b, n0, ncur, k0, kc, pb);
-        for (int64_t m = m_begin; m < m_end; m += mc_max) {
-          const int64_t mc = std::min(mc_max, m_end - m);
-          pack_a(kern.mr, a + m * g.lda + k0, g.lda, mc, kc, pa);
-          kern.block(kc, mc, ncur, pa, pb, c + m * g.ldc, g.ldc,
-                     k0 == 0 && g.bias ? g.bias + n0 : nullptr, k0 > 0);
-        }
-      }
-    }
-  });
-}
 
 void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, int64_t lda,
             const RowSpanSource& w, const float* bias, float* c, int64_t ldc) {
@@ -454,8 +232,8 @@ void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, i
   const int64_t grain =
       std::max<int64_t>(1, kMinGemvElems / (kGemvRows * std::max<int64_t>(K, 1) * M));
   pool.parallel_for(groups, grain, [&](int64_t g0, int64_t g1) {
-    float* tmp = scratch(tl_rows, size_t(kGemvRows * kGemvDepth));
-    float* out = scratch(tl_sums, size_t(kGemvRows * M));  // [kGemvRows][M] dot products
+    float* tmp = aligned_scratch(tl_rows, size_t(kGemvRows * kGemvDepth));
+    float* out = aligned_scratch(tl_sums, size_t(kGemvRows * M));  // [kGemvRows][M] dot products
     for (int64_t gi = g0; gi < g1; ++gi) {
       const int64_t n0 = gi * kGemvRows;
       const int nr = int(std::min<int64_t>(kGemvRows, N - n0));
@@ -490,7 +268,7 @@ void gemv_n(ThreadPool& pool, const GemmArgs& g, const RowSpanSource& b_rows,
   const int64_t task_flops = 2 * g.M * nc * std::max<int64_t>(g.K, 1);
   const int64_t grain = std::max<int64_t>(1, kMinTaskFlops / task_flops);
   pool.parallel_for(g.batch * nchunks, grain, [&](int64_t t0, int64_t t1) {
-    float* tmp = scratch(tl_rows, size_t(kAxpyRows * nc));
+    float* tmp = aligned_scratch(tl_rows, size_t(kAxpyRows * nc));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t b = t / nchunks;
       const int64_t n0 = t % nchunks * nc;

@@ -14,8 +14,9 @@
 
 namespace mto::cpu {
 
-// Width of a packed B panel strip (columns of C one micro-kernel call produces).
-constexpr int kPanelWidth = 16;
+// Width of a packed B panel strip: the columns of C the widest micro-kernel (AVX-512, 2 zmm)
+// produces per call; narrower ISAs take a strip in slices.
+constexpr int kPanelWidth = 32;
 // The depth of one packed panel, and the k-chunk of gemv_t: a multiple of every quantization
 // block (32/64/128), so sources of quantized rows are always asked for whole blocks.
 constexpr int64_t kDepthBlock = 256;
@@ -43,6 +44,12 @@ class RowSpanSource {
   // begin is a multiple of kDepthBlock and end is one too or the row's end (so quantized rows are
   // asked for whole blocks). Called concurrently from several threads.
   virtual const float* span(int64_t row, int64_t begin, int64_t end, float* scratch) const = 0;
+  // Where row[begin] lies when the rows are float32 in memory already (span() would return it),
+  // else null: lets a packer prefetch the rows it will read next.
+  virtual const float* in_place(int64_t row, int64_t begin) const {
+    (void)row; (void)begin;
+    return nullptr;
+  }
 };
 
 // Rows of a dense row-major matrix [rows, width] of any float dtype (float32 rows are read in
@@ -57,6 +64,10 @@ class DenseRows final : public RowSpanSource {
     to_float32(dtype_, bytes_ + offset * dtype_size(dtype_), scratch, size_t(end - begin));
     return scratch;
   }
+  const float* in_place(int64_t row, int64_t begin) const override {
+    if (dtype_ != DType::Float32) return nullptr;
+    return reinterpret_cast<const float*>(bytes_) + size_t(row * width_ + begin);
+  }
 
  private:
   const uint8_t* bytes_;
@@ -64,7 +75,8 @@ class DenseRows final : public RowSpanSource {
   int64_t width_;
 };
 
-// Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel.
+// Packs panels of B = W^T from a RowSpanSource: each weight row span is decoded once per panel
+// (gemm_packed.cc).
 class TransposedPanels final : public PanelSource {
  public:
   explicit TransposedPanels(const RowSpanSource& rows) : rows_(rows) {}
@@ -74,7 +86,8 @@ class TransposedPanels final : public PanelSource {
   const RowSpanSource& rows_;
 };
 
-// C[b] (M x N, row stride ldc) = A[b] (M x K, row stride lda) @ B[b] (+ bias[N]) for b < batch.
+// C[b] (M x N, row stride ldc) = A[b] (M x K, row stride lda) @ B[b] (+ bias[N]) for b < batch
+// (gemm_packed.cc).
 struct GemmArgs {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   const float* a = nullptr;

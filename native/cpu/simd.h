@@ -65,6 +65,29 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
   return s;
 }
 
+// A hint to fetch p's cache line into the caches, for reading or (write) for writing soon (no
+// effect on results; never faults).
+MTO_INLINE void prefetch(const void* p, bool write = false) {
+#if MTO_GNU_EXTENSIONS
+  if (write)
+    __builtin_prefetch(p, 1, 3);
+  else
+    __builtin_prefetch(p, 0, 3);
+#else
+  (void)write;
+  mto::prefetch(p);
+#endif
+}
+
+// The same into L2 only (data needed in a while, that would be evicted from L1 meanwhile).
+MTO_INLINE void prefetch_l2(const void* p) {
+#if MTO_GNU_EXTENSIONS
+  __builtin_prefetch(p, 0, 2);
+#else
+  mto::prefetch(p);
+#endif
+}
+
 // dst[j * ld + i] = src[i][j] for a 4 x 4 block: rows of 4 consecutive floats become columns.
 // Packing panels is a transpose; shuffles do it 2-3x faster than scalar moves.
 #if MTO_GNU_EXTENSIONS && defined(__has_builtin)
@@ -92,6 +115,38 @@ MTO_INLINE void transpose4(const float* r0, const float* r1, const float* r2, co
     dst[j * ld + 2] = r2[j];
     dst[j * ld + 3] = r3[j];
   }
+#endif
+}
+
+// dst[j * ld + i] = rows[i][k + j] for an 8 x 8 block (i, j < 8). With 8-float vectors (AVX2,
+// AVX-512 builds) this is 24 shuffles for 64 floats, the usual unpack / shuffle / lane-swap steps.
+MTO_INLINE void transpose8(const float* const* rows, int64_t k, float* dst, int64_t ld) {
+#if defined(MTO_HAS_SHUFFLE)
+  Vec<8> x[8];
+  MTO_UNROLL
+  for (int i = 0; i < 8; ++i) load<8>(x[i], rows[i] + k);
+  Vec<8> t[8], u[8];
+  MTO_UNROLL
+  for (int i = 0; i < 8; i += 2) {  // per 128-bit lane: interleave rows i and i+1
+    t[i] = __builtin_shufflevector(x[i], x[i + 1], 0, 8, 1, 9, 4, 12, 5, 13);
+    t[i + 1] = __builtin_shufflevector(x[i], x[i + 1], 2, 10, 3, 11, 6, 14, 7, 15);
+  }
+  MTO_UNROLL
+  for (int i = 0; i < 8; i += 4) {  // 4-row columns: u[i + c] holds columns c and c + 4
+    u[i + 0] = __builtin_shufflevector(t[i], t[i + 2], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 1] = __builtin_shufflevector(t[i], t[i + 2], 2, 3, 10, 11, 6, 7, 14, 15);
+    u[i + 2] = __builtin_shufflevector(t[i + 1], t[i + 3], 0, 1, 8, 9, 4, 5, 12, 13);
+    u[i + 3] = __builtin_shufflevector(t[i + 1], t[i + 3], 2, 3, 10, 11, 6, 7, 14, 15);
+  }
+  MTO_UNROLL
+  for (int c = 0; c < 4; ++c) {  // rows 0-3 and 4-7 of a column meet across the lanes
+    store<8>(dst + c * ld, __builtin_shufflevector(u[c], u[c + 4], 0, 1, 2, 3, 8, 9, 10, 11));
+    store<8>(dst + (c + 4) * ld,
+             __builtin_shufflevector(u[c], u[c + 4], 4, 5, 6, 7, 12, 13, 14, 15));
+  }
+#else
+  for (int j = 0; j < 8; ++j)
+    for (int i = 0; i < 8; ++i) dst[j * ld + i] = rows[i][k + j];
 #endif
 }
 
