@@ -193,7 +193,8 @@ template <typename T, int KV, int D>
 // would reach every row through 0 * NaN. So O stays finite: a row with a NaN or +inf score (m_run
 // NaN or +inf) gets P = 0 from then on and is written as NaN; V is staged with NaN/inf replaced by
 // 0, and for a tile that held one, each (row, column) records what the seen keys' non-finite
-// values made of it (float arithmetic: p * NaN, 0 * inf = NaN; +inf; -inf; both infs = NaN).
+// values made of it (float arithmetic: p * NaN, 0 * inf = NaN; +inf; -inf; both infs = NaN). An
+// inf whose weight only later rescales to 0 stays inf here (the cpu's O * 0 gives NaN there).
 #define ATTN_V_NAN 1u
 #define ATTN_V_POS_INF 2u
 #define ATTN_V_NEG_INF 4u

@@ -43,7 +43,8 @@ MatmulParams check_matmul(const Tensor& a, const Tensor& b);
 // K row, or in the additive mask of a seen key makes row i all NaN, and so does a +inf score
 // (exp(inf - inf)); a NaN in V[j][c] makes o[i][c] NaN for every row i that sees key j, even when
 // its weight rounds to 0 (0 * NaN = NaN); an inf in V gives inf, or NaN where +inf meets -inf or a
-// zero weight. An mxfp8 block with scale byte 0xFF (or a NaN code) decodes to NaN and counts as
+// zero weight (not pinned down: whether a weight reaches 0 in the online rescale depends on the
+// kernel's exp2; the simdgroup-tier prefill keeps the inf). An mxfp8 block with scale byte 0xFF (or a NaN code) decodes to NaN and counts as
 // NaN. A row that sees no key is zeros, whatever its q holds.
 struct AttentionParams {
   int64_t B = 0, Hq = 0, Hkv = 0, Lq = 0, Lk = 0, D = 0;

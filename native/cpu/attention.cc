@@ -141,18 +141,23 @@ MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t
 
 // Online-softmax update of one row for one tile of nc scores (keys past the tile are -inf already).
 // Returns false when the row has still seen no key (its P row is left all hidden). A NaN score
-// makes m NaN, and with it P, l and O: the row is NaN, as without the online rewrite.
+// gives NaN P, l and O (exp2(NaN - m)); the tile's max skips it (std::max: vectorises), so a tile
+// of only NaN and hidden scores is caught below, and m is made NaN too: a poisoned split must
+// poison the merge.
 MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
                             float* __restrict orow, int64_t Dp) {
   float mx[kNR];
   for (int c = 0; c < kNR; ++c) mx[c] = kNegInf;
   for (int64_t j = 0; j < nc; j += kNR)
-    for (int c = 0; c < kNR; ++c) mx[c] = max_nan(mx[c], s[j + c]);
+    for (int c = 0; c < kNR; ++c) mx[c] = std::max(mx[c], s[j + c]);
   float tmax = kNegInf;
-  for (int c = 0; c < kNR; ++c) tmax = max_nan(tmax, mx[c]);
-  const float m_new = max_nan(*m, tmax);
+  for (int c = 0; c < kNR; ++c) tmax = std::max(tmax, mx[c]);
+  const float m_new = max_nan(*m, tmax);  // a NaN m stays
   if (m_new == kNegInf) {  // nothing visible yet: exp2(-inf - -inf) would be NaN
-    for (int64_t j = 0; j < nc; ++j) s[j] = -0.f;
+    for (int64_t j = 0; j < nc; ++j) {
+      if (s[j] != s[j]) *m = *l = std::numeric_limits<float>::quiet_NaN();
+      s[j] = -0.f;
+    }
     return false;
   }
   float sum[kNR];
