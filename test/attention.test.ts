@@ -174,9 +174,11 @@ describe('attention NaN and inf semantics', () => {
     const mask = opts.mask;
     const isBool = mask?.data instanceof Uint8Array;
     const maskAt = (b: number, h: number, i: number, j: number) => {
-      // mask shapes used here: [Lq, Lk] or [B, Hq, Lq, Lk]
-      const full = mask!.shape.length === 4;
-      return mask!.data[full ? ((b * d.Hq + h) * d.Lq + i) * d.Lk + j : i * d.Lk + j];
+      // the mask's shape, right-aligned to [B, Hq, Lq, Lk]; a dimension of 1 broadcasts
+      const shape = [1, 1, 1, 1, ...mask!.shape].slice(-4);
+      let at = 0;
+      [b, h, i, j].forEach((x, a) => { at = at * shape[a] + (shape[a] === 1 ? 0 : x); });
+      return mask!.data[at];
     };
     const want = attentionRef(q, k, v, d, {
       causal: opts.causal,
@@ -259,6 +261,33 @@ describe('attention NaN and inf semantics', () => {
       await check(d, q, k, v, { mask: { data: bias, shape: [d.B, d.Hq, d.Lq, d.Lk] } }, 'mask NaN');
     });
   }
+
+  it('inf in V: +Infinity where seen with weight > 0, NaN where +inf meets -inf, nothing where hidden', async () => {
+    const d: AttentionDims = { B: 1, Hq: 2, Hkv: 1, Lq: 21, Lk: 150, D: 32 };
+    const q = randn(2 * 21 * 32, 61), k = randn(150 * 32, 62), v = randn(150 * 32, 63);
+    v[40 * 32 + 6] = Infinity;   // seen by every row
+    v[140 * 32 + 6] = -Infinity; // seen by rows i >= 11 (causal): column 6 NaN there, +inf before
+    v[145 * 32 + 9] = Infinity;  // seen by rows i >= 16
+    q[5 * 32] = NaN;             // head 0, row 5
+    const { got } = await check(d, q, k, v, { causal: true }, 'V inf');
+    expect(got[(2 * 32) + 6]).toBe(Infinity);
+    expect(Number.isNaN(got[(12 * 32) + 6])).toBe(true);
+    expect(got[(17 * 32) + 9]).toBe(Infinity);
+    expect(Number.isFinite(got[(15 * 32) + 9])).toBe(true);
+  });
+
+  it('a tile whose only seen key has a NaN K, alone and as one split of a long decode', async () => {
+    for (const Lk of [150, 1500]) {
+      const d: AttentionDims = { B: 1, Hq: 4, Hkv: 2, Lq: 1, Lk, D: 64 };
+      const q = randn(4 * 64, 71), k = randn(2 * Lk * 64, 72), v = randn(2 * Lk * 64, 73);
+      const j = Lk - 10;
+      k[j * 64 + 3] = NaN;  // kv head 0
+      const mask = new Uint8Array(Lk);
+      mask[j] = 1;          // the row sees only the NaN key: its tile (or split) starts from m = -inf
+      const { got } = await check(d, q, k, v, { mask: { data: mask, shape: [1, 1, 1, Lk] } }, `Lk ${Lk}`);
+      expect(got.subarray(0, 2 * 64).every(Number.isNaN)).toBe(true);
+    }
+  });
 
   it('split decode (Lq = 1, Lk = 1500): NaN K and V in one split poison the merge', async () => {
     const d: AttentionDims = { B: 1, Hq: 4, Hkv: 2, Lq: 1, Lk: 1500, D: 64 };

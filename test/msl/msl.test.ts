@@ -111,8 +111,8 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     has((c) => c.name.startsWith('attention/decode/') && !!c.kernel?.endsWith('+attention_merge'), 'split decode');
     has((c) => c.name.startsWith('attention/prefill/'), 'simdgroup prefill');
     has((c) => c.name.startsWith('attention-tensorops/prefill/'), 'tensorops prefill');
-    for (const tag of ['/nan_qkv', 'm', '/mask_bool', '/mask_add', '/mxfp8/', '/mxfp8_e5m2/', '/causal']) {
-      has((c) => tag === 'm' ? /\/nan_[qkv]*m$/.test(c.name) : c.name.includes(tag), tag);
+    for (const tag of ['/nan_qkv', 'm', '_vinf', '/mask_bool', '/mask_add', '/mxfp8/', '/mxfp8_e5m2/', '/causal']) {
+      has((c) => tag === 'm' ? /\/nan_[qkv]*m(_|$)/.test(c.name) : c.name.includes(tag), tag);
     }
   });
 

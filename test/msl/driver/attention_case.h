@@ -20,7 +20,9 @@ enum class MaskKind { None, Bool, Additive, AdditiveHalf, AdditiveBF16, HeadKeys
 // (batch, kv head), the middle one. V: one element
 // of the key at Lk/3 (its additive mask, if any, is -1e4 for the last query: weight 0) and of the
 // key Lk - 2. Mask: one additive value. Always batch 0 / kv head 0, so other heads stay finite.
-enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8 };
+// InfV: +inf in column 6 of the key at Lk/3 and -inf in the same column of the key Lk - 2, +inf in
+// column 7 of both: +inf, NaN where the two meet, or nothing where the row sees neither.
+enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8, kInfV = 16 };
 
 struct AttnShape {
   int64_t B, Hq, Hkv, Lq, Lk, D;

@@ -66,6 +66,7 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
     if (s.nan & kNanK) n += "k";
     if (s.nan & kNanV) n += "v";
     if (s.nan & kNanMask) n += "m";
+    if (s.nan & kInfV) n += "_vinf";
   }
   return n;
 }
@@ -148,6 +149,14 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
   if (s.nan & kNanV) {
     vd[size_t((s.Lk / 3) * s.D + 5)] = nan;
     vd[size_t(std::max<int64_t>(0, s.Lk - 2) * s.D + s.D - 1)] = nan;
+  }
+  if (s.nan & kInfV) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const size_t a = size_t((s.Lk / 3) * s.D), z = size_t(std::max<int64_t>(0, s.Lk - 2) * s.D);
+    vd[a + 6] = inf;
+    vd[z + 6] = -inf;
+    vd[a + 7] = inf;
+    vd[z + 7] = inf;
   }
   const mto::Tensor q = tensor(qd, {s.B, s.Hq, s.Lq, s.D}, s.dtype);
   const mto::Shape kv_shape = {s.B, s.Hkv, s.Lk, s.D};
@@ -419,6 +428,9 @@ std::vector<Case> attention_cases() {
   add({1, 2, 1, 33, 33, 256, f32, KV::Dense, true, MaskKind::AdditiveHalf, {}, qkv | kNanMask});
   add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true, MaskKind::None, {}, kNanK | kNanV});
   add({2, 2, 1, 33, 129, 128, bf16, KV::E5M2, false, MaskKind::Bool, {}, qkv});
+  add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
+  add({2, 2, 2, 33, 300, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
+  add({1, 4, 2, 7, 300, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});  // split
   return cases;
 }
 

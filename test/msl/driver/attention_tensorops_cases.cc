@@ -80,6 +80,8 @@ std::vector<Case> attention_tensorops_cases() {
   add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true, MaskKind::None, {}, kNanK | kNanV});
   add({2, 2, 1, 33, 129, 128, bf16, KV::E5M2, false, MaskKind::Bool, {}, qkv});
   add({2, 2, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv});  // decode: split
+  add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
+  add({2, 2, 2, 33, 300, 256, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
   return cases;
 }
 
