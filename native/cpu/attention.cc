@@ -12,9 +12,9 @@
 //     l = l 2^(m - m') + rowsum P;  O = O 2^(m - m') + P V_tile          (gemm; float32 V in place)
 //   o = O / l; a row that saw no key (l == 0, m == -inf throughout) gives zeros, never NaN.
 // NaN/inf follow float arithmetic over the keys a row sees, and a hidden key (score -inf) is never
-// read (the rule: native/core/ops.h, check_attention). So the max propagates NaN, and the P V
-// product, where a hidden key's P = 0 still meets its V (0 * NaN = NaN), is redone without the
-// hidden keys for a row whose product is not finite.
+// read (the rule: native/core/ops.h, check_attention). So a NaN score poisons P, l and O (and m,
+// for the merge; softmax_row), and the P V product, where a hidden key's P = 0 still meets its V
+// (0 * NaN = NaN), is redone without the hidden keys for a row whose product is not finite.
 //
 // With few (batch, kv head, query block) tasks and many keys (decode), the keys are also split
 // across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines them.
