@@ -24,7 +24,9 @@
 // the same decoder the cpu backend uses.
 // Masked scores are -inf and exp2(-inf) = 0 is relied on (fully masked rows give zeros): the host
 // must compile this library without fast math (MTLCompileOptions.mathMode = safe), as the
-// harness does (-fno-fast-math).
+// harness does (-fno-fast-math); NaN follows the rule of check_attention (native/core/ops.h): the
+// decode kernels let NaN flow through float arithmetic row by row, the prefill kernel keeps its
+// 8x8 accumulators finite and writes NaN/inf at the end (see there).
 #include <metal_stdlib>
 
 #include "attention_common.h"
@@ -96,8 +98,8 @@ template <typename T, int KV, int D>
       float bias;
       if (!attn_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
       s += bias;
-      if (!(s > ninf)) continue;  // an additive -inf (or NaN) hides the key
-      const float m_new = max(m[r], s);
+      if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
+      const float m_new = attn_max_nan(m[r], s);  // NaN from now on: factor, pr, l and O are NaN
       const float factor = exp2(m[r] - m_new);  // m = -inf: 0
       const float pr = exp2(s - m_new);
       l[r] = l[r] * factor + pr;
@@ -121,7 +123,7 @@ template <typename T, int KV, int D>
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     float M = ninf;
-    for (int s = 0; s < NSG; ++s) M = max(M, tg_m[s][r]);
+    for (int s = 0; s < NSG; ++s) M = attn_max_nan(M, tg_m[s][r]);
     float f[NSG];
     float L = 0.0f;
     for (int s = 0; s < NSG; ++s) {
@@ -133,7 +135,7 @@ template <typename T, int KV, int D>
     for (uint d = tid; d < uint(D); d += 32u * NSG) {
       float O = 0.0f;
       for (int s = 0; s < NSG; ++s) O += tg_o[s][d] * f[s];
-      if (p.splits == 1) o[orow + d] = L > 0.0f ? O / L : 0.0f;
+      if (p.splits == 1) o[orow + d] = L == 0.0f ? 0.0f : O / L;  // L = 0: saw no key; NaN stays
       else part_o[prow * uint(D) + d] = O;
     }
     if (p.splits > 1 && tid == 0) {
@@ -166,7 +168,7 @@ template <typename T, int KV, int D>
     const uint head = kvh * uint(p.G) + uint(row / p.Lq);
     const uint i = uint(row % p.Lq);
     float M = ninf;
-    for (int s = 0; s < p.splits; ++s) M = max(M, part_ml[((base + uint(s)) * ROWS + uint(r)) * 2]);
+    for (int s = 0; s < p.splits; ++s) M = attn_max_nan(M, part_ml[((base + uint(s)) * ROWS + uint(r)) * 2]);
     float L = 0.0f;
     for (int s = 0; s < p.splits; ++s) {
       const ulong pr = (base + uint(s)) * ROWS + uint(r);
@@ -181,12 +183,27 @@ template <typename T, int KV, int D>
         const float ms = part_ml[pr * 2];
         if (ms != ninf) O += part_o[pr * D + d] * exp2(ms - M);
       }
-      o[orow + d] = L > 0.0f ? O / L : 0.0f;
+      o[orow + d] = L == 0.0f ? 0.0f : O / L;
     }
   }
 }
 
 // ---- prefill ------------------------------------------------------------------------------------
+// The accumulators are rescaled by diag(factor) as an 8x8 product, in which a NaN or inf of one row
+// would reach every row through 0 * NaN. So O stays finite: a row with a NaN or +inf score (m_run
+// NaN or +inf) gets P = 0 from then on and is written as NaN; V is staged with NaN/inf replaced by
+// 0, and for a tile that held one, each (row, column) records what the seen keys' non-finite
+// values made of it (float arithmetic: p * NaN, 0 * inf = NaN; +inf; -inf; both infs = NaN). An
+// inf whose weight only later rescales to 0 stays inf here (the cpu's O * 0 gives NaN there).
+#define ATTN_V_NAN 1u
+#define ATTN_V_POS_INF 2u
+#define ATTN_V_NEG_INF 4u
+
+inline float attn_v_nonfinite_value(uint bits) {
+  if ((bits & ATTN_V_NAN) != 0u || bits == (ATTN_V_POS_INF | ATTN_V_NEG_INF)) return as_type<float>(0x7fc00000u);
+  return bits == ATTN_V_POS_INF ? -attn_neg_inf() : attn_neg_inf();
+}
+
 template <typename T, int KV, int D>
 [[kernel]] void attention_prefill(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
@@ -209,6 +226,8 @@ template <typename T, int KV, int D>
   threadgroup float tile[BK][D];
   threadgroup float st[NSG][8][BK];   // this SIMD-group's scores, then probabilities
   threadgroup float dg[NSG][8][8];    // diag(row factors)
+  threadgroup uchar vbad[BQ][D];      // ATTN_V_* bits of each output element (0: finite)
+  threadgroup int v_nonfinite[1];     // the staged V tile held a NaN or inf
 
   const uint q0 = group.x * BQ, h = group.y, b = group.z;
   const uint kvh = h / uint(p.G);
@@ -221,6 +240,7 @@ template <typename T, int KV, int D>
   const int i = int(q0) + 8 * int(sg) + rr;
 
   for (uint e = lane; e < 64u; e += 32u) dg[sg][e / 8][e % 8] = 0.0f;
+  for (uint e = tid; e < uint(BQ * D); e += THREADS) vbad[e / uint(D)][e % uint(D)] = 0;
   for (uint e = tid; e < uint(BQ * D); e += THREADS) {
     const uint r = e / uint(D), d = e % uint(D);
     tile[r][d] = q0 + r < uint(p.Lq) ? float(q[(q_base + q0 + r) * uint(D) + d]) * p.scale_log2 : 0.0f;
@@ -240,6 +260,7 @@ template <typename T, int KV, int D>
   for (int k0 = 0; k0 < kend; k0 += BK) {
     // The previous tile (or Q) must be consumed before it is overwritten.
     threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (tid == 0) v_nonfinite[0] = 0;  // every thread has read the previous tile's flag
     for (uint e = tid; e < uint(BK * D); e += THREADS) {
       const uint r = e / uint(D), d = e % uint(D);
       const int j = k0 + int(r);
@@ -265,22 +286,22 @@ template <typename T, int KV, int D>
     for (int c = 0; c < 4; ++c) {
       float bias;
       const bool vis = attn_visible(p, mask, b, h, i, k0 + cq + c, bias);
-      const float s = st[sg][rr][cq + c] + bias;
-      sv[c] = vis && s > ninf ? s : ninf;
-      mx = max(mx, sv[c]);
+      sv[c] = vis ? st[sg][rr][cq + c] + bias : ninf;
+      mx = attn_max_nan(mx, sv[c]);
     }
-    mx = max(mx, simd_shuffle_xor(mx, ushort(1)));
-    mx = max(mx, simd_shuffle_xor(mx, ushort(2)));
-    const float m_new = max(m_run, mx);
+    mx = attn_max_nan(mx, simd_shuffle_xor(mx, ushort(1)));
+    mx = attn_max_nan(mx, simd_shuffle_xor(mx, ushort(2)));
+    const float m_new = attn_max_nan(m_run, mx);
+    const bool poisoned = isnan(m_new) || m_new == -ninf;  // the row is NaN: P = 0, O untouched
     float factor = 1.0f, psum = 0.0f;
-    if (m_new != ninf) {
+    if (m_new != ninf && !poisoned) {
       factor = exp2(m_run - m_new);
       for (int c = 0; c < 4; ++c) {
-        sv[c] = exp2(sv[c] - m_new);
+        sv[c] = sv[c] == ninf ? -0.0f : exp2(sv[c] - m_new);  // -0: hidden (attn_hidden_p)
         psum += sv[c];
       }
     } else {
-      for (int c = 0; c < 4; ++c) sv[c] = 0.0f;
+      for (int c = 0; c < 4; ++c) sv[c] = -0.0f;
     }
     psum += simd_shuffle_xor(psum, ushort(1));
     psum += simd_shuffle_xor(psum, ushort(2));
@@ -300,7 +321,12 @@ template <typename T, int KV, int D>
     for (uint e = tid; e < uint(BK * D); e += THREADS) {
       const uint r = e / uint(D), d = e % uint(D);
       const int j = k0 + int(r);
-      tile[r][d] = j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
+      float x = j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
+      if (!isfinite(x)) {
+        v_nonfinite[0] = 1;
+        x = 0.0f;
+      }
+      tile[r][d] = x;
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
     for (int t = 0; t < DT; ++t)
@@ -309,6 +335,19 @@ template <typename T, int KV, int D>
         simdgroup_load(vt, &tile[8 * jt][8 * t], D);
         simdgroup_multiply_accumulate(om[t], pm[jt], vt, om[t]);
       }
+    if (v_nonfinite[0] != 0) {  // rare: what the seen keys' NaN/inf V (staged as 0) make of O
+      for (uint e = lane; e < 8u * uint(D); e += 32u) {
+        const uint r = e / uint(D), d = e % uint(D);
+        uint bits = 0u;
+        for (int jj = 0; jj < BK; ++jj) {
+          const float pj = st[sg][r][jj];
+          if (k0 + jj >= p.Lk || attn_hidden_p(pj)) continue;
+          const float x = pj * attn_kv_load<KV>(v, v_scales, kv_base + uint(k0 + jj), d, uint(D));
+          if (!isfinite(x)) bits |= isnan(x) ? ATTN_V_NAN : x > 0.0f ? ATTN_V_POS_INF : ATTN_V_NEG_INF;
+        }
+        vbad[8u * sg + r][d] |= uchar(bits);
+      }
+    }
   }
 
   // o = O / l; a row that saw no key (l = 0) is zeros.
@@ -322,10 +361,13 @@ template <typename T, int KV, int D>
     simdgroup_multiply(om[t], fm, om[t]);
     simdgroup_store(om[t], &tile[8 * sg][8 * t], D);
   }
+  if (isnan(m_run) || m_run == -ninf)  // a NaN or +inf score: the whole row is NaN
+    for (uint d = uint(lane % 4); d < uint(D); d += 4u) vbad[8u * sg + uint(rr)][d] = uchar(ATTN_V_NAN);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint e = tid; e < uint(BQ * D); e += THREADS) {
     const uint r = e / uint(D), d = e % uint(D);
-    if (q0 + r < uint(p.Lq)) o[(q_base + q0 + r) * uint(D) + d] = tile[r][d];
+    const uint bits = uint(vbad[r][d]);
+    if (q0 + r < uint(p.Lq)) o[(q_base + q0 + r) * uint(D) + d] = bits == 0u ? tile[r][d] : attn_v_nonfinite_value(bits);
   }
 }
 

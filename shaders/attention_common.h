@@ -1,6 +1,8 @@
 // Helpers shared by the attention kernels of both tiers (shaders/attention.metal,
 // shaders/attention_tensorops.metal): K/V element loads (dense or mxfp8 decoded by mx_formats.h,
-// the decoder the cpu backend uses) and the visibility/additive-mask rule of one (query, key).
+// the decoder the cpu backend uses), the visibility/additive-mask rule of one (query, key), and the
+// NaN rule (native/core/ops.h, check_attention): a hidden key (score -inf) is never read, and over
+// the seen keys NaN and inf follow float arithmetic, row by row.
 #ifndef MTO_SHADERS_ATTENTION_COMMON_H
 #define MTO_SHADERS_ATTENTION_COMMON_H
 
@@ -14,6 +16,14 @@ using namespace metal;
 #define ATTN_LOG2E 1.44269504088896340736f
 
 inline float attn_neg_inf() { return as_type<float>(0xff800000u); }
+
+// max(m, s) that returns a NaN s (MSL's max may drop a NaN operand); a NaN m stays NaN. Either
+// argument order gives a NaN when one is NaN, so lanes that exchange maxima agree.
+inline float attn_max_nan(float m, float s) { return (s > m || isnan(s)) ? s : m; }
+
+// P of a key the row does not see is -0, told apart from a weight that underflowed to +0: a NaN V
+// of a hidden key must not reach the row, while 0 * NaN of a seen key must.
+inline bool attn_hidden_p(float p) { return p == 0.0f && signbit(p); }
 
 // Element type of the K/V buffers: q's dtype when dense, code bytes when mxfp8.
 template <typename T, int KV>
@@ -34,7 +44,8 @@ inline float attn_kv_load(device const S* src, device const uchar* scales, ulong
   return mto_decode_element(elem, uint(src[row * D + d])) * s;
 }
 
-// Whether query i of (b, h) may see key j, and the additive mask there (log2 domain).
+// Whether query i of (b, h) may see key j, and the additive mask there (log2 domain). An additive
+// -inf hides the key like a false bool mask (a NaN q.k must not turn it into a NaN score).
 inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* mask, uint b, uint h,
                          int i, int j, thread float& bias) {
   bias = 0.0f;
@@ -49,7 +60,7 @@ inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* 
   else if (p.mask_kind == ATTN_MASK_F16) add = float(((device const half*)mask)[idx]);
   else add = float(((device const bfloat*)mask)[idx]);
   bias = add * ATTN_LOG2E;
-  return true;
+  return add != attn_neg_inf();
 }
 
 #endif  // MTO_SHADERS_ATTENTION_COMMON_H

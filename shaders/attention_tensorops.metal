@@ -28,6 +28,11 @@
 // scale planes do not apply: a scaled right operand must be transposed (V is not) and the
 // quantized pairs are half x fp8, not float x fp8 (METAL.md). Masked scores are -inf and
 // exp2(-inf) = 0 is relied on: compile without fast math, as for attention.metal.
+// NaN (the rule of check_attention, native/core/ops.h): every per-row step here is element by
+// element, so NaN may flow through O; but reduce_rows' max need not propagate NaN, so a NaN score
+// enters it as +inf (which poisons the row the same way: exp2(inf - inf)), and a hidden key's P = 0
+// must not meet a NaN V in the P V product: V is staged with NaN/inf as 0, and for a tile that held
+// one the seen keys' non-finite products are added to O element by element.
 #include <metal_stdlib>
 
 #include "attention_common.h"
@@ -62,7 +67,26 @@ inline void attn_tops_rows_to_threadgroup(thread RT& rt, threadgroup float* fact
   for (int i = 0; i < rt.get_capacity(); ++i) {
     if (!rt.is_valid_element(i)) continue;
     const float x = rt[i];
-    factor[rt.get_multidimensional_index(i)[0]] = reciprocal ? (x > 0.0f ? 1.0f / x : 0.0f) : x;
+    factor[rt.get_multidimensional_index(i)[0]] = reciprocal ? (x == 0.0f ? 0.0f : 1.0f / x) : x;
+  }
+}
+
+// O[row, col0 + column] += P[row, jj] V[k0 + jj, col0 + column] over the nk keys of the tile that
+// the row sees (P not -0) and whose V is NaN or inf: the values the staged tile left out as 0.
+template <int KV, typename CT, typename S>
+inline void attn_tops_add_nonfinite_v(thread CT& cO, threadgroup const float* P, int ldp, device const S* v,
+                                      device const uchar* v_scales, ulong kv_row0, int nk, uint col0, uint D) {
+  for (int i = 0; i < cO.get_capacity(); ++i) {
+    if (!cO.is_valid_element(i)) continue;
+    const auto idx = cO.get_multidimensional_index(i);  // {column, row}
+    float add = 0.0f;
+    for (int jj = 0; jj < nk; ++jj) {
+      const float pj = P[idx[1] * ldp + jj];
+      if (attn_hidden_p(pj)) continue;
+      const float x = attn_kv_load<KV>(v, v_scales, kv_row0 + uint(jj), col0 + uint(idx[0]), D);
+      if (!isfinite(x)) add += pj * x;
+    }
+    cO[i] += add;
   }
 }
 
@@ -105,6 +129,7 @@ template <typename T, int KV, int D>
   threadgroup float stage[STAGE];
   threadgroup float ps[NSG][SR * LDP];  // P through threadgroup memory when it cannot go directly
   threadgroup float rowf[NSG][SR];      // per-row factors for O: rescale, then 1 / l
+  threadgroup int v_nonfinite[1];       // the staged V tile (either half) held a NaN or inf
 
   const uint q0 = group.x * BQ, h = group.y, b = group.z;
   const uint kvh = h / uint(p.G);
@@ -147,6 +172,7 @@ template <typename T, int KV, int D>
       const int dc = min(DC, D - d0);
       // The staged tiles of the previous step must be consumed before they are overwritten.
       threadgroup_barrier(mem_flags::mem_threadgroup);
+      if (tid == 0 && d0 == 0) v_nonfinite[0] = 0;  // every thread has read the previous tile's flag
       for (int e = tid; e < BQ * dc; e += THREADS) {
         const int r = e / dc, d = e % dc;
         const uint i = q0 + uint(r);
@@ -170,8 +196,8 @@ template <typename T, int KV, int D>
       const auto idx = cS.get_multidimensional_index(i);  // {key, row}
       float bias;
       const bool vis = attn_visible(p, mask, b, h, int(q0) + r0 + idx[1], k0 + idx[0], bias);
-      const float s = cS[i] + bias;
-      cS[i] = vis && s > ninf ? s : ninf;  // an additive -inf (or NaN) hides the key too
+      const float s = vis ? cS[i] + bias : ninf;  // an additive -inf hides the key (attn_visible)
+      cS[i] = isnan(s) ? -ninf : s;                // NaN as +inf: the row's max poisons it either way
     }
     auto cTileMax = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
     reduce_rows(cS, cTileMax, reduction_operation::max, ninf);
@@ -186,7 +212,7 @@ template <typename T, int KV, int D>
       if (!cS.is_valid_element(i)) continue;
       auto it = cS.get_iterator(i);
       const float m = *cM.map_iterator(it);
-      cS[i] = m == ninf ? 0.0f : exp2(cS[i] - m);
+      cS[i] = m == ninf || cS[i] == ninf ? -0.0f : exp2(cS[i] - m);  // -0: hidden (attn_hidden_p)
     }
     auto cTileSum = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
     reduce_rows(cS, cTileSum, reduction_operation::sum, 0.0f);
@@ -205,9 +231,14 @@ template <typename T, int KV, int D>
       for (int e = tid; e < BK * DV; e += THREADS) {
         const int r = e / DV, d = e % DV;
         const int j = k0 + r;
-        // Keys past Lk are zeros, not garbage: their P is 0, and 0 * NaN would not be.
-        stage[r * LDV + d] =
-            j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), uint(c * DV + d), uint(D)) : 0.0f;
+        // Keys past Lk are zeros, not garbage: their P is 0, and 0 * NaN would not be. NaN/inf:
+        // 0 as well, added back for the rows that see the key below.
+        float x = j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), uint(c * DV + d), uint(D)) : 0.0f;
+        if (!isfinite(x)) {
+          v_nonfinite[0] = 1;
+          x = 0.0f;
+        }
+        stage[r * LDV + d] = x;
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
       attn_staged_t tv(&stage[0], dextents<int32_t, 2>(DV, BK), array<int32_t, 2>{1, LDV});
@@ -222,6 +253,13 @@ template <typename T, int KV, int D>
         }
         if (c == 0) pv.run(tp, tv, cO0);
         else pv.run(tp, tv, cO1);
+      }
+      if (v_nonfinite[0] != 0) {  // rare: P through threadgroup memory, then O element by element
+        cS.store(tp);
+        simdgroup_barrier(mem_flags::mem_threadgroup);
+        const int nk = min(BK, p.Lk - k0);
+        if (c == 0) attn_tops_add_nonfinite_v<KV>(cO0, &ps[sg][0], LDP, v, v_scales, kv_base + uint(k0), nk, 0u, uint(D));
+        else attn_tops_add_nonfinite_v<KV>(cO1, &ps[sg][0], LDP, v, v_scales, kv_base + uint(k0), nk, uint(DV), uint(D));
       }
     }
   }

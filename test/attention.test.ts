@@ -163,3 +163,159 @@ describe('attention semantics', () => {
     expectClose(await o.toFloat32(), attentionRef(qq, kk, vv, dd, { causal: true }), 2e-5);
   });
 });
+
+// The NaN rule (native/core/ops.h, check_attention): float arithmetic over the keys a row sees;
+// keys hidden by causal, a bool mask or an additive -Infinity are never read.
+describe('attention NaN and inf semantics', () => {
+  type Opts = { causal?: boolean; mask?: { data: Float32Array | Uint8Array; shape: number[] } };
+  /** Runs attention and the float64 rule; requires the reference to hold both NaN and finite values. */
+  async function check(d: AttentionDims, q: Float32Array, k: Float32Array, v: Float32Array, opts: Opts = {},
+    what = '') {
+    const mask = opts.mask;
+    const isBool = mask?.data instanceof Uint8Array;
+    const maskAt = (b: number, h: number, i: number, j: number) => {
+      // the mask's shape, right-aligned to [B, Hq, Lq, Lk]; a dimension of 1 broadcasts
+      const shape = [1, 1, 1, 1, ...mask!.shape].slice(-4);
+      let at = 0;
+      [b, h, i, j].forEach((x, a) => { at = at * shape[a] + (shape[a] === 1 ? 0 : x); });
+      return mask!.data[at];
+    };
+    const want = attentionRef(q, k, v, d, {
+      causal: opts.causal,
+      ...(mask && isBool ? { allowed: (b, h, i, j) => maskAt(b, h, i, j) !== 0 } : {}),
+      ...(mask && !isBool ? { bias: (b, h, i, j) => maskAt(b, h, i, j) } : {}),
+    });
+    const o = await dev.attention(dev.tensor(q, [d.B, d.Hq, d.Lq, d.D]), dev.tensor(k, [d.B, d.Hkv, d.Lk, d.D]),
+      dev.tensor(v, [d.B, d.Hkv, d.Lk, d.D]), {
+        ...(opts.causal ? { causal: true } : {}),
+        ...(mask ? { mask: dev.tensor(mask.data, mask.shape, isBool ? 'bool' : 'float32') } : {}),
+      });
+    const got = await o.toFloat32();
+    expect(Array.from(want).some(Number.isNaN), `${what}: the reference has NaN`).toBe(true);
+    expect(Array.from(want).some(Number.isFinite), `${what}: the reference has finite values`).toBe(true);
+    expectClose(got, want, 2e-5, what);
+    return { got, want };
+  }
+  const at = (d: AttentionDims, b: number, h: number, i: number, L: number) => ((b * d.Hq + h) * L + i) * d.D;
+  const kvAt = (d: AttentionDims, b: number, hk: number, j: number) => ((b * d.Hkv + hk) * d.Lk + j) * d.D;
+
+  // Prefill (R > 8 rows per task: the gemm path) and decode (dot path); Lk over several 64-key tiles.
+  const shapes: [string, AttentionDims][] = [
+    ['prefill', { B: 2, Hq: 4, Hkv: 2, Lq: 21, Lk: 150, D: 64 }],
+    ['decode', { B: 1, Hq: 4, Hkv: 1, Lq: 2, Lk: 150, D: 32 }],
+  ];
+  for (const [kind, d] of shapes) {
+    const nq = d.B * d.Hq * d.Lq * d.D, nkv = d.B * d.Hkv * d.Lk * d.D;
+    const base = () => ({ q: randn(nq, 31), k: randn(nkv, 32), v: randn(nkv, 33) });
+
+    it(`${kind}: NaN in a q row poisons that row only; a fully masked NaN row stays zeros`, async () => {
+      const { q, k, v } = base();
+      q[at(d, 1 % d.B, 2, d.Lq - 1, d.Lq) + 5] = NaN;  // a row that sees keys
+      q[at(d, 0, 1, 0, d.Lq)] = NaN;                    // row 0: hidden from every key by the mask
+      const mask = new Uint8Array(d.Lq * d.Lk).fill(1);
+      mask.fill(0, 0, d.Lk);
+      const { got } = await check(d, q, k, v, { mask: { data: mask, shape: [d.Lq, d.Lk] } }, 'q NaN');
+      const row0 = got.subarray(at(d, 0, 1, 0, d.Lq), at(d, 0, 1, 0, d.Lq) + d.D);
+      expect(Array.from(row0).every((x) => x === 0)).toBe(true);
+    });
+
+    it(`${kind}: NaN in a K row poisons the rows that see it, not those causal or the mask hide it from`, async () => {
+      const { q, k, v } = base();
+      const jc = d.Lk - d.Lq + Math.floor(d.Lq / 2);  // causal: seen by the later half of the queries
+      k[kvAt(d, 0, 0, jc) + 3] = NaN;
+      const jm = 70;                                   // seen by every row but hidden by the mask from even ones
+      k[kvAt(d, d.B - 1, d.Hkv - 1, jm)] = NaN;
+      const mask = new Uint8Array(d.Lq * d.Lk).fill(1);
+      for (let i = 0; i < d.Lq; i += 2) mask[i * d.Lk + jm] = 0;
+      await check(d, q, k, v, { causal: true, mask: { data: mask, shape: [d.Lq, d.Lk] } }, 'K NaN');
+    });
+
+    it(`${kind}: NaN in V poisons its column of the rows that see the key, even at weight 0`, async () => {
+      const { q, k, v } = base();
+      const jc = d.Lk - d.Lq + 1;  // causal: hidden from query 0 only, inside a visited tile
+      v[kvAt(d, 0, 0, jc) + 7] = NaN;
+      const jm = 100;              // hidden by the mask from even rows
+      v[kvAt(d, d.B - 1, 0, jm) + 2] = NaN;
+      const jw = 20;               // seen by all, weight ~0: the score is pushed far below the max
+      v[kvAt(d, 0, d.Hkv - 1, jw) + 11] = NaN;
+      const bias = new Float32Array(d.Lq * d.Lk);
+      for (let i = 0; i < d.Lq; i++) {
+        if (i % 2 === 0) bias[i * d.Lk + jm] = -Infinity;
+        bias[i * d.Lk + jw] = -1e4;
+      }
+      const { got } = await check(d, q, k, v, { causal: true, mask: { data: bias, shape: [d.Lq, d.Lk] } }, 'V NaN');
+      // only column 7 / 2 / 11 of a row may be NaN
+      for (let x = 0; x < got.length; x++)
+        if (Number.isNaN(got[x])) expect([7, 2, 11]).toContain(x % d.D);
+    });
+
+    it(`${kind}: a NaN or +Infinity in an additive mask poisons its row; -Infinity hides a NaN key`, async () => {
+      const { q, k, v } = base();
+      const bias = randn(d.B * d.Hq * d.Lq * d.Lk, 34);
+      bias[((1 % d.B) * d.Hq + 1) * d.Lq * d.Lk + 1 * d.Lk + 40] = NaN;
+      bias[(0 * d.Hq + 3) * d.Lq * d.Lk + (d.Lq - 1) * d.Lk + 140] = Infinity;
+      const jn = 90;  // NaN K and V, hidden from every row by -Infinity
+      k[kvAt(d, 0, 0, jn)] = NaN;
+      v[kvAt(d, 0, 0, jn) + 1] = NaN;
+      for (let bh = 0; bh < d.B * d.Hq; bh++) for (let i = 0; i < d.Lq; i++) bias[(bh * d.Lq + i) * d.Lk + jn] = -Infinity;
+      await check(d, q, k, v, { mask: { data: bias, shape: [d.B, d.Hq, d.Lq, d.Lk] } }, 'mask NaN');
+    });
+  }
+
+  it('inf in V: +Infinity where seen with weight > 0, NaN where +inf meets -inf, nothing where hidden', async () => {
+    const d: AttentionDims = { B: 1, Hq: 2, Hkv: 1, Lq: 21, Lk: 150, D: 32 };
+    const q = randn(2 * 21 * 32, 61), k = randn(150 * 32, 62), v = randn(150 * 32, 63);
+    v[40 * 32 + 6] = Infinity;   // seen by every row
+    v[140 * 32 + 6] = -Infinity; // seen by rows i >= 11 (causal): column 6 NaN there, +inf before
+    v[145 * 32 + 9] = Infinity;  // seen by rows i >= 16
+    q[5 * 32] = NaN;             // head 0, row 5
+    const { got } = await check(d, q, k, v, { causal: true }, 'V inf');
+    expect(got[(2 * 32) + 6]).toBe(Infinity);
+    expect(Number.isNaN(got[(12 * 32) + 6])).toBe(true);
+    expect(got[(17 * 32) + 9]).toBe(Infinity);
+    expect(Number.isFinite(got[(15 * 32) + 9])).toBe(true);
+  });
+
+  it('a tile whose only seen key has a NaN K, alone and as one split of a long decode', async () => {
+    for (const Lk of [150, 1500]) {
+      const d: AttentionDims = { B: 1, Hq: 4, Hkv: 2, Lq: 1, Lk, D: 64 };
+      const q = randn(4 * 64, 71), k = randn(2 * Lk * 64, 72), v = randn(2 * Lk * 64, 73);
+      const j = Lk - 10;
+      k[j * 64 + 3] = NaN;  // kv head 0
+      const mask = new Uint8Array(Lk);
+      mask[j] = 1;          // the row sees only the NaN key: its tile (or split) starts from m = -inf
+      const { got } = await check(d, q, k, v, { mask: { data: mask, shape: [1, 1, 1, Lk] } }, `Lk ${Lk}`);
+      expect(got.subarray(0, 2 * 64).every(Number.isNaN)).toBe(true);
+    }
+  });
+
+  it('split decode (Lq = 1, Lk = 1500): NaN K and V in one split poison the merge', async () => {
+    const d: AttentionDims = { B: 1, Hq: 4, Hkv: 2, Lq: 1, Lk: 1500, D: 64 };
+    const q = randn(4 * 64, 41), k = randn(2 * 1500 * 64, 42), v = randn(2 * 1500 * 64, 43);
+    q[2 * 64 + 9] = NaN;        // head 2
+    v[1200 * 64 + 4] = NaN;     // column 4 of heads 0 and 1 (kv head 0)
+    await check(d, q, k, v, { causal: true }, 'split V NaN');
+    k[700 * 64] = NaN;          // heads 0 and 1
+    v[1200 * 64 + 4] = 0;
+    const { got } = await check(d, q, k, v, { causal: true }, 'split K NaN');
+    expect(got.subarray(0, 2 * 64).every(Number.isNaN)).toBe(true);
+  });
+
+  for (const format of ['mxfp8', 'mxfp8_e5m2'] as const) {
+    it(`${format} K/V: a NaN block (scale byte 0xFF) poisons like a NaN value`, async () => {
+      const d: AttentionDims = { B: 1, Hq: 2, Hkv: 1, Lq: 12, Lk: 80, D: 64 };
+      const q = randn(2 * 12 * 64, 51), k = randn(80 * 64, 52), v = randn(80 * 64, 53);
+      k[75 * 64 + 40] = NaN;  // block 1 of key 75: seen by the last 7 queries (causal)
+      v[72 * 64 + 3] = NaN;   // block 0 of value 72
+      const kq = await dev.quantize(dev.tensor(k, [1, 1, 80, 64]), { format });
+      const vq = await dev.quantize(dev.tensor(v, [1, 1, 80, 64]), { format });
+      const kd = await (await kq.dequantize()).toFloat32();
+      const vd = await (await vq.dequantize()).toFloat32();
+      expect(Number.isNaN(kd[75 * 64 + 33]) && Number.isNaN(vd[72 * 64 + 31])).toBe(true);  // whole blocks
+      const want = attentionRef(q, kd, vd, d, { causal: true });
+      expect(Array.from(want).some(Number.isNaN) && Array.from(want).some(Number.isFinite)).toBe(true);
+      const o = await dev.attention(dev.tensor(q, [1, 2, 12, 64]), kq, vq, { causal: true });
+      expectClose(await o.toFloat32(), want, 2e-5);
+    });
+  }
+});

@@ -35,6 +35,17 @@ struct MatmulParams {
 MatmulParams check_matmul(const Tensor& a, const Tensor& b);
 
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v, FlashAttention semantics of API.md.
+// NaN and inf, identical on every backend and kernel: a key that query row i does not see (hidden
+// by causal, a false bool mask or an additive -inf: any score of -inf) is never read, so a NaN in
+// its K or V changes nothing (unlike PyTorch's math path, where NaN + -inf and 0 * NaN are NaN;
+// FlashAttention kernels skip hidden tiles, so only this rule is tile-independent). Over the keys
+// row i sees, plain float arithmetic (PyTorch's math path in float): a NaN in q row i, in a seen
+// K row, or in the additive mask of a seen key makes row i all NaN, and so does a +inf score
+// (exp(inf - inf)); a NaN in V[j][c] makes o[i][c] NaN for every row i that sees key j, even when
+// its weight rounds to 0 (0 * NaN = NaN); an inf in V gives inf, or NaN where +inf meets -inf or a
+// zero weight (not pinned down: whether a weight reaches 0 in the online rescale depends on the
+// kernel's exp2; the simdgroup-tier prefill keeps the inf). An mxfp8 block with scale byte 0xFF (or a NaN code) decodes to NaN and counts as
+// NaN. A row that sees no key is zeros, whatever its q holds.
 struct AttentionParams {
   int64_t B = 0, Hq = 0, Hkv = 0, Lq = 0, Lk = 0, D = 0;
   float scale = 0.f;

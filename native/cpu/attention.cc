@@ -11,6 +11,10 @@
 //     causal / mask -> -inf or + mask; m' = max(m, rowmax S); P = 2^(S - m')
 //     l = l 2^(m - m') + rowsum P;  O = O 2^(m - m') + P V_tile          (gemm; float32 V in place)
 //   o = O / l; a row that saw no key (l == 0, m == -inf throughout) gives zeros, never NaN.
+// NaN/inf follow float arithmetic over the keys a row sees, and a hidden key (score -inf) is never
+// read (the rule: native/core/ops.h, check_attention). So a NaN score poisons P, l and O (and m,
+// for the merge; softmax_row), and the P V product, where a hidden key's P = 0 still meets its V
+// (0 * NaN = NaN), is redone without the hidden keys for a row whose product is not finite.
 //
 // With few (batch, kv head, query block) tasks and many keys (decode), the keys are also split
 // across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines them.
@@ -39,6 +43,12 @@ constexpr int64_t kTileK = 64;      // keys per K/V tile (a multiple of kNR)
 constexpr int64_t kTaskRows = 128;  // query rows (heads x queries) per task: reuse of a K/V tile
 constexpr float kLog2e = 1.44269504088896340736f;
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// max(a, b) that returns a NaN b (std::max drops it); a NaN a stays.
+MTO_INLINE float max_nan(float a, float b) { return (b > a || b != b) ? b : a; }
+
+// P of a key the row does not see: -0, told apart from an underflowed weight (+0) by pv_tile.
+MTO_INLINE bool hidden_p(float p) { return p == 0.f && std::signbit(p); }
 
 inline int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
@@ -103,12 +113,13 @@ struct Plan {
 // Per-thread scratch, allocated once per parallel_for chunk; buffers a call does not need stay
 // empty (float32 K/V are read in place).
 struct Scratch {
-  std::vector<float> q, kt, ktmp, vt, s, o, m, l, masktmp;
+  std::vector<float> q, kt, ktmp, vt, s, o, pv, m, l, masktmp;
   explicit Scratch(const Plan& pl);
 };
 
 // Scores of one row of a tile get -inf where the bool mask is false, or the additive mask (times
-// log2(e): scores are in the log2 domain). tmp: room for n floats.
+// log2(e): scores are in the log2 domain); an additive -inf hides the key like a false bool, even
+// from a NaN score. tmp: room for n floats.
 MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t n,
                                float* __restrict s, float* __restrict tmp) {
   const int64_t sj = pl.p->mask_stride[3];
@@ -121,17 +132,18 @@ MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t
   const char* mk = static_cast<const char*>(pl.mask) + size_t(base + j0 * sj) * es;
   if (sj == 1) {  // a contiguous span: one bulk conversion
     to_float32(pl.mask_dtype, mk, tmp, size_t(n));
-    for (int64_t j = 0; j < n; ++j) s[j] += tmp[j] * kLog2e;
+    for (int64_t j = 0; j < n; ++j) s[j] = tmp[j] == kNegInf ? kNegInf : s[j] + tmp[j] * kLog2e;
   } else {        // broadcast along keys (sj == 0) or strided
     for (int64_t j = 0; j < n; ++j) to_float32(pl.mask_dtype, mk + size_t(j * sj) * es, tmp + j, 1);
-    for (int64_t j = 0; j < n; ++j) s[j] += tmp[j] * kLog2e;
+    for (int64_t j = 0; j < n; ++j) s[j] = tmp[j] == kNegInf ? kNegInf : s[j] + tmp[j] * kLog2e;
   }
 }
 
 // Online-softmax update of one row for one tile of nc scores (keys past the tile are -inf already).
-// Returns false when the row has still seen no key (its P row is left all zero). The max ignores
-// NaN scores, so a tile of only NaN and -inf would look fully masked: l is made NaN instead, and
-// the row's output is NaN as it would be without the online rewrite.
+// Returns false when the row has still seen no key (its P row is left all hidden). A NaN score
+// gives NaN P, l and O (exp2(NaN - m)); the tile's max skips it (std::max: vectorises), so a tile
+// of only NaN and hidden scores is caught below, and m is made NaN too: a poisoned split must
+// poison the merge.
 MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
                             float* __restrict orow, int64_t Dp) {
   float mx[kNR];
@@ -140,11 +152,11 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
     for (int c = 0; c < kNR; ++c) mx[c] = std::max(mx[c], s[j + c]);
   float tmax = kNegInf;
   for (int c = 0; c < kNR; ++c) tmax = std::max(tmax, mx[c]);
-  const float m_new = std::max(*m, tmax);
+  const float m_new = max_nan(*m, tmax);  // a NaN m stays
   if (m_new == kNegInf) {  // nothing visible yet: exp2(-inf - -inf) would be NaN
     for (int64_t j = 0; j < nc; ++j) {
-      if (s[j] != s[j]) *l = std::numeric_limits<float>::quiet_NaN();
-      s[j] = 0.f;
+      if (s[j] != s[j]) *m = *l = std::numeric_limits<float>::quiet_NaN();
+      s[j] = -0.f;
     }
     return false;
   }
@@ -152,8 +164,9 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
   for (int c = 0; c < kNR; ++c) sum[c] = 0.f;
   for (int64_t j = 0; j < nc; j += kNR)
     for (int c = 0; c < kNR; ++c) {
-      const float e = exp2_nonpos(s[j + c] - m_new);
-      s[j + c] = e;
+      const float x = s[j + c];
+      const float e = exp2_nonpos(x - m_new);  // 0 for a hidden key (NaN once m is NaN)
+      s[j + c] = x == kNegInf ? -0.f : e;
       sum[c] += e;
     }
   float tsum = 0.f;
@@ -166,6 +179,38 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
   }
   *l += tsum;
   return true;
+}
+
+// O += P V for one tile: the gemm into T, then a row whose product is not finite (a NaN or inf in
+// V or P) is recomputed from the keys it sees, since a hidden key's P = -0 times a NaN V is NaN.
+template <int MR, int W>
+MTO_INLINE void pv_tile(int64_t R, int64_t n, int64_t Dp, const float* __restrict P, int64_t ldp,
+                        const float* __restrict V, int64_t ldv, float* __restrict T,
+                        float* __restrict O) {
+  if (R <= kDotRows) {  // decode: pv's independent accumulator chains (attention_tile.h)
+    std::fill(T, T + R * Dp, 0.f);
+    pv<W>(R, n, Dp, P, ldp, V, ldv, T, Dp);
+  } else {
+    gemm<MR, W>(R, Dp, n, P, ldp, V, ldv, T, Dp, false);
+  }
+  for (int64_t r = 0; r < R; ++r) {
+    float* t = T + r * Dp;
+    float* orow = O + r * Dp;
+    float probe[kNR] = {};  // NaN iff some t[d] is NaN or inf (kNR chains: vectorises)
+    for (int64_t d = 0; d < Dp; d += kNR)
+      for (int c = 0; c < kNR; ++c) probe[c] += t[d + c] * 0.f;
+    float bad = 0.f;
+    for (int c = 0; c < kNR; ++c) bad += probe[c];
+    if (bad != bad) {
+      const float* prow = P + r * ldp;
+      std::fill(t, t + Dp, 0.f);
+      for (int64_t j = 0; j < n; ++j) {
+        if (hidden_p(prow[j])) continue;
+        for (int64_t d = 0; d < Dp; ++d) t[d] += prow[j] * V[j * ldv + d];
+      }
+    }
+    for (int64_t d = 0; d < Dp; ++d) orow[d] += t[d];
+  }
 }
 
 // One task: query block qb of kv head kvh in batch b, keys of split `split`.
@@ -263,10 +308,7 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       V = sc.vt.data();
       ldv = Dp;
     }
-    if (R <= kDotRows)
-      pv<W>(R, n, Dp, S, kTileK, V, ldv, O, Dp);
-    else
-      gemm<MR, W>(R, Dp, n, S, kTileK, V, ldv, O, Dp, true);
+    pv_tile<MR, W>(R, n, Dp, S, kTileK, V, ldv, sc.pv.data(), O);
   }
 
   if (pl.nsplit == 1) {
@@ -298,6 +340,7 @@ Scratch::Scratch(const Plan& pl) {
     if (!(pl.v->is_f32() && pl.Dp == D)) vt.assign(size_t(kTileK * pl.Dp), 0.f);  // [D, Dp) stays 0
     s.resize(size_t(pl.Rmax * kTileK));
     o.resize(size_t(pl.Rmax * pl.Dp));
+    pv.resize(size_t(pl.Rmax * pl.Dp));
     m.resize(size_t(pl.Rmax));
     l.resize(size_t(pl.Rmax));
     if (pl.mask) masktmp.resize(size_t(kTileK));
@@ -358,17 +401,13 @@ void merge_splits(const Plan& pl, int64_t task0) {
     const int64_t g = r / nq, i = i0 + r % nq, h = kvh * pl.G + g;
     float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
     float M = kNegInf, L = 0.f;
+    for (int64_t s = 0; s < pl.nsplit; ++s) M = max_nan(M, base[s * pl.partial_stride() + r]);
+    for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
+    if (M == kNegInf) continue;  // no key seen: zeros
     for (int64_t s = 0; s < pl.nsplit; ++s) {
       const float* part = base + s * pl.partial_stride();
-      M = std::max(M, part[r]);
-      if (part[pl.Rmax + r] != part[pl.Rmax + r]) L = part[pl.Rmax + r];  // NaN (see softmax_row)
-    }
-    for (int64_t d = 0; d < D; ++d) dst[d] = M == kNegInf ? L : 0.f;  // no key seen: 0 (or NaN)
-    if (M == kNegInf) continue;
-    for (int64_t s = 0; s < pl.nsplit; ++s) {
-      const float* part = base + s * pl.partial_stride();
-      if (part[r] == kNegInf && part[pl.Rmax + r] == 0.f) continue;
-      const float w = exp2_nonpos(part[r] - M);
+      if (part[r] == kNegInf) continue;  // this split saw no key: l = 0, O = 0
+      const float w = exp2_nonpos(part[r] - M);  // NaN when M is (a NaN split poisons the row)
       L += w * part[pl.Rmax + r];
       const float* os = part + 2 * pl.Rmax + r * Dp;
       for (int64_t d = 0; d < D; ++d) dst[d] += w * os[d];

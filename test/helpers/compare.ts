@@ -1,7 +1,7 @@
 // Numeric comparisons used by the suites.
 import { expect } from 'vitest';
 
-/** Asserts max |got - want| <= tol * (1 + |want|) elementwise; NaN must match NaN. */
+/** Asserts max |got - want| <= tol * (1 + |want|) elementwise; NaN must match NaN, an infinity itself. */
 export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: number, what = ''): void {
   expect(got.length, `${what} length`).toBe(want.length);
   let worst = 0;
@@ -12,6 +12,7 @@ export function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol
       expect(Number.isNaN(g), `${what}[${i}]: got ${g}, want ${w}`).toBe(Number.isNaN(w));
       continue;
     }
+    if (g === w) continue;  // also equal infinities (inf - inf is NaN)
     const excess = Math.abs(g - w) / (1 + Math.abs(w));
     if (!(excess <= worst)) {
       worst = excess;

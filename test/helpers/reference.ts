@@ -20,7 +20,10 @@ export interface AttentionDims {
 
 /**
  * Reference SDPA in float64. allowed(b, h, i, j) says whether query i may see key j; bias(b, h, i, j)
- * is added to the score. A row that sees no key is zeros.
+ * is added to the score. The NaN rule of check_attention (native/core/ops.h): a key hidden by
+ * causal, the bool mask or an additive -Infinity (any score of -Infinity) is never read; over the
+ * keys a row sees, plain float arithmetic: the max propagates NaN, and every seen key multiplies its
+ * V even when its weight is 0 (0 * NaN = NaN). A row that sees no key is zeros.
  */
 export function attentionRef(q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>,
   d: AttentionDims, opts: {
@@ -40,18 +43,19 @@ export function attentionRef(q: ArrayLike<number>, k: ArrayLike<number>, v: Arra
       let max = -Infinity;
       for (let j = 0; j < Lk; j++) {
         const ok = (!opts.causal || j <= i + Lk - Lq) && (!opts.allowed || opts.allowed(b, h, i, j));
-        if (!ok) { s[j] = -Infinity; continue; }
+        const bias = opts.bias ? opts.bias(b, h, i, j) : 0;
+        if (!ok || bias === -Infinity) { s[j] = -Infinity; continue; }
         const ko = ((b * Hkv + hk) * Lk + j) * D;
         let dot = 0;
         for (let c = 0; c < D; c++) dot += q[qo + c] * k[ko + c];
-        s[j] = dot * scale + (opts.bias ? opts.bias(b, h, i, j) : 0);
-        if (s[j] > max) max = s[j];
+        s[j] = dot * scale + bias;
+        if (s[j] > max || Number.isNaN(s[j])) max = s[j];
       }
       if (max === -Infinity) continue;  // sees no key: zeros
       let sum = 0;
-      for (let j = 0; j < Lk; j++) { s[j] = s[j] === -Infinity ? 0 : Math.exp(s[j] - max); sum += s[j]; }
+      for (let j = 0; j < Lk; j++) { if (s[j] !== -Infinity) { s[j] = Math.exp(s[j] - max); sum += s[j]; } }
       for (let j = 0; j < Lk; j++) {
-        if (s[j] === 0) continue;
+        if (s[j] === -Infinity) continue;  // hidden: never read
         const p = s[j] / sum;
         const vo = ((b * Hkv + hk) * Lk + j) * D;
         for (let c = 0; c < D; c++) o[qo + c] += p * v[vo + c];

@@ -108,6 +108,19 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
+  it('attention NaN rule (native/core/ops.h): NaN in q, K, V and the additive mask, NaN exactly where the cpu has it, in decode, split decode + merge and prefill on both tiers', () => {
+    const nan = [...group('attention/'), ...group('attention-tensorops/')].filter((c) => c.name.includes('/nan_'));
+    expect(failures(nan)).toEqual([]);
+    const has = (pred: (c: CaseResult) => boolean, what: string) => expect(nan.some(pred), what).toBe(true);
+    has((c) => c.name.startsWith('attention/decode/') && !c.kernel?.includes('+'), 'one-pass decode');
+    has((c) => c.name.startsWith('attention/decode/') && !!c.kernel?.endsWith('+attention_merge'), 'split decode');
+    has((c) => c.name.startsWith('attention/prefill/'), 'simdgroup prefill');
+    has((c) => c.name.startsWith('attention-tensorops/prefill/'), 'tensorops prefill');
+    for (const tag of ['/nan_qkv', 'm', '_vinf', '/mask_bool', '/mask_add', '/mxfp8/', '/mxfp8_e5m2/', '/causal']) {
+      has((c) => tag === 'm' ? /\/nan_[qkv]*m(_|$)/.test(c.name) : c.name.includes(tag), tag);
+    }
+  });
+
   it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
     const cases = group('linear-tensorops/');
     expect(failures(cases)).toEqual([]);

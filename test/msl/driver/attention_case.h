@@ -15,6 +15,15 @@ namespace mtoh_driver {
 enum class KV { Dense, E4M3, E5M2 };
 enum class MaskKind { None, Bool, Additive, AdditiveHalf, AdditiveBF16, HeadKeys };
 
+// NaN planted in the inputs (bits; the rule: native/core/ops.h, check_attention). Q: one row. K:
+// the last key (hidden by causal from all but the last query) and, when there is more than one
+// (batch, kv head), the middle one. V: one element
+// of the key at Lk/3 (its additive mask, if any, is -1e4 for the last query: weight 0) and of the
+// key Lk - 2. Mask: one additive value. Always batch 0 / kv head 0, so other heads stay finite.
+// InfV: +inf in column 6 of the key at Lk/3 and -inf in the same column of the key Lk - 2, +inf in
+// column 7 of both: +inf, NaN where the two meet, or nothing where the row sees neither.
+enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8, kInfV = 16 };
+
 struct AttnShape {
   int64_t B, Hq, Hkv, Lq, Lk, D;
   mto::DType dtype = mto::DType::Float32;
@@ -22,13 +31,15 @@ struct AttnShape {
   bool causal = false;
   MaskKind mask = MaskKind::None;
   std::optional<float> scale;
+  int nan = 0;  // NanIn bits
 };
 
-// "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale]".
+// "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]".
 std::string attention_case_name(const AttnShape& s, const char* prefix);
 
 // Runs the plan of `tier` for s in the harness (both passes) and compares o with the cpu backend:
-// max |o - ref| <= 2e-5 (1 + |ref|) for float32 q, 3e-3 (1 + |ref|) for float16/bfloat16 q.
+// max |o - ref| <= 2e-5 (1 + |ref|) for float32 q, 3e-3 (1 + |ref|) for float16/bfloat16 q; NaN
+// exactly where the cpu has NaN (a NaN case whose reference is not a mix of NaN and finite fails).
 CaseResult run_attention_case(const AttnShape& s, const std::string& name, const std::string& variant,
                               mto::Tier tier);
 

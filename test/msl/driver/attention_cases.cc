@@ -60,6 +60,14 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
   if (s.mask == MaskKind::AdditiveBF16) n += "/mask_add_bf16";
   if (s.mask == MaskKind::HeadKeys) n += "/mask_bool_heads";
   if (s.scale) n += "/scale";
+  if (s.nan) {
+    n += "/nan_";
+    if (s.nan & kNanQ) n += "q";
+    if (s.nan & kNanK) n += "k";
+    if (s.nan & kNanV) n += "v";
+    if (s.nan & kNanMask) n += "m";
+    if (s.nan & kInfV) n += "_vinf";
+  }
   return n;
 }
 
@@ -129,10 +137,29 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
                               mto::Tier tier) {
   const uint64_t seed = seed_of(name);
   // q at twice unit scale, so the running max changes from key to key and the rescale matters.
-  const mto::Tensor q = tensor(normal_data(s.B * s.Hq * s.Lq * s.D, seed, 2.0f), {s.B, s.Hq, s.Lq, s.D}, s.dtype);
+  std::vector<float> qd = normal_data(s.B * s.Hq * s.Lq * s.D, seed, 2.0f);
+  std::vector<float> kd = normal_data(s.B * s.Hkv * s.Lk * s.D, seed + 1);
+  std::vector<float> vd = normal_data(s.B * s.Hkv * s.Lk * s.D, seed + 2);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  if (s.nan & kNanQ) qd[size_t(((s.Hq - 1) * s.Lq + s.Lq / 2) * s.D + 1)] = nan;  // batch 0, last head
+  if (s.nan & kNanK) {
+    kd[size_t((s.Lk - 1) * s.D + s.D / 2)] = nan;
+    if (s.B * s.Hkv > 1) kd[size_t((s.Lk / 2) * s.D)] = nan;  // else every row would see it
+  }
+  if (s.nan & kNanV) {
+    vd[size_t((s.Lk / 3) * s.D + 5)] = nan;
+    vd[size_t(std::max<int64_t>(0, s.Lk - 2) * s.D + s.D - 1)] = nan;
+  }
+  if (s.nan & kInfV) {
+    const float inf = std::numeric_limits<float>::infinity();
+    const size_t a = size_t((s.Lk / 3) * s.D), z = size_t(std::max<int64_t>(0, s.Lk - 2) * s.D);
+    vd[a + 6] = inf;
+    vd[z + 6] = -inf;
+    vd[a + 7] = inf;
+    vd[z + 7] = inf;
+  }
+  const mto::Tensor q = tensor(qd, {s.B, s.Hq, s.Lq, s.D}, s.dtype);
   const mto::Shape kv_shape = {s.B, s.Hkv, s.Lk, s.D};
-  const std::vector<float> kd = normal_data(s.B * s.Hkv * s.Lk * s.D, seed + 1);
-  const std::vector<float> vd = normal_data(s.B * s.Hkv * s.Lk * s.D, seed + 2);
   const mto::Tensor kdense = tensor(kd, kv_shape, s.kv == KV::Dense ? s.dtype : DType::Float32);
   const mto::Tensor vdense = tensor(vd, kv_shape, s.kv == KV::Dense ? s.dtype : DType::Float32);
   mto::cpu::ThreadPool pool(1);
@@ -167,6 +194,9 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
     std::vector<float> mv = normal_data(s.B * s.Lq * s.Lk, seed + 4, 2.0f);
     for (float& x : mv)
       if (rng.uniform() < 0.1f) x = -std::numeric_limits<float>::infinity();
+    const size_t last = size_t((s.Lq - 1) * s.Lk);  // batch 0, the last query's row
+    if (s.nan & kNanV) mv[last + size_t(s.Lk / 3)] = -1e4f;
+    if (s.nan & kNanMask) mv[last - size_t(s.Lq > 1 ? s.Lk : 0) + size_t(s.Lk / 4)] = nan;
     mask = tensor(mv, {s.B, 1, s.Lq, s.Lk},
                   s.mask == MaskKind::Additive       ? DType::Float32
                   : s.mask == MaskKind::AdditiveHalf ? DType::Float16
@@ -176,6 +206,17 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
   const mto::AttentionParams ap = mto::check_attention(qo, ko, vo, s.scale, s.causal, mask_ptr);
   std::vector<float> ref(size_t(s.B * s.Hq * s.Lq * s.D));
   mto::cpu::attention(pool, qo, ko, vo, ap, ref.data());
+  if (s.nan) {  // a NaN case must be able to tell rows (or columns) apart
+    size_t nans = 0;
+    for (float x : ref) nans += std::isnan(x) ? 1 : 0;
+    if (nans == 0 || nans == ref.size()) {
+      CaseResult r;
+      r.op = "attention";
+      r.error_kind = "bad_case";
+      r.message = nans == 0 ? "the cpu reference has no NaN" : "the cpu reference is all NaN";
+      return r;
+    }
+  }
 
   std::map<Arg, Bytes> inputs = {{Arg::Q, bytes_of(*q.buffer)}};
   if (s.kv == KV::Dense) {
@@ -370,6 +411,26 @@ std::vector<Case> attention_cases() {
       add({1, 4, 1, Lq, Lk, 128, f16, KV::Dense, Lq > Lk});
       add({1, 2, 1, Lq, Lk, 64, f32, (Lq + Lk) % 2 ? KV::E4M3 : KV::E5M2, Lq <= Lk, MaskKind::None});
     }
+  // NaN in q, K, V and the additive mask (the rule of check_attention): NaN exactly where the cpu
+  // has it. Hidden NaN keys inside visited tiles (causal diagonal, bool mask, additive -inf), a V
+  // NaN at weight 0, split decode, mxfp8 blocks with scale byte 0xFF.
+  const int qkv = kNanQ | kNanK | kNanV;
+  add({2, 4, 2, 1, 129, 64, f32, KV::Dense, true, MaskKind::HeadKeys, {}, qkv});
+  add({1, 8, 2, 7, 33, 128, f32, KV::Dense, true, MaskKind::None, {}, kNanK | kNanV});
+  add({2, 2, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv});  // split
+  add({1, 8, 2, 1, 300, 128, f32, KV::Dense, false, MaskKind::Additive, {}, kNanK | kNanV});
+  add({1, 4, 2, 7, 300, 64, f32, KV::Dense, false, MaskKind::Additive, {}, kNanV | kNanMask});
+  add({1, 4, 2, 7, 300, 80, f16, KV::Dense, true, MaskKind::None, {}, qkv});   // split, f16
+  add({2, 8, 1, 1, 129, 128, f32, KV::E5M2, false, MaskKind::None, {}, kNanV});
+  add({1, 2, 1, 33, 129, 80, f32, KV::Dense, true, MaskKind::None, {}, qkv});
+  add({2, 2, 2, 33, 33, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kNanV});
+  add({1, 1, 1, 129, 300, 64, f32, KV::Dense, false, MaskKind::Additive, {}, kNanV | kNanMask});
+  add({1, 2, 1, 33, 33, 256, f32, KV::Dense, true, MaskKind::AdditiveHalf, {}, qkv | kNanMask});
+  add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true, MaskKind::None, {}, kNanK | kNanV});
+  add({2, 2, 1, 33, 129, 128, bf16, KV::E5M2, false, MaskKind::Bool, {}, qkv});
+  add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
+  add({2, 2, 2, 33, 300, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
+  add({1, 4, 2, 7, 300, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});  // split
   return cases;
 }
 

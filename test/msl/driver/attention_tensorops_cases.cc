@@ -70,6 +70,18 @@ std::vector<Case> attention_tensorops_cases() {
   add({1, 8, 1, 1, 129, 128, f32});
   add({1, 4, 1, 7, 300, 64, f16, KV::E5M2, true});
   add({1, 2, 2, 1, 300, 256, bf16, KV::Dense, false, MaskKind::Additive});
+
+  // NaN in q, K, V and the additive mask (attention_case.h): NaN exactly where the cpu has it.
+  const int qkv = kNanQ | kNanK | kNanV;
+  add({1, 2, 1, 33, 129, 80, f32, KV::Dense, true, MaskKind::None, {}, qkv});
+  add({2, 2, 2, 33, 33, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kNanV});
+  add({1, 1, 1, 129, 300, 64, f32, KV::Dense, false, MaskKind::Additive, {}, kNanV | kNanMask});
+  add({1, 2, 1, 33, 33, 256, f32, KV::Dense, true, MaskKind::AdditiveHalf, {}, qkv | kNanMask});
+  add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true, MaskKind::None, {}, kNanK | kNanV});
+  add({2, 2, 1, 33, 129, 128, bf16, KV::E5M2, false, MaskKind::Bool, {}, qkv});
+  add({2, 2, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv});  // decode: split
+  add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
+  add({2, 2, 2, 33, 300, 256, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
   return cases;
 }
 

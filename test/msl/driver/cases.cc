@@ -104,7 +104,7 @@ Comparison compare_floats(const Bytes& got_bytes, const std::vector<float>& ref,
     const double g = got[i], w = ref[i];
     const double tol = tolerance * (1.0 + std::fabs(w));
     const double err = std::fabs(g - w);
-    const bool good = (std::isnan(g) && std::isnan(w)) || err <= tol;
+    const bool good = (std::isnan(g) && std::isnan(w)) || g == w || err <= tol;  // NaN = NaN, inf = inf
     if (std::isfinite(err)) {
       c.max_abs_err = std::max(c.max_abs_err, err);
       c.worst_ratio = std::max(c.worst_ratio, err / tol);

@@ -183,6 +183,8 @@ template <class T, std::enable_if_t<mtoh::is_float_scalar<T>, int> = 0>
 inline bool isinf(T x) { return std::isinf(float(x)); }
 template <class T, std::enable_if_t<mtoh::is_float_scalar<T>, int> = 0>
 inline bool isfinite(T x) { return std::isfinite(float(x)); }
+template <class T, std::enable_if_t<mtoh::is_float_scalar<T>, int> = 0>
+inline bool signbit(T x) { return std::signbit(float(x)); }
 
 template <class V, std::enable_if_t<mtoh::is_float_v<V> && mtoh::vec_traits<V>::is_vector, int> = 0>
 inline mtoh::elem_t<V> dot(V a, V b) {
