@@ -1,18 +1,25 @@
-// Calling overhead: the median time from the JS call to the resolved Promise for a tiny op
-// (linear 1 x 32 x 32, float32), many calls one after another; onnxruntime's MatMul of the same
-// size as the peer.
-import { OVERHEAD } from './cases.mjs';
+// Calling overhead: the median time from the JS call to the resolved Promise for tiny ops
+// (OVERHEAD_CASES: one inline, one through a worker thread), many calls one after another;
+// onnxruntime's MatMul of the same size as the peer.
+import { OVERHEAD_CASES } from './cases.mjs';
 import { randomFloats } from './data.mjs';
 import { measure, settle } from './timing.mjs';
 
-export const overheadId = () => `overhead linear ${OVERHEAD.M}x${OVERHEAD.N}x${OVERHEAD.K} float32`;
+const overheadId = ({ M, N, K, path }) =>
+  `overhead linear ${M}x${N}x${K} float32${path === 'worker' ? ' (worker thread)' : ''}`;
 
 export async function runOverhead(ctx) {
+  const out = [];
+  for (const c of OVERHEAD_CASES) out.push(...(await runOne(ctx, c)));
+  return out;
+}
+
+async function runOne(ctx, c) {
   const { dev, peer, settings, wanted, log, record } = ctx;
-  const id = overheadId();
+  const id = overheadId(c);
   if (!wanted(id)) return [];
   log(id);
-  const { M, N, K } = OVERHEAD;
+  const { M, N, K } = c;
   const W = randomFloats(N * K, 5, 1);
   const x = randomFloats(M * K, 6, 1);
   const xt = dev.tensor(x, [M, K]);
@@ -31,7 +38,7 @@ export async function runOverhead(ctx) {
   xt.dispose();
   wt.dispose();
   return [record({
-    id, op: 'overhead', phase: null, weights: 'float32', shape: { M, N, K },
+    id, op: 'overhead', phase: c.path, weights: 'float32', shape: { M, N, K },
     flops: 2 * M * N * K, bytes: null, bytesWhat: null, limit: 'latency',
     ours, peer: peerResult, scaling: null, check: null,
   })];

@@ -27,7 +27,7 @@ export function targetsFor(c, threads) {
     } else {
       t.push(target('fraction of read bandwidth (K/V bytes)', frac, '>=', 0.5));
     }
-  } else if (c.op === 'overhead') {
+  } else if (c.op === 'overhead' && c.phase === 'inline') {
     t.push(target('median call-to-resolved-Promise time (us)', Math.round(c.ours.medianMs * 1e4) / 10, '<=', 20));
   }
   if (c.scaling && threads > 1) {
