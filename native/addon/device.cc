@@ -146,6 +146,7 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     int block = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
     check_quantize(shape, f, block);
     QTensorPtr q = make_qtensor(shape, f, block, allocator_of(backend_));
+    backend_->attach_device_view(*q);
     copy_plane(info[3], "codes", napi_uint8_array, "Uint8Array", 1, q->codes->data(),
                q->codes->bytes());
     if (format_info(f).affine) {

@@ -334,6 +334,8 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("dropCompletion", Napi::Function::New(env, DropCompletion, "dropCompletion"));
   o.Set("expandShader", Napi::Function::New(env, ExpandShader, "expandShader"));
   o.Set("planLibraries", Napi::Function::New(env, PlanLibraries, "planLibraries"));
+  o.Set("scalePlaneLayout", Napi::Function::New(env, ScalePlaneLayoutOf, "scalePlaneLayout"));
+  o.Set("quantizedView", Napi::Function::New(env, QuantizedView, "quantizedView"));
   return o;
 }
 

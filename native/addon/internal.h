@@ -8,4 +8,7 @@ namespace mto::addon {
 Napi::Object InitInternal(Napi::Env env);
 // internal_plans.cc: planLibraries() -> [{ op, tier, library, kernel }].
 Napi::Value PlanLibraries(const Napi::CallbackInfo& info);
+// internal_scale_plane.cc: scalePlaneLayout(format, block, shape, tier), quantizedView(q).
+Napi::Value ScalePlaneLayoutOf(const Napi::CallbackInfo& info);
+Napi::Value QuantizedView(const Napi::CallbackInfo& info);
 }

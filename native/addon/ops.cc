@@ -88,6 +88,7 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
     if (x->dtype == DType::Bool) throw_error(env, code::DType, "x has dtype 'bool'; quantize takes float tensors");
     check_quantize(x->shape, f, block);
     QTensorPtr q = make_qtensor(x->shape, f, block, allocator_of(backend_));
+    backend_->attach_device_view(*q);
     return launch(
         env, double(shape_numel(x->shape)),
         [x, q](Backend& b, Completion done) { return b.quantize(*x, *q, std::move(done)); },

@@ -48,6 +48,11 @@ class Backend {
   // backend: shared MTLBuffers on unified memory, so reading a result is a plain memcpy).
   virtual BufferPtr allocate(size_t bytes) = 0;
 
+  // Called once on each quantized tensor just made from allocate()d planes: a backend may keep
+  // its own view of them in q.device_view (metal on tensorops-mx: one MTLTensor with a scale
+  // plane). The planes stay valid storage either way.
+  virtual void attach_device_view(QTensor& q) { (void)q; }
+
   // True when the ops run their kernels on the calling thread and call `done` before they
   // return (the cpu backend): the addon then calls them from a worker thread. False when they
   // only encode and submit work and `done` comes later from another thread (metal).

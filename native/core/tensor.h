@@ -56,11 +56,20 @@ struct Tensor {
 };
 using TensorPtr = std::shared_ptr<Tensor>;
 
+// A backend's own handle on a quantized tensor's planes (the metal backend on tensorops-mx: one
+// MTLTensor with a scale plane over codes + scales, native/metal/qtensor.mm). The planes stay the
+// storage every backend reads; the view only keeps its handle alive as long as the tensor.
+struct QTensorDeviceView {
+  virtual ~QTensorDeviceView() = default;
+  virtual const char* kind() const = 0;  // "mtltensor-scale-plane"
+};
+
 struct QTensor {
   Shape shape;  // logical shape; the last dim is blocked
   Format format = Format::MXFP4;
   int block = 32;
   BufferPtr codes, scales, biases;  // biases only for affine formats
+  std::shared_ptr<QTensorDeviceView> device_view;  // null: the planes are all there is
 
   int64_t cols() const { return shape.back(); }
   int64_t rows() const { return shape_numel(shape) / cols(); }

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "ops.h"
+#include "qtensor.h"
 
 namespace mto::metal {
 namespace {
@@ -23,7 +24,8 @@ size_t pool_cache_limit(const Capabilities& caps) {
 class MetalBackend final : public Backend {
  public:
   MetalBackend(id<MTLDevice> device, const Capabilities& caps, const TierChoice& choice)
-      : caps_(caps),
+      : device_(device),
+        caps_(caps),
         choice_(choice),
         pool_(std::make_shared<MetalBufferPool>(device, pool_cache_limit(caps))),
         stream_(device, ShaderLibraries::for_device(device, caps)),
@@ -42,6 +44,7 @@ class MetalBackend final : public Backend {
     return i;
   }
   BufferPtr allocate(size_t bytes) override { return pool_->allocate(bytes); }
+  void attach_device_view(QTensor& q) override { attach_scale_plane_tensor(device_, choice_.tier, q); }
   bool runs_on_caller() const override { return false; }
   void flush() override { stream_.flush(); }
 
@@ -64,6 +67,7 @@ class MetalBackend final : public Backend {
   }
 
  private:
+  id<MTLDevice> device_;
   Capabilities caps_;
   TierChoice choice_;
   std::shared_ptr<MetalBufferPool> pool_;

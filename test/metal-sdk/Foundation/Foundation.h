@@ -6,6 +6,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Availability.h: the newest macOS the SDK declares (260000 = 26.0). These declarations model the
+// macOS 27 SDK, so code behind `#if __MAC_OS_X_VERSION_MAX_ALLOWED >= 270000` is checked too.
+#define __MAC_OS_X_VERSION_MAX_ALLOWED 270000
+#define API_AVAILABLE(...) MTO_SDK_AVAILABLE_##__VA_ARGS__
+#define MTO_SDK_AVAILABLE_macos(v) MTO_SDK_MACOS(v)
 #define MTO_SDK_MACOS(v) __attribute__((availability(macos, introduced = v)))
 #define MTO_SDK_MACOS_DEPRECATED(v, d) __attribute__((availability(macos, introduced = v, deprecated = d)))
 #define NS_RETURNS_RETAINED __attribute__((ns_returns_retained))

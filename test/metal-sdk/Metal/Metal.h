@@ -16,6 +16,7 @@ NS_ASSUME_NONNULL_BEGIN
 @protocol MTLCommandBuffer;
 @protocol MTLComputeCommandEncoder;
 @protocol MTLBinaryArchive;
+@protocol MTLTensor;
 
 // MTLDevice.h: MTLGPUFamily (macOS 10.15). Families are cumulative: an Apple10 GPU also answers
 // YES for Apple9 and below.
@@ -142,6 +143,77 @@ NS_OPTIONS(NSUInteger, MTLResourceOptions){
 - (void *)contents NS_RETURNS_INNER_POINTER;
 @end
 
+// MTLTensor.h (macOS 26; multi-plane tensors macOS 27). Extents list values innermost first.
+NS_ENUM(NSInteger, MTLTensorDataType) {
+  MTLTensorDataTypeNone MTO_SDK_MACOS(26.0) = 0,
+  MTLTensorDataTypeFloat32 MTO_SDK_MACOS(26.0) = 3,
+  MTLTensorDataTypeFloat16 MTO_SDK_MACOS(26.0) = 16,
+  MTLTensorDataTypeInt8 MTO_SDK_MACOS(26.0) = 45,
+  MTLTensorDataTypeUInt8 MTO_SDK_MACOS(26.0) = 49,
+  MTLTensorDataTypeBFloat16 MTO_SDK_MACOS(26.0) = 121,
+  MTLTensorDataTypeMetalFloat8E5M2 MTO_SDK_MACOS(27.0) = 141,
+  MTLTensorDataTypeMetalFloat8E4M3 MTO_SDK_MACOS(27.0) = 142,
+  MTLTensorDataTypeMetalFloat8UE8M0 MTO_SDK_MACOS(27.0) = 145,
+  MTLTensorDataTypeMetalFloat4E2M1 MTO_SDK_MACOS(27.0) = 148,
+} MTO_SDK_MACOS(26.0);
+
+NS_OPTIONS(NSUInteger, MTLTensorUsage){
+  MTLTensorUsageCompute MTO_SDK_MACOS(26.0) = 1 << 0,
+  MTLTensorUsageRender MTO_SDK_MACOS(26.0) = 1 << 1,
+  // Not for multi-plane tensors.
+  MTLTensorUsageMachineLearning MTO_SDK_MACOS(26.0) = 1 << 2,
+};
+
+NS_ENUM(NSInteger, MTLTensorPlaneType) {
+  MTLTensorPlaneTypeData MTO_SDK_MACOS(27.0) = 0,
+  MTLTensorPlaneTypeScales MTO_SDK_MACOS(27.0) = 1,
+} MTO_SDK_MACOS(27.0);
+
+MTO_SDK_MACOS(26.0)
+@interface MTLTensorExtents : NSObject <NSCopying>
+- (nullable instancetype)initWithRank:(NSUInteger)rank values:(nullable const NSInteger *)values;
+@property(readonly) NSUInteger rank;
+- (NSInteger)extentAtDimensionIndex:(NSUInteger)dimensionIndex;
+@end
+
+// Scales planes take only MetalFloat8UE8M0, block factors {32, 1, ...}.
+MTO_SDK_MACOS(27.0)
+@interface MTLTensorAuxiliaryPlaneDescriptor : NSObject <NSCopying>
+@property(readwrite, nonatomic) MTLTensorDataType dataType;
+@property(readwrite, nonatomic, copy) MTLTensorExtents *blockFactors;
+@end
+
+MTO_SDK_MACOS(27.0)
+@interface MTLTensorAuxiliaryPlaneDescriptorMap : NSObject <NSCopying>
+- (void)setDescriptor:(MTLTensorAuxiliaryPlaneDescriptor *)descriptor forPlane:(MTLTensorPlaneType)plane;
+- (nullable MTLTensorAuxiliaryPlaneDescriptor *)descriptorForPlane:(MTLTensorPlaneType)plane;
+@end
+
+MTO_SDK_MACOS(26.0)
+@interface MTLTensorDescriptor : NSObject <NSCopying>
+@property(readwrite, nonatomic, copy) MTLTensorExtents *dimensions;
+@property(readwrite, nonatomic, copy, nullable) MTLTensorExtents *strides;  // in elements
+@property(readwrite, nonatomic) MTLTensorDataType dataType;
+@property(readwrite, nonatomic) MTLTensorUsage usage;
+@property(nullable, retain, nonatomic) MTLTensorAuxiliaryPlaneDescriptorMap *auxiliaryPlanes
+    MTO_SDK_MACOS(27.0);
+@end
+
+// Plane offsets: 128-byte aligned for the fp8/fp4/ue8m0 data types.
+MTO_SDK_MACOS(27.0)
+@interface MTLTensorBufferAttachments : NSObject <NSCopying>
+- (void)setBuffer:(id<MTLBuffer>)buffer offset:(NSUInteger)offset forPlane:(MTLTensorPlaneType)plane;
+- (nullable id<MTLBuffer>)bufferForPlane:(MTLTensorPlaneType)plane;
+@end
+
+MTO_SDK_MACOS(26.0)
+@protocol MTLTensor <MTLResource>
+@property(nullable, readonly) id<MTLBuffer> buffer;
+@property(readonly) MTLTensorExtents *dimensions;
+@property(readonly) MTLTensorDataType dataType;
+@property(readonly) MTLTensorUsage usage;
+@end
+
 // MTLComputePipeline.h: descriptor-based creation (binary archives, macOS 11).
 NS_OPTIONS(NSUInteger, MTLPipelineOption){
   MTLPipelineOptionNone MTO_SDK_MACOS(10.11) = 0,
@@ -263,6 +335,11 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
     MTO_SDK_MACOS(10.13);
 - (nullable id<MTLCommandQueue>)newCommandQueue;
 - (nullable id<MTLBuffer>)newBufferWithLength:(NSUInteger)length options:(MTLResourceOptions)options;
+// Every plane the descriptor configures needs an attachment.
+- (nullable id<MTLTensor>)newTensorWithDescriptor:(MTLTensorDescriptor *)descriptor
+                                      attachments:(MTLTensorBufferAttachments *)attachments
+                                            error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(27.0);
 - (nullable id<MTLBinaryArchive>)newBinaryArchiveWithDescriptor:(MTLBinaryArchiveDescriptor *)descriptor
                                                           error:(__autoreleasing NSError *_Nullable *_Nullable)error
     MTO_SDK_MACOS(11.0);

@@ -1,0 +1,17 @@
+// Quantized tensors on the metal backend as Metal sees them: where the tier and layout allow
+// (core/scale_plane.h), one MTLTensor with an E8M0 scale plane over the tensor's own codes and
+// scales buffers, kept in QTensor::device_view. Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#import <Metal/Metal.h>
+
+#include "core/capabilities.h"
+#include "core/tensor.h"
+
+namespace mto::metal {
+
+// Attaches the MTLTensor view to q when `tier`, q's format and shape, the running macOS (27+)
+// and the SDK this was built with (macOS 27+) allow; otherwise leaves q as its planes. Never
+// throws: the planes stay what every kernel binds either way.
+void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, QTensor& q);
+
+}  // namespace mto::metal
