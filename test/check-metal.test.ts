@@ -21,11 +21,11 @@ function checkMetal(...args: string[]) {
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
 }
 
-/** A copy of native/metal with `edit` applied to device.mm; returns the copy's device.mm. */
-function editedCopy(name: string, edit: (source: string) => string): string {
+/** A copy of native/metal with `edit` applied to `mm` (device.mm); returns the edited file. */
+function editedCopy(name: string, edit: (source: string) => string, mm = 'device.mm'): string {
   const dir = join(scratch, name);
   cpSync(join(root, 'native', 'metal'), dir, { recursive: true });
-  const file = join(dir, 'device.mm');
+  const file = join(dir, mm);
   const before = readFileSync(file, 'utf8');
   const after = edit(before);
   expect(after, 'the edit must change the file').not.toBe(before);
@@ -86,6 +86,20 @@ describe.skipIf(process.platform === 'darwin')('npm run check:metal', () => {
     const r = checkMetal(file);
     expect(r.status).toBe(1);
     expect(r.output).toMatch(/'MTLLanguageVersion4_1' is only available on macOS 27\.0/);
+  });
+
+  it('fails on the scale-plane MTLTensor (macOS 27) created under a macOS 26 guard', () => {
+    const guard27 = 'if (@available(macOS 27.0, *)) {';
+    const file = editedCopy('scale-plane-26', (s) => s.replace(guard27, 'if (@available(macOS 26.0, *)) {'), 'qtensor.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'make_tensor' is only available on macOS 27\.0/);
+  });
+
+  it('type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)', () => {
+    const file = editedCopy('sdk-26', (s) => `#define __MAC_OS_X_VERSION_MAX_ALLOWED 260000\n${s}`, 'qtensor.mm');
+    const r = checkMetal(file);
+    expect(r.status, r.output).toBe(0);
   });
 
   it('extracts the embedded MSL probe sources with their language versions', () => {

@@ -7,8 +7,11 @@
 #include <stdint.h>
 
 // Availability.h: the newest macOS the SDK declares (260000 = 26.0). These declarations model the
-// macOS 27 SDK, so code behind `#if __MAC_OS_X_VERSION_MAX_ALLOWED >= 270000` is checked too.
+// macOS 27 SDK, so code behind `#if __MAC_OS_X_VERSION_MAX_ALLOWED >= 270000` is checked too;
+// a file that defines it lower first is checked as built with an older SDK.
+#ifndef __MAC_OS_X_VERSION_MAX_ALLOWED
 #define __MAC_OS_X_VERSION_MAX_ALLOWED 270000
+#endif
 #define API_AVAILABLE(...) MTO_SDK_AVAILABLE_##__VA_ARGS__
 #define MTO_SDK_AVAILABLE_macos(v) MTO_SDK_MACOS(v)
 #define MTO_SDK_MACOS(v) __attribute__((availability(macos, introduced = v)))
