@@ -83,3 +83,23 @@ describe('quantized tensor device view', () => {
     expect(internal.quantizedView(z[handleOf])).toBe('buffers');
   });
 });
+
+// Runs only where open() picks tier tensorops-mx (a macOS 27 Mac whose probe compiled MSL 4.1):
+// the metal backend must then hold the admitted weights as one MTLTensor, the others as planes.
+describe('quantized tensor device view on tensorops-mx', () => {
+  let dev: Device | undefined;
+  beforeAll(async () => {
+    const d = await open();
+    if (d.info.tier === 'tensorops-mx') dev = d;
+  });
+
+  it('is one MTLTensor with a scale plane exactly where the layout rule admits it', async (ctx) => {
+    if (!dev) return ctx.skip();
+    for (const [format, k] of [['mxfp8', 256], ['mxfp8_e5m2', 128], ['mxfp4', 256], ['mxfp4', 128], ['mxfp6_e3m2', 256]] as const) {
+      const x = dev.tensor(new Float32Array(4 * k).map((_, i) => Math.cos(i)), [4, k]);
+      const q = await dev.quantize(x, { format });
+      const want = internal.scalePlaneLayout(format, 32, [4, k], 'tensorops-mx').ok ? 'mtltensor-scale-plane' : 'buffers';
+      expect(internal.quantizedView(q[handleOf]), `${format} K=${k}`).toBe(want);
+    }
+  });
+});
