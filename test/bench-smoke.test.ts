@@ -72,7 +72,8 @@ describe('npm run bench -- --smoke --json', () => {
     expect(ids.filter((id) => id.startsWith('attention prefill'))).toHaveLength(1);
     expect(ids.filter((id) => id.startsWith('attention decode'))).toHaveLength(2);
     expect(ids.filter((id) => id.startsWith('quantize'))).toHaveLength(2);
-    expect(ids.filter((id) => id.startsWith('overhead'))).toHaveLength(1);
+    // The inline call (the latency target) and the worker-thread round trip.
+    expect(ids.filter((id) => id.startsWith('overhead'))).toHaveLength(2);
     for (const c of doc.cases) {
       expect(c.ours.medianMs, c.id).toBeGreaterThan(0);
       expect(c.ours.reps, c.id).toBeGreaterThanOrEqual(1);
@@ -120,7 +121,7 @@ describe('npm run bench without the peer', () => {
     const doc = bench(['--no-peer', '--filter', 'attention decode,overhead']);
     expect(doc.peer.available).toBe(false);
     expect(doc.peer.reason).toMatch(/--no-peer/);
-    expect(doc.cases.map((c) => c.op).sort()).toEqual(['attention', 'attention', 'overhead']);
+    expect(doc.cases.map((c) => c.op).sort()).toEqual(['attention', 'attention', 'overhead', 'overhead']);
     for (const c of doc.cases) {
       expect(c.peer).toBeNull();
       expect(c.peerMissing).toMatch(/not available/);
