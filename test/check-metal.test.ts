@@ -96,7 +96,7 @@ describe.skipIf(process.platform === 'darwin')('npm run check:metal', () => {
     expect(r.output).toMatch(/'make_tensor' is only available on macOS 27\.0/);
   });
 
-  it('type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)', () => {
+  it("type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)", () => {
     const file = editedCopy('sdk-26', (s) => `#define __MAC_OS_X_VERSION_MAX_ALLOWED 260000\n${s}`, 'qtensor.mm');
     const r = checkMetal(file);
     expect(r.status, r.output).toBe(0);
