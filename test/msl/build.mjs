@@ -15,6 +15,7 @@ import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
+import { libraryStd } from '../../scripts/embed-shaders.mjs';
 import { generate } from './gen/gen_kernels.mjs';
 
 const run = promisify(execFile);
@@ -40,7 +41,8 @@ const kernelFlags400 = kernelFlags.map((f) => f === '-std=c++14' ? '-std=c++20'
 /** The flags for one generated translation unit: by the MSL version its source asks for. */
 const tensorSources = new Set();
 const flagsFor = (dest) => tensorSources.has(dest) ? kernelFlags400 : kernelFlags;
-const wantsMsl4 = (text) => /^\s*#\s*include\s*<metal_tensor>/m.test(text);
+// The same rule that gives each embedded library its MSL version (scripts/embed-shaders.mjs).
+const wantsMsl4 = (text) => libraryStd(text) !== 'metal3.1';
 
 const list = (dir, ext) => readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
 
