@@ -4,7 +4,9 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "cases.h"
 #include "core/capabilities.h"
@@ -42,5 +44,27 @@ std::string attention_case_name(const AttnShape& s, const char* prefix);
 // exactly where the cpu has NaN (a NaN case whose reference is not a mix of NaN and finite fails).
 CaseResult run_attention_case(const AttnShape& s, const std::string& name, const std::string& variant,
                               mto::Tier tier);
+
+// The cases of one tier: add(s) appends s under `prefix` once (a shape reached twice by the
+// suite's loops is run once).
+class AttentionCaseList {
+ public:
+  AttentionCaseList(std::vector<Case>& cases, const char* prefix, mto::Tier tier)
+      : cases_(cases), prefix_(prefix), tier_(tier) {}
+  void add(const AttnShape& s) {
+    const std::string name = attention_case_name(s, prefix_);
+    if (!names_.insert(name).second) return;
+    const mto::Tier tier = tier_;
+    cases_.push_back({name, [=](const std::string& variant) {
+                        return run_attention_case(s, name, variant, tier);
+                      }});
+  }
+
+ private:
+  std::vector<Case>& cases_;
+  const char* prefix_;
+  mto::Tier tier_;
+  std::set<std::string> names_;
+};
 
 }  // namespace mtoh_driver

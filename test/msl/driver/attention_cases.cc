@@ -336,15 +336,9 @@ CaseResult plan_rules() {
 
 std::vector<Case> attention_cases() {
   std::vector<Case> cases;
-  std::set<std::string> names;
   cases.push_back({"plan/attention", [](const std::string&) { return plan_rules(); }});
-  auto add = [&](AttnShape s) {
-    const std::string name = attention_case_name(s, "attention/");
-    if (!names.insert(name).second) return;
-    cases.push_back({name, [=](const std::string& variant) {
-      return run_attention_case(s, name, variant, mto::Tier::Simdgroup);
-    }});
-  };
+  AttentionCaseList list(cases, "attention/", mto::Tier::Simdgroup);
+  auto add = [&](const AttnShape& s) { list.add(s); };
   const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
   const int64_t dims[] = {64, 80, 96, 128, 256};
 

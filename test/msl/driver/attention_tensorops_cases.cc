@@ -16,14 +16,8 @@ namespace mtoh_driver {
 std::vector<Case> attention_tensorops_cases() {
   using mto::DType;
   std::vector<Case> cases;
-  std::set<std::string> names;
-  auto add = [&](AttnShape s) {
-    const std::string name = attention_case_name(s, "attention-tensorops/");
-    if (!names.insert(name).second) return;
-    cases.push_back({name, [=](const std::string& variant) {
-      return run_attention_case(s, name, variant, mto::Tier::TensorOps);
-    }});
-  };
+  AttentionCaseList list(cases, "attention-tensorops/", mto::Tier::TensorOps);
+  auto add = [&](const AttnShape& s) { list.add(s); };
   const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
   const int64_t dims[] = {64, 80, 96, 128, 256};
   const int64_t lens[] = {1, 7, 33, 129, 300};
