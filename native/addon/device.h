@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/backend.h"
+#include "host_op.h"
 
 namespace mto::addon {
 
@@ -32,10 +33,10 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Attention(const Napi::CallbackInfo& info);     // (q, k, v, scale|null, causal, mask|null)
 
   // Starts an op: start(backend, done) on the chosen backend, or on the cpu backend when the
-  // chosen one declines (returns false). A backend that runs on the caller is called from a
-  // worker thread (inline below kInlineWork); one that completes later settles the Promise
-  // through a thread-safe function. finish() builds the result on the JS thread.
-  using Start = std::function<bool(Backend& backend, Completion done)>;
+  // chosen one declines (returns false). A backend that runs on the caller gets it through
+  // run_host_op (host_op.h); one that completes later settles the Promise through a thread-safe
+  // function. finish() builds the result on the JS thread.
+  using Start = OpStart;
   Napi::Promise launch(Napi::Env env, double work_estimate, Start start,
                        std::function<Napi::Value(Napi::Env)> finish);
 

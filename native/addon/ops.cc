@@ -9,7 +9,7 @@
 #include "device.h"
 #include "errors.h"
 #include "js_completion.h"
-#include "op_worker.h"
+#include "host_op.h"
 #include "tensors.h"
 
 namespace mto::addon {
@@ -48,15 +48,8 @@ Napi::Promise NativeDevice::launch(Napi::Env env, double work_estimate, Start st
     }
     completion.abandon();  // no kernel on this backend: the cpu backend runs it below
   }
-  BackendPtr cpu = backend_->runs_on_caller() ? backend_ : cpu_;
-  return queue_op(
-      env, work_estimate,
-      [cpu, start = std::move(start)] {
-        OpStatus status{code::Backend, "the cpu backend declined the op"};
-        start(*cpu, [&status](OpStatus s) { status = std::move(s); });
-        if (!status.ok()) throw Error(status.code, status.message);
-      },
-      std::move(finish));
+  return run_host_op(env, backend_->runs_on_caller() ? backend_ : cpu_, work_estimate,
+                     std::move(start), std::move(finish));
 }
 
 void NativeDevice::schedule_flush(Napi::Env env) {

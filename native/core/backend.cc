@@ -7,6 +7,11 @@
 
 namespace mto {
 
+void Backend::post(std::function<void()> task) {
+  (void)task;
+  throw Error(code::Backend, "this backend has no threads of its own to run a task on");
+}
+
 OpStatus capture_status(const std::function<void()>& fn) {
   OpStatus s;
   try {

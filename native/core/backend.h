@@ -54,9 +54,15 @@ class Backend {
   virtual void attach_device_view(QTensor& q) { (void)q; }
 
   // True when the ops run their kernels on the calling thread and call `done` before they
-  // return (the cpu backend): the addon then calls them from a worker thread. False when they
-  // only encode and submit work and `done` comes later from another thread (metal).
+  // return (the cpu backend): the addon then calls them inside a task given to post(), or inline
+  // when tiny. False when they only encode and submit work and `done` comes later from another
+  // thread (metal).
   virtual bool runs_on_caller() const = 0;
+
+  // Runs task() later on one of the backend's own threads (the cpu backend: its thread pool, so
+  // that an op reaches its kernel with one thread wake-up). Only backends that run_on_caller()
+  // are given tasks; the others keep this default, which refuses.
+  virtual void post(std::function<void()> task);
 
   // Submits the ops started since the last flush. A backend may hold ops that do not run on the
   // caller in a batch (the metal backend: one command buffer) until then; the addon calls it

@@ -65,4 +65,18 @@ MTO_FORCE_INLINE void prefetch(const void* p) {
 #endif
 }
 
+// Tells the core that this thread is spinning on a flag (x86 PAUSE, arm64 YIELD): less power, and
+// the sibling hyper-thread gets the pipeline meanwhile.
+MTO_FORCE_INLINE void cpu_relax() {
+#if MTO_GNU_EXTENSIONS && (defined(__x86_64__) || defined(__i386__))
+  __builtin_ia32_pause();
+#elif MTO_GNU_EXTENSIONS && defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#elif defined(_MSC_VER) && defined(_M_X64)
+  _mm_pause();
+#elif defined(_MSC_VER) && defined(_M_ARM64)
+  __yield();
+#endif
+}
+
 }  // namespace mto

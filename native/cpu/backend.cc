@@ -1,6 +1,6 @@
 // The cpu backend behind core/backend.h: plain aligned host memory and the kernels of this
-// directory, run on the calling thread (the addon calls from a worker, or inline for tiny ops)
-// with the backend's thread pool. Kernels write float32; other output dtypes go through a
+// directory, run on the calling thread with the backend's thread pool (the addon calls them from
+// a task it posts to that pool, or inline for tiny ops). Kernels write float32; other output dtypes go through a
 // float32 staging buffer converted at the end.
 #include <vector>
 
@@ -34,6 +34,7 @@ class CpuBackend final : public Backend {
   }
   BufferPtr allocate(size_t bytes) override { return make_buffer(bytes); }
   bool runs_on_caller() const override { return true; }
+  void post(std::function<void()> task) override { pool_.post(std::move(task)); }
 
   bool quantize(const Tensor& x, QTensor& out, Completion done) override {
     return run(done, [&] { cpu::quantize(pool_, x, out); });

@@ -1,6 +1,6 @@
 // The machine's limits, measured: peak FMA throughput and streaming read bandwidth. Only the
 // benchmark (bench/) uses them, to say how close each op comes to what the hardware can do.
-// Both run on the calling thread plus the pool's workers and take a fraction of a second each.
+// Both take a fraction of a second each.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,7 +30,8 @@ struct RooflineOptions {
   int64_t read_bytes = 512ll << 20;  // buffer streamed for the bandwidth measurement
 };
 
-// Best-of-several measurements on `pool` (its size is the thread count reported).
+// Best-of-several measurements on `pool` (its size is the thread count reported). Call it from a
+// task posted to the pool, so that exactly the pool's threads run (any other caller adds itself).
 Roofline measure_roofline(ThreadPool& pool, const RooflineOptions& opts);
 
 }  // namespace mto::cpu

@@ -2,73 +2,156 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <exception>
+#include <mutex>
+
+#include "../core/portable.h"
 
 namespace mto::cpu {
+namespace {
 
-// One parallel_for call. Chunks are claimed with an atomic counter, so the caller and any idle
-// workers share them without further locking; `pending` counts chunks not yet finished.
-struct ThreadPool::Job {
+// How long an idle thread looks for new work before it sleeps. Long enough to cover a decode
+// loop's turnaround on the JS thread (settle the Promise, start the next op), short enough that
+// an idle process stops using the cores at once.
+constexpr auto kSpin = std::chrono::microseconds(300);
+
+// Waits up to kSpin for ready() to hold, yielding the core to any other runnable thread (the JS
+// thread first of all) between looks. Returns ready().
+template <class Ready>
+bool spin_until(Ready&& ready) {
+  const auto until = std::chrono::steady_clock::now() + kSpin;
+  do {
+    for (int i = 0; i < 32; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    std::this_thread::yield();
+  } while (std::chrono::steady_clock::now() < until);
+  return ready();
+}
+
+}  // namespace
+
+// One parallel_for call, on its caller's stack. Chunks are claimed with an atomic counter, so the
+// caller and any helping threads share them without further locking.
+struct Job {
   const std::function<void(int64_t, int64_t)>* fn;
   int64_t n, chunk, nchunks;
   std::atomic<int64_t> next{0};
-  std::atomic<int64_t> pending;
-  int active = 0;            // workers inside run_chunks (guarded by the pool's mutex)
+  std::atomic<int64_t> pending;  // chunks not yet finished
+  std::atomic<int> helpers{0};   // threads inside run_chunks besides the caller (changed under mu)
   std::mutex error_mu;
-  std::exception_ptr error;  // first exception thrown by a chunk, rethrown to the caller
+  std::exception_ptr error;      // first exception thrown by a chunk, rethrown to the caller
+
+  bool has_chunks() const { return next.load(std::memory_order_relaxed) < nchunks; }
+  bool finished() const {
+    return pending.load(std::memory_order_acquire) == 0 && helpers.load(std::memory_order_acquire) == 0;
+  }
+
+  void run_chunks() {
+    for (;;) {
+      const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
+      if (c >= nchunks) return;
+      const int64_t begin = c * chunk, end = std::min(n, begin + chunk);
+      try {
+        (*fn)(begin, end);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+      pending.fetch_sub(1, std::memory_order_acq_rel);
+    }
+  }
 };
 
-ThreadPool::ThreadPool(int threads) {
+struct ThreadPool::State {
+  std::mutex mu;
+  std::condition_variable work_cv;  // a task or job was queued, or stop
+  std::condition_variable done_cv;  // a helper left a job
+  std::deque<std::function<void()>> tasks;
+  std::deque<Job*> jobs;            // parallel_for calls with chunks left to claim
+  bool stop = false;
+  int sleeping = 0;                 // threads waiting on work_cv
+  std::atomic<uint64_t> queued{0};  // bumped on every push: what spinning threads watch
+
+  // Under mu: drops jobs whose chunks are all claimed; true when there is something to do.
+  bool has_work() {
+    while (!jobs.empty() && !jobs.front()->has_chunks()) jobs.pop_front();
+    return !jobs.empty() || !tasks.empty();
+  }
+  // Called under mu after queuing: wakes sleepers only (spinning threads see `queued`).
+  void announce(std::unique_lock<std::mutex>& lock, bool everyone) {
+    queued.fetch_add(1, std::memory_order_release);
+    const bool wake = sleeping > 0;
+    lock.unlock();
+    if (!wake) return;
+    if (everyone) work_cv.notify_all();
+    else work_cv.notify_one();
+  }
+  void run();
+};
+
+void ThreadPool::State::run() {
+  std::unique_lock<std::mutex> lock(mu);
+  for (;;) {
+    while (!has_work()) {
+      if (stop) return;
+      const uint64_t seen = queued.load(std::memory_order_acquire);
+      lock.unlock();
+      const bool arrived = spin_until([&] { return queued.load(std::memory_order_acquire) != seen; });
+      lock.lock();
+      if (arrived || has_work() || stop) continue;
+      ++sleeping;
+      work_cv.wait(lock, [&] { return stop || has_work(); });
+      --sleeping;
+    }
+    // Help an op in flight before starting a new one: it finishes sooner, and its caller waits.
+    if (!jobs.empty()) {
+      Job* job = jobs.front();
+      job->helpers.fetch_add(1, std::memory_order_relaxed);  // the caller waits for it to drop
+      lock.unlock();
+      job->run_chunks();
+      lock.lock();
+      job->helpers.fetch_sub(1, std::memory_order_release);
+      done_cv.notify_all();
+      continue;
+    }
+    std::function<void()> task = std::move(tasks.front());
+    tasks.pop_front();
+    lock.unlock();
+    task();
+    // Its captures may hold the last reference to the pool's owner: release them here, where
+    // this thread touches nothing but the shared state afterwards.
+    task = nullptr;
+    lock.lock();
+  }
+}
+
+ThreadPool::ThreadPool(int threads) : state_(std::make_shared<State>()) {
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
   size_ = threads;
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { worker_loop(); });
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([s = state_] { s->run(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
   }
-  cv_.notify_all();
-  for (auto& t : workers_) t.join();
-}
-
-void ThreadPool::run_chunks(Job& job) {
-  for (;;) {
-    int64_t c = job.next.fetch_add(1, std::memory_order_relaxed);
-    if (c >= job.nchunks) return;
-    int64_t begin = c * job.chunk, end = std::min(job.n, begin + job.chunk);
-    try {
-      (*job.fn)(begin, end);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(job.error_mu);
-      if (!job.error) job.error = std::current_exception();
-    }
-    job.pending.fetch_sub(1, std::memory_order_acq_rel);
+  state_->work_cv.notify_all();
+  for (auto& t : threads_) {
+    if (t.get_id() == std::this_thread::get_id()) t.detach();
+    else t.join();
   }
 }
 
-void ThreadPool::worker_loop() {
-  for (;;) {
-    Job* job;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
-      if (stop_) return;
-      job = jobs_.front();
-      // Leave the job queued while chunks remain so other workers can join it.
-      if (job->next.load(std::memory_order_relaxed) >= job->nchunks) {
-        jobs_.pop_front();
-        continue;
-      }
-      ++job->active;  // the caller's frame owns the job: it waits until active drops to 0
-    }
-    run_chunks(*job);
-    std::lock_guard<std::mutex> lock(mu_);
-    --job->active;
-    if (!jobs_.empty() && jobs_.front() == job) jobs_.pop_front();
-    done_cv_.notify_all();
-  }
+void ThreadPool::post(std::function<void()> task) {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->tasks.push_back(std::move(task));
+  state_->announce(lock, false);
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
@@ -76,8 +159,8 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   // About 4 chunks per thread balances uneven work without much scheduling overhead.
-  int64_t chunk = std::max(grain, (n + int64_t(size_) * 4 - 1) / (int64_t(size_) * 4));
-  int64_t nchunks = (n + chunk - 1) / chunk;
+  const int64_t chunk = std::max(grain, (n + int64_t(size_) * 4 - 1) / (int64_t(size_) * 4));
+  const int64_t nchunks = (n + chunk - 1) / chunk;
   if (size_ == 1 || nchunks == 1) {
     fn(0, n);
     return;
@@ -88,21 +171,23 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   job.chunk = chunk;
   job.nchunks = nchunks;
   job.pending.store(nchunks);
+  State& s = *state_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    jobs_.push_back(&job);
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.jobs.push_back(&job);
+    s.announce(lock, true);
   }
-  cv_.notify_all();
-  run_chunks(job);
+  job.run_chunks();
+  // The job lives on this stack frame: wait until every chunk is done and no helper holds it,
+  // and make sure no thread can still find it in the queue. Helpers join a job only under mu,
+  // so the check under mu is the one that counts; the spin before it avoids sleeping for the
+  // last few microseconds of a helper's chunk.
+  spin_until([&] { return job.finished(); });
   {
-    // The job lives on this stack frame: wait until every chunk is done and no worker holds it,
-    // and make sure no worker can still find it in the queue.
-    std::unique_lock<std::mutex> lock(mu_);
-    done_cv_.wait(lock, [&] {
-      return job.active == 0 && job.pending.load(std::memory_order_acquire) == 0;
-    });
-    auto it = std::find(jobs_.begin(), jobs_.end(), &job);
-    if (it != jobs_.end()) jobs_.erase(it);
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.done_cv.wait(lock, [&] { return job.finished(); });
+    auto it = std::find(s.jobs.begin(), s.jobs.end(), &job);
+    if (it != s.jobs.end()) s.jobs.erase(it);
   }
   if (job.error) std::rethrow_exception(job.error);
 }

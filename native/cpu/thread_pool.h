@@ -1,12 +1,16 @@
-// A fixed pool of worker threads for the cpu backend. parallel_for may be called from several
-// threads at once (each libuv worker running an op): every call queues its own chunks, the caller
-// works on them too, and returns when all of its chunks are done.
+// The cpu backend's threads. Ops are posted to the pool as tasks (the addon hands them over from
+// the JS thread, one thread wake-up between the call and the kernel); a task's parallel_for shares
+// its chunks with the pool's idle threads. parallel_for also works from any other thread (the JS
+// thread running a tiny op inline, tests): that thread then works on its own chunks too.
+//
+// Idle threads spin for a short while before they sleep: a model's decode loop issues its next op
+// within microseconds of the last one's Promise settling, and waking a sleeping thread costs far
+// more than that on virtual machines (~100 us for a halted vCPU) and tens of microseconds on bare
+// metal, against decode ops of a few hundred microseconds.
 #pragma once
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -14,29 +18,31 @@ namespace mto::cpu {
 
 class ThreadPool {
  public:
-  // threads <= 0 means one per hardware thread. The calling thread counts as one of them.
+  // `threads` threads (<= 0: one per hardware thread).
   explicit ThreadPool(int threads);
+  // Runs the tasks already posted, then stops the threads. Safe from one of the pool's own
+  // threads (a task that drops the last reference to the pool's owner): that thread is detached
+  // and exits once its task returns.
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int size() const { return size_; }
 
-  // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel.
+  // Runs task() on one of the pool's threads, in posting order with other tasks. A task must not
+  // throw (the pool ends the process if one does, as std::thread would).
+  void post(std::function<void()> task);
+
+  // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel, and returns
+  // when all are done. Rethrows the first exception a chunk threw.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
- private:
-  struct Job;
-  void worker_loop();
-  static void run_chunks(Job& job);
+  struct State;  // shared with the threads, so that a detached thread never touches a dead pool
 
+ private:
   int size_;
-  std::vector<std::thread> workers_;
-  std::mutex mu_;
-  std::condition_variable cv_;       // work queued
-  std::condition_variable done_cv_;  // a worker left a job
-  std::deque<Job*> jobs_;
-  bool stop_ = false;
+  std::shared_ptr<State> state_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace mto::cpu

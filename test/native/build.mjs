@@ -69,7 +69,7 @@ export async function build(target) {
   mkdirSync(out, { recursive: true });
   const { sources } = config;
   const units = addon ? sources
-    : [...sources.filter((s) => /^native\/(core|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc'];
+    : [...sources.filter((s) => /^native\/(core|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc', 'test/native/thread_pool_check.cc'];
   const objects = units.map((s) => join(out, s.replace(/[/.]/g, '_') + '.o'));
   const queue = units.map((src, i) => ({ src, obj: objects[i] }));
   const worker = async () => {

@@ -3,8 +3,9 @@
 // qemu-user, which is how the NEON paths are exercised on these x86-64 machines.
 //
 //   cpu_kernels_check check         linear / matmul / attention against float64 references
-//                                   computed here from the scalar element codec; prints the ISA
-//                                   paths taken, one line per case, exit 1 on any failure.
+//                                   computed here from the scalar element codec, and the thread
+//                                   pool (thread_pool_check.cc); prints the ISA paths taken, one
+//                                   line per case, exit 1 on any failure.
 //   cpu_kernels_check dump FILE     writes the bytes of quantize (every format, special values
 //                                   included) and of the float16 / bfloat16 conversions, which must
 //                                   be identical on every platform: test/native-cpu.test.ts compares
@@ -19,6 +20,7 @@
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/ops.h"
+#include "thread_pool_check.h"
 
 using namespace mto;
 
@@ -275,6 +277,7 @@ int main(int argc, char** argv) {
     check_linear(pool, rng);
     check_matmul(pool, rng);
     check_attention(pool, rng);
+    failures += check_thread_pool();
     std::printf("%d failed\n", failures);
     return failures ? 1 : 0;
   } catch (const Error& e) {
