@@ -57,7 +57,7 @@ export class OrtPeer {
       outputs: [valueInfo('y', DataType.FLOAT, ['M', N])],
       initializers: [initializer('wt', DataType.FLOAT, [K, N], wt)],
     });
-    return this.#linearRunner(await this.session(bytes), K);
+    return this.#linearRunner(bytes, K);
   }
 
   /** y = x @ dequant(B)^T with com.microsoft MatMulNBits (nbits.mjs makes the planes). */
@@ -81,14 +81,20 @@ export class OrtPeer {
       outputs: [valueInfo('y', DataType.FLOAT, ['M', N])],
       initializers: inits,
     });
-    return this.#linearRunner(await this.session(bytes), K);
+    return this.#linearRunner(bytes, K);
   }
 
-  #linearRunner(session, K) {
+  /**
+   * A session of the model and how to run it. another() makes one more session of the same model:
+   * a layer of the decode loop (layer-loop.mjs), which owns its own copy of the weights.
+   */
+  async #linearRunner(modelBytes, K) {
+    const session = await this.session(modelBytes);
     return {
       session,
       feeds: (x, M) => ({ x: this.tensor('float32', x, [M, K]) }),
       run: async (feeds) => (await session.run(feeds)).y,
+      another: () => this.#linearRunner(modelBytes, K),
     };
   }
 
