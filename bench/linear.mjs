@@ -82,25 +82,28 @@ export async function runLinear(ctx) {
       return peers[name];
     };
     // Times a peer once per (session, M): formats that share an op share its number. Decode loops
-    // over sessions of the same model, each with its own weights, released after the timing.
+    // over sessions of the same model, each with its own weights and without spin-waiting (see
+    // OrtPeer.session), released after the timing.
     const timePeer = async (f, level, x, M) => {
       try {
         const p = await peerFor(f, level);
         if (!p) return { result: null, y: null };
         if (!p.byM[M]) {
           const copies = M === 1 ? layerCopies(p.bytes, settings.layerLoopBytes) : 1;
-          const runners = [p.runner];
+          const layers = [];
           try {
-            if (copies > 1) log(`linear ${N}x${K}: ${copies - 1} more ${p.name} sessions for the layer loop`);
-            while (runners.length < copies) runners.push(await p.runner.another());
+            if (copies > 1) log(`linear ${N}x${K}: ${copies} ${p.name} sessions for the layer loop`);
+            while (layers.length < copies) layers.push(await p.runner.another({ spinning: false }));
+            const runners = copies > 1 ? layers : [p.runner];
             const feeds = p.runner.feeds(x, M);
             const r = await measure((i) => runners[i].run(feeds), { ...settings, cycle: copies, release: (t) => t.dispose?.(), keepLast: true });
             const y = Float32Array.from(r.last.data);
             r.last.dispose?.();
             delete r.last;
-            p.byM[M] = { r, y, streaming: M === 1 ? layerLoopStreaming(copies, p.bytes) : null };
+            const streaming = copies > 1 ? { ...layerLoopStreaming(copies, p.bytes), sessions: copies, intraOpSpinning: false } : null;
+            p.byM[M] = { r, y, streaming };
           } finally {
-            for (const extra of runners.slice(1)) await extra.session.release?.();
+            for (const layer of layers) await layer.session.release?.();
           }
           await settle();
         }
