@@ -86,29 +86,27 @@ function attribute(name, value) {
 }
 
 /**
- * A model of one node, or of several (`nodes`: the same op, a decode case's layers). A node is
- * { op, domain?, inputs, outputs, attrs? }. Names '' in inputs mark omitted optional inputs, as
- * ONNX does.
+ * A one-node model. node: { op, domain?, inputs, outputs, attrs? }. Names '' in inputs mark
+ * omitted optional inputs, as ONNX does.
  */
-export function buildModel({ node, nodes = [node], inputs, outputs, initializers = [], opset = 21, msOpset = 1 }) {
+export function buildModel({ node, inputs, outputs, initializers = [], opset = 21, msOpset = 1 }) {
   const opsetImport = [{ domain: '', version: opset }];
-  const domains = new Set(nodes.map((n) => n.domain).filter(Boolean));
-  for (const domain of domains) opsetImport.push({ domain, version: msOpset });
+  if (node.domain) opsetImport.push({ domain: node.domain, version: msOpset });
   const model = {
     ir_version: 10,
     producer_name: 'metal-tensorops bench',
     producer_version: '1',
     opset_import: opsetImport,
     graph: {
-      name: nodes[0].op,
-      node: nodes.map((n, i) => ({
-        name: nodes.length > 1 ? `${n.op}_${i}` : n.op,
-        op_type: n.op,
-        domain: n.domain ?? '',
-        input: n.inputs,
-        output: n.outputs,
-        attribute: Object.entries(n.attrs ?? {}).map(([k, v]) => attribute(k, v)),
-      })),
+      name: node.op,
+      node: [{
+        name: node.op,
+        op_type: node.op,
+        domain: node.domain ?? '',
+        input: node.inputs,
+        output: node.outputs,
+        attribute: Object.entries(node.attrs ?? {}).map(([k, v]) => attribute(k, v)),
+      }],
       initializer: initializers,
       input: inputs,
       output: outputs,
