@@ -3,7 +3,8 @@
 // kv_num_heads < num_heads, causal). Our output is compared with the peer's once per case.
 import { attentionCases } from './cases.mjs';
 import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
-import { flushCaches, measure, settle } from './timing.mjs';
+import { layerCopies, layerLoopStreaming } from './layer-loop.mjs';
+import { measure, settle } from './timing.mjs';
 
 export const attentionId = ({ B, Hq, Hkv, Lq, Lk, D }) =>
   Lq === Lk ? `attention prefill B${B} Hq${Hq} Hkv${Hkv} L${Lq} D${D} causal` : `attention decode B${B} Hq${Hq} Hkv${Hkv} Lq${Lq} Lk${Lk} D${D}`;
@@ -19,13 +20,15 @@ export async function runAttention(ctx) {
     const q = randomFloats(B * Hq * Lq * D, 11, 1);
     const k = randomFloats(B * Hkv * Lk * D, 12, 1);
     const v = randomFloats(B * Hkv * Lk * D, 13, 1);
+    const decode = Lq < Lk;
+    const kvBytes = 2 * B * Hkv * Lk * D * 4;
+    // Decode streams the K/V cache: a loop over layers, each with its own K and V (layer-loop.mjs),
+    // for ours and the peer alike.
+    const copies = decode ? layerCopies(kvBytes, settings.layerLoopBytes) : 1;
     const qt = dev.tensor(q, [B, Hq, Lq, D]);
-    const kt = dev.tensor(k, [B, Hkv, Lk, D]);
-    const vt = dev.tensor(v, [B, Hkv, Lk, D]);
-    const run = (d) => d.attention(qt, kt, vt, { causal: true });
-    // Decode streams the K/V cache: caches are flushed before each run of ours and the peer's alike.
-    const flush = Lq < Lk ? { before: flushCaches } : {};
-    const ours = await measure(() => run(dev), { ...settings, ...flush, release: (o) => o.dispose(), keepLast: true });
+    const kvs = Array.from({ length: copies }, () => [dev.tensor(k, [B, Hkv, Lk, D]), dev.tensor(v, [B, Hkv, Lk, D])]);
+    const run = (d, i = 0) => d.attention(qt, kvs[i][0], kvs[i][1], { causal: true });
+    const ours = await measure((i) => run(dev, i), { ...settings, cycle: copies, release: (o) => o.dispose(), keepLast: true });
     const oOurs = await ours.last.toFloat32();
     ours.last.dispose();
     delete ours.last;
@@ -37,13 +40,14 @@ export async function runAttention(ctx) {
       const op = `GroupQueryAttention (com.microsoft) num_heads=${Hq} kv_num_heads=${Hkv}${Lq === Lk ? ', causal, no past' : ', past_key/past_value shared with present (KV cache)'}`;
       try {
         const g = await peer.gqa(c);
-        const feeds = g.feeds(q, k, v);
-        const r = await measure(() => g.run(feeds), { ...settings, ...flush, release: (t) => t.dispose?.(), keepLast: true });
+        // Each feed set holds its own past_key / past_value arrays: one layer's cache each.
+        const feedSets = Array.from({ length: copies }, () => g.feeds(q, k, v));
+        const r = await measure((i) => g.run(feedSets[i]), { ...settings, cycle: copies, release: (t) => t.dispose?.(), keepLast: true });
         const oPeer = g.toOurs(r.last);
         r.last.dispose?.();
         delete r.last;
         await g.session.release?.();
-        peerResult = { op, ...r };
+        peerResult = { op, ...r, ...(decode ? { streaming: layerLoopStreaming(copies, kvBytes) } : {}) };
         const diff = maxAbsDiff(oOurs, oPeer);
         check = { ...check, maxAbsDiff: diff, relRms: relRms(oOurs, oPeer), bound: 1e-4, ok: diff <= 1e-4 };
       } catch (err) {
@@ -61,16 +65,18 @@ export async function runAttention(ctx) {
       });
       scaling = { threads: 1, medianMs: s.medianMs, reps: s.reps };
     }
-    qt.dispose(); kt.dispose(); vt.dispose();
+    qt.dispose();
+    for (const [kt, vt] of kvs) { kt.dispose(); vt.dispose(); }
 
     // Useful work: QK^T and PV, 2 flops per multiply-add each; causal prefill does about half.
     const pairs = Lq === Lk ? (Lq * (Lq + 1)) / 2 : Lq * Lk;
     out.push(record({
       id, op: 'attention', phase: Lq === Lk ? 'prefill' : 'decode', shape: { ...c, causal: true },
       flops: 4 * B * Hq * pairs * D,
-      bytes: 2 * B * Hkv * Lk * D * 4,
+      bytes: kvBytes,
       bytesWhat: 'K and V bytes',
       limit: Lq === Lk ? 'fma' : 'bandwidth',
+      ...(decode ? { streaming: layerLoopStreaming(copies, kvBytes) } : {}),
       ours, peer: peerResult, scaling, check,
     }));
   }

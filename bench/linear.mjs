@@ -5,10 +5,8 @@ import { WEIGHT_FORMATS, linearShapes } from './cases.mjs';
 import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
 import { fromMxint8, quantizeAsymmetric4, quantizeSymmetric } from './nbits.mjs';
 import { ACCURACY_LEVEL, ACCURACY_LEVEL_INT8 } from './peer-ort.mjs';
-import { flushCaches, measure, settle } from './timing.mjs';
-
-// Decode streams the weights: caches are flushed before each run of ours and the peer's alike.
-const flush = (M) => (M === 1 ? { before: flushCaches } : {});
+import { layerCopies, layerLoopStreaming } from './layer-loop.mjs';
+import { measure, settle } from './timing.mjs';
 
 export const linearId = (M, N, K, fmt) => `linear ${M === 1 ? 'decode' : 'prefill'} ${M}x${N}x${K} ${fmt}`;
 
@@ -44,11 +42,14 @@ export async function runLinear(ctx) {
     log(`linear ${N}x${K}: preparing weights (${[...formats].join(', ')})`);
     const W = randomFloats(N * K, N + K, 1);
     const wf32 = dev.tensor(W, [N, K]);
+    // One weight tensor of format f, its own allocation (decode makes several: layer-loop.mjs).
+    const makeWeights = async (f) => {
+      if (f === 'float32') return dev.tensor(W, [N, K]);
+      if (f === 'float16') return dev.tensor(W, [N, K], 'float16');
+      return dev.quantize(wf32, { format: f, blockSize: 32 });
+    };
     const weights = { float32: wf32 };
-    for (const f of formats) {
-      if (f === 'float16') weights[f] = dev.tensor(W, [N, K], 'float16');
-      else if (f !== 'float32') weights[f] = await dev.quantize(wf32, { format: f, blockSize: 32 });
-    }
+    for (const f of formats) if (f !== 'float32') weights[f] = await makeWeights(f);
 
     // Peer sessions, one per op kind and accuracy level, built on first use and shared by all M.
     const peers = {};
@@ -80,21 +81,34 @@ export async function runLinear(ctx) {
       }
       return peers[name];
     };
-    // Times a peer once per (session, M): formats that share an op share its number.
+    // Times a peer once per (session, M): formats that share an op share its number. Decode loops
+    // over sessions of the same model, each with its own weights and without spin-waiting (see
+    // OrtPeer.session), released after the timing.
     const timePeer = async (f, level, x, M) => {
       try {
         const p = await peerFor(f, level);
         if (!p) return { result: null, y: null };
         if (!p.byM[M]) {
-          const feeds = p.runner.feeds(x, M);
-          const r = await measure(() => p.runner.run(feeds), { ...settings, ...flush(M), release: (t) => t.dispose?.(), keepLast: true });
-          const y = Float32Array.from(r.last.data);
-          r.last.dispose?.();
-          delete r.last;
-          p.byM[M] = { r, y };
+          const copies = M === 1 ? layerCopies(p.bytes, settings.layerLoopBytes) : 1;
+          const layers = [];
+          try {
+            if (copies > 1) log(`linear ${N}x${K}: ${copies} ${p.name} sessions for the layer loop`);
+            while (layers.length < copies) layers.push(await p.runner.another({ spinning: false }));
+            const runners = copies > 1 ? layers : [p.runner];
+            const feeds = p.runner.feeds(x, M);
+            const r = await measure((i) => runners[i].run(feeds), { ...settings, cycle: copies, release: (t) => t.dispose?.(), keepLast: true });
+            const y = Float32Array.from(r.last.data);
+            r.last.dispose?.();
+            delete r.last;
+            const streaming = copies > 1 ? { ...layerLoopStreaming(copies, p.bytes), sessions: copies, intraOpSpinning: false } : null;
+            p.byM[M] = { r, y, streaming };
+          } finally {
+            for (const layer of layers) await layer.session.release?.();
+          }
           await settle();
         }
-        return { result: { op: p.op, ...p.byM[M].r, bytes: p.bytes }, y: p.byM[M].y };
+        const { r, y, streaming } = p.byM[M];
+        return { result: { op: p.op, ...r, bytes: p.bytes, ...(streaming ? { streaming } : {}) }, y };
       } catch (err) {
         // The peer failing is reported, never fatal: our side still runs.
         const error = String(err?.message ?? err).split('\n')[0];
@@ -118,7 +132,16 @@ export async function runLinear(ctx) {
         log(id);
         const w = weights[f];
         const flops = 2 * M * N * K;
-        const ours = await measure(() => dev.linear(xt, w), { ...settings, ...flush(M), release: (y) => y.dispose(), keepLast: true });
+        // Decode: a loop over layers, each with its own copy of the weights (layer-loop.mjs).
+        const copies = M === 1 ? layerCopies(w.bytes, settings.layerLoopBytes) : 1;
+        const ws = [w];
+        let ours;
+        try {
+          while (ws.length < copies) ws.push(await makeWeights(f));
+          ours = await measure((i) => dev.linear(xt, ws[i]), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true });
+        } finally {
+          for (const extra of ws.slice(1)) extra.dispose();
+        }
         const yOurs = await ours.last.toFloat32();
         ours.last.dispose();
         delete ours.last;
@@ -159,6 +182,7 @@ export async function runLinear(ctx) {
           bytes: w.bytes,
           bytesWhat: 'weight bytes',
           limit: M === 1 ? 'bandwidth' : 'fma',
+          ...(M === 1 ? { streaming: layerLoopStreaming(copies, w.bytes) } : {}),
           ours,
           peer: peerResult,
           ...(peerLevel4 ? { peerInt8Activations: peerLevel4 } : {}),

@@ -33,13 +33,22 @@ export class OrtPeer {
     this.threads = threads;
   }
 
-  async session(modelBytes) {
+  /**
+   * spinning: false turns off the intra-op pool's spin-wait (session.intra_op.allow_spinning = 0).
+   * The linear decode loop runs one session per layer, each with its own pool: with spinning on,
+   * the pools of the layers just run spin on both cores while the next layer's pool starts, and a
+   * loop over 26 sessions ran 2-25x slower than one session (on this 2-core machine). A model's
+   * single session has one pool, which never competes with itself; without spinning, each run
+   * wakes its pool's threads, as ours does (a condition variable, no spinning).
+   */
+  async session(modelBytes, { spinning = true } = {}) {
     return this.ort.InferenceSession.create(modelBytes, {
       executionProviders: ['cpu'],
       intraOpNumThreads: this.threads,
       interOpNumThreads: 1,
       executionMode: 'sequential',
       graphOptimizationLevel: 'all',
+      ...(spinning ? {} : { extra: { session: { intra_op: { allow_spinning: '0' } } } }),
     });
   }
 
@@ -57,7 +66,7 @@ export class OrtPeer {
       outputs: [valueInfo('y', DataType.FLOAT, ['M', N])],
       initializers: [initializer('wt', DataType.FLOAT, [K, N], wt)],
     });
-    return this.#linearRunner(await this.session(bytes), K);
+    return this.#linearRunner(bytes, K);
   }
 
   /** y = x @ dequant(B)^T with com.microsoft MatMulNBits (nbits.mjs makes the planes). */
@@ -81,14 +90,21 @@ export class OrtPeer {
       outputs: [valueInfo('y', DataType.FLOAT, ['M', N])],
       initializers: inits,
     });
-    return this.#linearRunner(await this.session(bytes), K);
+    return this.#linearRunner(bytes, K);
   }
 
-  #linearRunner(session, K) {
+  /**
+   * A session of the model and how to run it. another(options) makes one more session of the same
+   * model (options as session()'s): a layer of the decode loop (layer-loop.mjs), which owns its own
+   * copy of the weights.
+   */
+  async #linearRunner(modelBytes, K, options) {
+    const session = await this.session(modelBytes, options);
     return {
       session,
       feeds: (x, M) => ({ x: this.tensor('float32', x, [M, K]) }),
       run: async (feeds) => (await session.run(feeds)).y,
+      another: (anotherOptions) => this.#linearRunner(modelBytes, K, anotherOptions),
     };
   }
 

@@ -22,7 +22,9 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
     const peerTiming = (p) => {
       if (!p) return null;
       if (p.error) return { op: p.op, error: p.error };
-      return { op: p.op, ...timing(p, c.flops, p.bytes ?? c.bytes), ...(p.bytes ? { bytes: p.bytes } : {}) };
+      return {
+        op: p.op, ...timing(p, c.flops, p.bytes ?? c.bytes), ...(p.bytes ? { bytes: p.bytes } : {}), ...(p.streaming ? { streaming: p.streaming } : {}),
+      };
     };
     // peer median / our median: above 1, ours is faster.
     const ratioTo = (p) => (p && !p.error ? round(p.medianMs / c.ours.medianMs, 3) : null);
@@ -47,6 +49,8 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
         ? { peerInt8Activations: peerTiming(c.peerInt8Activations), ratioInt8Activations: ratioTo(c.peerInt8Activations) }
         : {}),
       limit: c.limit,
+      // decode: how the data came from memory (layer-loop.mjs): ours here, the peer's in peer.
+      ...(c.streaming ? { streaming: c.streaming } : {}),
       fractionOfLimit:
         c.limit === 'fma' && ours.gflops ? round(ours.gflops / peaks.fmaGflops, 3)
           : c.limit === 'bandwidth' && ours.gbps ? round(ours.gbps / peaks.readGBps, 3) : null,

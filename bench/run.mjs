@@ -140,7 +140,7 @@ async function main() {
       'linear: x and W uniform in [-1, 1); affine4 uses group size 32, like the peer. Each check compares with the float32 result; the float32 and mxint8 cases also with the peer, which then runs exactly the same weights.',
       `MatMulNBits accuracy_level ${ACCURACY_LEVEL} is the op's default (unset): float32 computation on the CPU.`,
       'scaling: our 1-thread median over our N-thread median (prefill cases).',
-      'decode cases (limit bandwidth): every cache line of a 128 MiB buffer is read before every run of ours and of the peer, outside the timing, so weights and K/V come from memory, not from a cache the previous run filled.',
+      `decode cases (limit bandwidth): a loop over layers, as a model's decode runs. Each side makes C copies of the streamed data (weights; K and V), C = max(2, ceil(${settings.layerLoopBytes / 2 ** 20} MiB / bytes per copy)) (streaming.copies), and runs rep i on copy i % C back to back, so every run reads data that the other C - 1 runs have evicted from the caches. Ours: C weight (K, V) tensors; the peer: C sessions of the same model with intra-op spinning off (linear: C spinning thread pools would compete for the cores, which the single pool of a model's one session never does), C feed sets with their own past_key/past_value on one session (attention).`,
     ],
     cases,
     summary: {

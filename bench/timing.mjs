@@ -13,27 +13,29 @@ export function median(xs) {
 /**
  * Times `fn` (async, returns a result). `release(result)` runs after each timed call, outside the
  * timing (disposing outputs). The last result is kept (not released) when `keepLast` is set.
- * `before()`, when given, runs before every run, outside the timing (flushCaches below).
+ * With `cycle` = C > 1 (a decode case's layer loop, layer-loop.mjs), `fn(i)` gets the copy to run,
+ * i = 0, 1, ..., C - 1, 0, ...: the warm-up makes at least one full pass (first runs do one-time
+ * work, per onnxruntime session too), and at least one full pass is timed.
  */
-export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targetMs = 1000, release = () => {}, keepLast = false, before = null } = {}) {
+export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targetMs = 1000, release = () => {}, keepLast = false, cycle = 1 } = {}) {
   let estimate = Infinity;
   let warmed = 0;
-  // Up to `warmup` runs; a big case stops after the first once it has spent half the target.
-  for (let i = 0; i < warmup && (i === 0 || warmed < targetMs / 2); i++) {
-    before?.();
+  // Up to `warmup` runs, and a full cycle; a big case stops once it has spent half the target.
+  for (let i = 0; i < Math.max(warmup, cycle) && (i < cycle || warmed < targetMs / 2); i++) {
     const t0 = now();
-    const r = await fn();
+    const r = await fn(i % cycle);
     estimate = now() - t0;
     warmed += estimate;
     release(r);
   }
-  const reps = Math.max(minReps, Math.min(maxReps, Number.isFinite(estimate) ? Math.ceil(targetMs / Math.max(estimate, 1e-3)) : minReps));
+  const wanted = Number.isFinite(estimate) ? Math.ceil(targetMs / Math.max(estimate, 1e-3)) : minReps;
+  const reps = Math.max(minReps, cycle, Math.min(maxReps, wanted));
   const times = [];
   let last;
+  // Back to back: between two runs only the release of the previous output.
   for (let i = 0; i < reps; i++) {
-    before?.();
     const t0 = now();
-    const r = await fn();
+    const r = await fn(i % cycle);
     times.push(now() - t0);
     if (keepLast && i === reps - 1) last = r;
     else release(r);
@@ -45,26 +47,6 @@ export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targe
     reps,
     ...(keepLast ? { last } : {}),
   };
-}
-
-let flushBuffer = null;
-let flushSink = 0;
-
-/**
- * Evicts the caches by reading one word of every cache line of a clean 128 MiB buffer (larger than
- * any last-level cache), so that a decode case streams its weights (or K/V) from memory as a
- * model's loop over its layers does, not from a cache that the previous repetition filled. Reads
- * only: no dirty lines are left for the timed run to write back.
- */
-export function flushCaches() {
-  if (!flushBuffer) {
-    flushBuffer = new Float64Array(16 * 2 ** 20);
-    flushBuffer.fill(1);
-  }
-  let s = 0;
-  for (let i = 0; i < flushBuffer.length; i += 8) s += flushBuffer[i];
-  flushSink += s;
-  return flushSink;
 }
 
 /** A short pause so that threads of the side just measured go idle before the other side runs. */

@@ -11,11 +11,12 @@ import { beforeAll, describe, expect, it } from 'vitest';
 const root = resolve(__dirname, '..');
 const require = createRequire(__filename);
 
-interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null }
+interface Streaming { method: string; copies: number; bytesPerCopy: number }
+interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null; streaming?: Streaming }
 interface Case {
   id: string; op: string; phase: string | null; weights: string | null; threads: number;
   ours: Timing; peer: (Timing & { op: string; error?: string }) | null; peerMissing?: string;
-  ratio: number | null; limit: string; fractionOfLimit: number | null;
+  ratio: number | null; limit: string; fractionOfLimit: number | null; streaming?: Streaming;
   scaling: { speedup: number } | null;
   check: Record<string, number | string | boolean> | null;
   targets: unknown[];
@@ -81,6 +82,22 @@ describe('npm run bench -- --smoke --json', () => {
       if (c.limit !== 'latency') expect(c.fractionOfLimit, c.id).toBeGreaterThan(0);
       if (c.phase === 'prefill') expect(c.scaling?.speedup, c.id).toBeGreaterThan(0);
     }
+  });
+
+  it('times decode cases as a loop over at least 2 copies of their data, every copy at least once', () => {
+    const decode = doc.cases.filter((c) => c.phase === 'decode');
+    expect(decode.length).toBe(14);
+    for (const c of decode) {
+      expect(c.streaming?.method, c.id).toBe('layer loop');
+      expect(c.streaming?.copies, c.id).toBeGreaterThanOrEqual(2);
+      expect(c.streaming?.bytesPerCopy, c.id).toBe(c.bytes);
+      expect(c.ours.reps, c.id).toBeGreaterThanOrEqual(c.streaming?.copies ?? Infinity);
+      if (c.peer && !c.peer.error) {
+        expect(c.peer.streaming?.copies, c.id).toBeGreaterThanOrEqual(2);
+        expect(c.peer.reps, c.id).toBeGreaterThanOrEqual(c.peer.streaming?.copies ?? Infinity);
+      }
+    }
+    for (const c of doc.cases.filter((x) => x.phase === 'prefill')) expect(c.streaming, c.id).toBeUndefined();
   });
 
   it('our results pass every check (float32 and mxint8 linear equal the peer on the same weights)', () => {
