@@ -13,15 +13,17 @@ namespace mto::cpu::attention_tile {
 constexpr int kNR = 16;  // columns of a gemm register block (keys of S, features of O)
 
 // ---- register-blocked gemm: C[M, N] (+)= A[M, K] B[K, N], N a multiple of kNR ----------------
-// An MR x kNR block of C lives in registers (MR x kNR/W vectors of W floats); each step of k loads
-// one row of B (kNR floats) and multiply-adds it with MR broadcast elements of A.
-template <int MR, int W>
+// An MR x (NV * W) block of C lives in registers (MR x NV vectors of W floats); each step of k
+// loads one row of B (NV vectors) and multiply-adds it with MR broadcast elements of A. Blocks are
+// kWideNV vectors wide where N allows (more accumulators per load of A: with AVX-512, 8 x 2
+// vectors keep both FMA pipes fed where 8 x 1 is bound by the broadcasts), else kNR columns.
+template <int W> constexpr int kWideNV = W >= 16 ? 2 : kNR / W;
+
+template <int MR, int W, int NV>
 MTO_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
                            const float* __restrict B, int64_t ldb, float* __restrict C, int64_t ldc,
                            bool accumulate) {
   using V = simd::Vec<W>;
-  constexpr int NV = kNR / W;
-  static_assert(NV * W == kNR, "kNR must be a multiple of the vector width");
   V acc[MR][NV];
   for (int r = 0; r < MR; ++r)
     for (int c = 0; c < NV; ++c) {
@@ -41,27 +43,38 @@ MTO_INLINE void gemm_block(int64_t K, const float* __restrict A, int64_t lda,
 }
 
 // The last M % MR rows of a gemm: one block of exactly that many rows.
-template <int MR, int W>
+template <int MR, int W, int NV>
 MTO_INLINE void gemm_tail(int64_t rows, int64_t K, const float* A, int64_t lda, const float* B,
                           int64_t ldb, float* C, int64_t ldc, bool accumulate) {
   if constexpr (MR > 1) {
-    if (rows == MR - 1) return gemm_block<MR - 1, W>(K, A, lda, B, ldb, C, ldc, accumulate);
-    gemm_tail<MR - 1, W>(rows, K, A, lda, B, ldb, C, ldc, accumulate);
+    if (rows == MR - 1) return gemm_block<MR - 1, W, NV>(K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_tail<MR - 1, W, NV>(rows, K, A, lda, B, ldb, C, ldc, accumulate);
   }
+}
+
+// The columns [n0, n0 + NV * W) of C, all rows.
+template <int MR, int W, int NV>
+MTO_INLINE void gemm_columns(int64_t M, int64_t n0, int64_t K, const float* A, int64_t lda,
+                             const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  int64_t m0 = 0;
+  for (; m0 + MR <= M; m0 += MR)
+    gemm_block<MR, W, NV>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
+  if (m0 < M)
+    gemm_tail<MR, W, NV>(M - m0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc,
+                         accumulate);
 }
 
 // MR: rows per register block; W: vector width.
 template <int MR, int W>
 MTO_INLINE void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
                      const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  for (int64_t n0 = 0; n0 < N; n0 += kNR) {
-    int64_t m0 = 0;
-    for (; m0 + MR <= M; m0 += MR)
-      gemm_block<MR, W>(K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc, accumulate);
-    if (m0 < M)
-      gemm_tail<MR, W>(M - m0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc,
-                       accumulate);
-  }
+  constexpr int NV = kNR / W, WIDE = kWideNV<W>;
+  static_assert(NV * W == kNR, "kNR must be a multiple of the vector width");
+  int64_t n0 = 0;
+  if constexpr (WIDE != NV)
+    for (; n0 + WIDE * W <= N; n0 += WIDE * W)
+      gemm_columns<MR, W, WIDE>(M, n0, K, A, lda, B, ldb, C, ldc, accumulate);
+  for (; n0 < N; n0 += kNR) gemm_columns<MR, W, NV>(M, n0, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 // ---- few query rows (decode): S[r, j] = dot(Q[r], K[j]) straight from K's rows -----------------
