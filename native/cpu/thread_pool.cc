@@ -33,6 +33,10 @@ bool spin_until(Ready&& ready) {
   return ready();
 }
 
+// Set by parallel_for on the thread that calls it with work for several threads: a task that ran
+// one is a big op (a decode step of a model, say), likely followed by another soon.
+thread_local bool tl_shared_work = false;
+
 }  // namespace
 
 // One parallel_for call, on its caller's stack. Chunks are claimed with an atomic counter, so the
@@ -96,12 +100,19 @@ struct ThreadPool::State {
 
 void ThreadPool::State::run() {
   std::unique_lock<std::mutex> lock(mu);
+  // Spin before sleeping only after work shared by several threads (a task that ran parallel_for,
+  // or chunks of one): the next op of a model's loop comes soon and wants every thread awake. A
+  // small single-threaded op's thread sleeps at once instead, so that it does not hold a core
+  // that the JS thread, woken to settle the op, needs.
+  bool spin = false;
   for (;;) {
     while (!has_work()) {
       if (stop) return;
       const uint64_t seen = queued.load(std::memory_order_acquire);
       lock.unlock();
-      const bool arrived = spin_until([&] { return queued.load(std::memory_order_acquire) != seen; });
+      const bool arrived =
+          spin && spin_until([&] { return queued.load(std::memory_order_acquire) != seen; });
+      spin = false;
       lock.lock();
       if (arrived || has_work() || stop) continue;
       ++sleeping;
@@ -117,12 +128,15 @@ void ThreadPool::State::run() {
       lock.lock();
       job->helpers.fetch_sub(1, std::memory_order_release);
       done_cv.notify_all();
+      spin = true;
       continue;
     }
     std::function<void()> task = std::move(tasks.front());
     tasks.pop_front();
     lock.unlock();
+    tl_shared_work = false;
     task();
+    spin = tl_shared_work;
     // Its captures may hold the last reference to the pool's owner: release them here, where
     // this thread touches nothing but the shared state afterwards.
     task = nullptr;
@@ -165,6 +179,7 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
+  tl_shared_work = true;
   Job job;
   job.fn = &fn;
   job.n = n;
