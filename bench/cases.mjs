@@ -37,10 +37,11 @@ export function quantizeCases(mode) {
 
 /**
  * The calling-overhead cases, float32 linear: 1 x 32 x 32 runs inline on the JS thread (the issue's
- * latency target), 1 x 256 x 256 is past the inline limit and makes the round trip through a worker
- * thread that every larger op pays (no target: it shows what a decode-sized op cannot go below).
+ * latency target), 1 x 256 x 256 is past the inline limit and makes the round trip through the cpu
+ * backend's thread pool that every larger op pays (no target: it shows what a decode-sized op
+ * cannot go below).
  */
 export const OVERHEAD_CASES = [
   { M: 1, N: 32, K: 32, path: 'inline' },
-  { M: 1, N: 256, K: 256, path: 'worker' },
+  { M: 1, N: 256, K: 256, path: 'pool' },
 ];

@@ -1,7 +1,7 @@
 // Decode cases stream their data (linear's weights, attention's K and V) as a model's decode loop
 // does: layer after layer back to back, each layer's data different. The bench times a loop over
 // C copies of the case's data, rep i on copy i % C, with no idle time between reps: no flush
-// before a run (it leaves the worker threads idle, and on a VM their vCPUs halted, for
+// before a run (it leaves the pool's threads idle, and on a VM their vCPUs halted, for
 // milliseconds before every op, which a model's loop never does), and no run served from a cache
 // that the previous one filled.
 

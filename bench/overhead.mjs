@@ -1,12 +1,12 @@
 // Calling overhead: the median time from the JS call to the resolved Promise for tiny ops
-// (OVERHEAD_CASES: one inline, one through a worker thread), many calls one after another;
+// (OVERHEAD_CASES: one inline, one through the thread pool), many calls one after another;
 // onnxruntime's MatMul of the same size as the peer.
 import { OVERHEAD_CASES } from './cases.mjs';
 import { randomFloats } from './data.mjs';
 import { measure, settle } from './timing.mjs';
 
 const overheadId = ({ M, N, K, path }) =>
-  `overhead linear ${M}x${N}x${K} float32${path === 'worker' ? ' (worker thread)' : ''}`;
+  `overhead linear ${M}x${N}x${K} float32${path === 'pool' ? ' (thread pool)' : ''}`;
 
 export async function runOverhead(ctx) {
   const out = [];

@@ -42,7 +42,7 @@ export interface DeviceInfo {
   arch: string;
   unifiedMemory?: boolean;
   recommendedWorkingSetBytes?: number;
-  /** cpu backend: worker threads used by each op. */
+  /** cpu backend: threads of its pool, used by each op. */
   threads?: number;
   /** Why a faster backend or tier was not used, when one was asked for or could exist. */
   fallbackReason?: string;

@@ -73,7 +73,7 @@ describe('npm run bench -- --smoke --json', () => {
     expect(ids.filter((id) => id.startsWith('attention prefill'))).toHaveLength(1);
     expect(ids.filter((id) => id.startsWith('attention decode'))).toHaveLength(2);
     expect(ids.filter((id) => id.startsWith('quantize'))).toHaveLength(2);
-    // The inline call (the latency target) and the worker-thread round trip.
+    // The inline call (the latency target) and the round trip through the thread pool.
     expect(ids.filter((id) => id.startsWith('overhead'))).toHaveLength(2);
     for (const c of doc.cases) {
       expect(c.ours.medianMs, c.id).toBeGreaterThan(0);
