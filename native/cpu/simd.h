@@ -152,10 +152,11 @@ MTO_INLINE void transpose8(const float* const* rows, int64_t k, float* dst, int6
 
 }  // namespace mto::cpu::simd
 
-// x86-64 with GCC/clang on Linux: kernels are also compiled for AVX2+FMA and AVX-512 and chosen at
-// run time (the portable build targets baseline x86-64, i.e. SSE2). Limited to Linux because that
-// is where it is tested; elsewhere only the baseline kernels exist.
-#if MTO_GNU_EXTENSIONS && defined(__x86_64__) && defined(__linux__)
+// x86-64 with GCC/clang (core/portable.h's MTO_X86_KERNELS: Linux, macOS on Intel, clang on
+// Windows): kernels are also compiled for AVX2+FMA and AVX-512 and chosen at run time (the
+// portable build targets baseline x86-64, i.e. SSE2), as the decode kernels of core_dot are.
+// Elsewhere (MSVC) only the baseline kernels exist.
+#if MTO_X86_KERNELS
 #define MTO_X86_DISPATCH 1
 #define MTO_TARGET_AVX2 __attribute__((target("avx2,fma")))
 #define MTO_TARGET_AVX512 __attribute__((target("avx512f,avx2,fma")))
