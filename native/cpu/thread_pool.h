@@ -3,12 +3,12 @@
 // its chunks with the pool's idle threads. parallel_for also works from any other thread (the JS
 // thread running a tiny op inline, tests): that thread then works on its own chunks too.
 //
-// Threads that have just shared an op's work spin for a short while before they sleep: a model's
-// decode loop issues its next op within microseconds of the last one's Promise settling, and
-// waking a sleeping thread costs more than that (tens of microseconds on bare metal, ~100 us for a
-// halted vCPU of a virtual machine), against decode ops of a few hundred microseconds. After a
-// small single-threaded op the thread sleeps at once: a spinning thread would hold the core that
-// the JS thread, woken to settle the op, needs.
+// The thread that ran an op whose work it shared spins for a short while before it sleeps: a
+// model's decode loop issues its next op within microseconds of the last one's Promise settling,
+// and waking a sleeping thread costs more than that (tens of microseconds on bare metal, ~100 us
+// for a halted vCPU of a virtual machine), against decode ops of a few hundred microseconds. The
+// other threads sleep at once: a spinning thread would hold a core that the JS thread, woken to
+// settle the op, needs.
 #pragma once
 #include <cstdint>
 #include <functional>
