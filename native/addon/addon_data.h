@@ -2,11 +2,16 @@
 #pragma once
 #include <napi.h>
 
+#include <memory>
+
 namespace mto::addon {
+
+class CompletionChannel;  // js_completion.cc
 
 struct AddonData {
   Napi::FunctionReference tensor_ctor;
   Napi::FunctionReference qtensor_ctor;
+  std::shared_ptr<CompletionChannel> completions;  // created by the first op that needs it
 };
 
 inline AddonData& addon_data(Napi::Env env) { return *env.GetInstanceData<AddonData>(); }

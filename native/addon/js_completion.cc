@@ -3,111 +3,154 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 
+#include "addon_data.h"
 #include "core/error.h"
 #include "errors.h"
 
 namespace mto::addon {
 namespace {
 
-// What travels through the thread-safe function to the JS thread.
+// What travels through the channel to the JS thread: an op's outcome, or (no deferred) the end of
+// an op that was abandoned, so that the channel stops counting it.
 struct Settlement {
-  Napi::Promise::Deferred deferred;
+  std::optional<Napi::Promise::Deferred> deferred;
   std::function<Napi::Value(Napi::Env)> finish;
   OpStatus status;
 };
 
 void settle(Napi::Env env, Settlement& s) {
   if (!s.status.ok()) {
-    s.deferred.Reject(make_error(env, s.status.code, s.status.message).Value());
+    s.deferred->Reject(make_error(env, s.status.code, s.status.message).Value());
     return;
   }
   try {
-    s.deferred.Resolve(s.finish(env));
+    s.deferred->Resolve(s.finish(env));
   } catch (const Napi::Error& e) {
-    s.deferred.Reject(e.Value());
+    s.deferred->Reject(e.Value());
   }
 }
+
+void settle_on_js_thread(Napi::Env env, Napi::Function, std::nullptr_t*, Settlement* raw);
+
+using Tsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, Settlement, settle_on_js_thread>;
+
+// Node deletes a thread-safe function when its environment is torn down (a worker thread
+// terminated while ops run), even while other threads still hold it. Its finalizer, which Node
+// runs on the JS thread just before, marks it gone under the mutex that every call into it holds:
+// a completion arriving later drops its settlement (nobody awaits the Promise any more).
+struct ChannelLife {
+  std::mutex mu;
+  bool gone = false;
+};
+
+void on_tsfn_deleted(Napi::Env, std::shared_ptr<ChannelLife>* life, std::nullptr_t*) {
+  {
+    std::lock_guard<std::mutex> lock((*life)->mu);
+    (*life)->gone = true;
+  }
+  delete life;
+}
+
+}  // namespace
+
+// One thread-safe function per environment carries every op's settlement to the JS thread (one
+// per op cost ~5 us to create and release). It is referenced, keeping the event loop alive,
+// exactly while ops are in flight.
+class CompletionChannel {
+ public:
+  explicit CompletionChannel(Napi::Env env) : life_(std::make_shared<ChannelLife>()) {
+    // No JS function: settle_on_js_thread does the work. Queue size 0 (unbounded), one user
+    // (never released: Node closes it with the environment).
+    tsfn_ = Tsfn::New(env, "metal-tensorops:op", 0, 1, nullptr, on_tsfn_deleted,
+                      new std::shared_ptr<ChannelLife>(life_));
+    tsfn_.Unref(env);
+  }
+
+  static CompletionChannel& of(Napi::Env env) {
+    AddonData& data = addon_data(env);
+    if (!data.completions) data.completions = std::make_shared<CompletionChannel>(env);
+    return *data.completions;
+  }
+
+  // JS thread: an op will settle through the channel / has.
+  void begin(Napi::Env env) {
+    if (inflight_++ == 0) tsfn_.Ref(env);
+  }
+  void end(Napi::Env env) {
+    if (--inflight_ == 0) tsfn_.Unref(env);
+  }
+
+  const Tsfn& tsfn() const { return tsfn_; }
+  const std::shared_ptr<ChannelLife>& life() const { return life_; }
+
+ private:
+  Tsfn tsfn_;
+  std::shared_ptr<ChannelLife> life_;
+  int64_t inflight_ = 0;
+};
+
+namespace {
 
 // Nothing may escape a thread-safe function's callback (it would end the process).
 void settle_on_js_thread(Napi::Env env, Napi::Function, std::nullptr_t*, Settlement* raw) {
   std::unique_ptr<Settlement> s(raw);
   if (env == nullptr) return;  // the environment is shutting down: nobody awaits the Promise
   try {
-    settle(env, *s);
+    CompletionChannel::of(env).end(env);
+    if (s->deferred) settle(env, *s);
   } catch (const Napi::Error&) {
     // JS can no longer run here (a worker thread being terminated): nobody sees the Promise.
   } catch (const std::bad_alloc&) {
     try {
-      s->deferred.Reject(make_error(env, code::OOM, "out of memory while settling the op").Value());
+      s->deferred->Reject(make_error(env, code::OOM, "out of memory while settling the op").Value());
     } catch (const Napi::Error&) {
     }
   }
 }
 
-using Tsfn = Napi::TypedThreadSafeFunction<std::nullptr_t, Settlement, settle_on_js_thread>;
-
 }  // namespace
 
-// Node deletes a thread-safe function once it is released, and also when its environment is torn
-// down (a worker thread terminated while ops run), whether or not another thread still holds it:
-// a completion arriving after that must not touch it. Its finalizer, which Node runs on the JS
-// thread just before deleting it, marks it gone under the mutex that every call into it holds.
 struct JsCompletion::State {
-  std::mutex mu;
-  bool gone = false;  // the thread-safe function was deleted
-  bool used = false;  // completed or abandoned (the one release is done)
   Tsfn tsfn;
+  std::shared_ptr<ChannelLife> life;
+  bool used = false;  // completed or abandoned (under life->mu)
   std::unique_ptr<Settlement> settlement;
 
-  void complete(OpStatus status) {
+  // Sends the settlement, or an empty one when abandoning; dropped once the channel is gone.
+  void send(std::optional<OpStatus> status) {
+    if (!life) return;  // the constructor failed before joining the channel
     std::unique_ptr<Settlement> unsent;
-    std::lock_guard<std::mutex> lock(mu);
+    std::lock_guard<std::mutex> lock(life->mu);
     if (used) return;
     used = true;
-    settlement->status = std::move(status);
     unsent = std::move(settlement);
-    if (gone) return;  // nobody awaits the Promise any more: `unsent` is dropped
+    if (status) unsent->status = std::move(*status);
+    else unsent->deferred.reset();
+    if (life->gone) return;
     // Fails only while the environment shuts down; then nobody awaits the Promise either.
     if (tsfn.NonBlockingCall(unsent.get()) == napi_ok) unsent.release();
-    tsfn.Release();
   }
-  void abandon() {
-    std::lock_guard<std::mutex> lock(mu);
-    if (used) return;
-    used = true;
-    if (!gone) tsfn.Release();
-  }
-  // A completion dropped without being called (the op failed to start) must not keep the event
-  // loop alive forever.
-  ~State() { abandon(); }
+  // A completion dropped without being called (the op failed to start) must still end, so that
+  // the channel lets the event loop exit.
+  ~State() { send(std::nullopt); }
 };
-
-namespace {
-// The thread-safe function's finalizer: `state` may already be gone (all its users done).
-void on_tsfn_deleted(Napi::Env, std::weak_ptr<JsCompletion::State>* state, std::nullptr_t*) {
-  if (auto s = state->lock()) {
-    std::lock_guard<std::mutex> lock(s->mu);
-    s->gone = true;
-  }
-  delete state;
-}
-}  // namespace
 
 JsCompletion::JsCompletion(Napi::Env env, std::function<Napi::Value(Napi::Env)> finish)
     : state_(std::make_shared<State>()), deferred_(Napi::Promise::Deferred::New(env)) {
+  CompletionChannel& channel = CompletionChannel::of(env);
+  state_->tsfn = channel.tsfn();
+  state_->life = channel.life();
   state_->settlement.reset(new Settlement{deferred_, std::move(finish), {}});
-  // No JS function: settle_on_js_thread does the work. Queue size 0 (unbounded), one user.
-  // While it is unreleased the event loop stays alive, as it should while the op runs.
-  state_->tsfn = Tsfn::New(env, "metal-tensorops:op", 0, 1, nullptr, on_tsfn_deleted,
-                           new std::weak_ptr<State>(state_));
+  channel.begin(env);
 }
 
 Completion JsCompletion::completion() const {
   std::shared_ptr<State> state = state_;
-  return [state](OpStatus status) { state->complete(std::move(status)); };
+  return [state](OpStatus status) { state->send(std::move(status)); };
 }
 
-void JsCompletion::abandon() { state_->abandon(); }
+void JsCompletion::abandon() { state_->send(std::nullopt); }
 
 }  // namespace mto::addon

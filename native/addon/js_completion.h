@@ -1,6 +1,8 @@
-// A Completion (core/backend.h) that may be called from any thread — the metal backend calls it
-// from MTLCommandBuffer's completed handler — and settles a Promise on the JS thread through a
-// Node-API thread-safe function. No thread ever waits for the GPU.
+// A Completion (core/backend.h) that may be called from any thread -- the cpu backend's pool
+// threads, the metal backend's MTLCommandBuffer completed handlers -- and settles a Promise on the
+// JS thread. All of an environment's completions travel through one Node-API thread-safe function
+// (js_completion.cc: CompletionChannel), referenced while any op is in flight. No thread ever
+// waits for another.
 #pragma once
 #include <napi.h>
 
@@ -23,7 +25,7 @@ class JsCompletion {
   // The callback to hand to a backend; the first call settles, later calls are ignored. When the
   // last copy is dropped uncalled, the Promise is abandoned (never settled).
   Completion completion() const;
-  // Gives up on this Promise: the thread-safe function is released so the event loop can exit.
+  // Gives up on this Promise (never settled), so that it no longer keeps the event loop alive.
   void abandon();
 
   struct State;
