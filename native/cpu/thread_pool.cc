@@ -41,7 +41,7 @@ thread_local bool tl_shared_work = false;
 
 // One parallel_for call, on its caller's stack. Chunks are claimed with an atomic counter, so the
 // caller and any helping threads share them without further locking.
-struct Job {
+struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* fn;
   int64_t n, chunk, nchunks;
   std::atomic<int64_t> next{0};

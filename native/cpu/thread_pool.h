@@ -39,6 +39,7 @@ class ThreadPool {
   // when all are done. Rethrows the first exception a chunk threw.
   void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
+  struct Job;    // one parallel_for call
   struct State;  // shared with the threads, so that a detached thread never touches a dead pool
 
  private:
