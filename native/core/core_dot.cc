@@ -1,5 +1,6 @@
 // Picks the fused decode-and-dot kernels (core_dot.h) for this CPU once, capped by
-// METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel table obeys.
+// METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel table obeys
+// (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be tested).
 #include "core_dot.h"
 #include "portable.h"
 
@@ -10,10 +11,11 @@ namespace mto::simd {
 namespace {
 
 const DotKernels* pick() {
-  int cap = 2;
+  int cap = 3;
   if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
     if (!std::strcmp(env, "baseline")) cap = 0;
     if (!std::strcmp(env, "avx2")) cap = 1;
+    if (!std::strcmp(env, "avx512")) cap = 2;
   }
   if (cap == 0) return nullptr;
 #if MTO_X86_KERNELS
@@ -22,7 +24,8 @@ const DotKernels* pick() {
                     __builtin_cpu_supports("f16c");
   if (cap >= 2 && avx2 && __builtin_cpu_supports("avx512f") &&
       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return dot_kernels_avx512();
+    return cap >= 3 && __builtin_cpu_supports("avx512vbmi") ? dot_kernels_avx512_vbmi()
+                                                             : dot_kernels_avx512();
   if (avx2) return dot_kernels_avx2();
 #endif
   return nullptr;

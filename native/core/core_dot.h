@@ -62,6 +62,7 @@ const DotKernels* dot_kernels();
 
 // Per ISA (null when not compiled in); dot_kernels() picks one.
 const DotKernels* dot_kernels_avx512();
+const DotKernels* dot_kernels_avx512_vbmi();  // AVX-512 plus VBMI byte permutes (FP8 E4M3)
 const DotKernels* dot_kernels_avx2();
 
 }  // namespace mto::simd
