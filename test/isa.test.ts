@@ -1,7 +1,8 @@
 // Every cpu dispatch path gives the same results: a subset of the correctness checks runs in child
-// processes with METAL_TENSOROPS_CPU_ISA=baseline (the portable code), =avx2 and unset (the best
-// this CPU has, AVX-512 on our CI machines), and each must pass on its own and agree bit for bit
-// with the others. (On a CPU without AVX2 or AVX-512 the capped runs fall back to what it has.)
+// processes with METAL_TENSOROPS_CPU_ISA=baseline (the portable code), =avx2, =avx512 (AVX-512
+// without the VBMI byte-permute kernels) and unset (the best this CPU has: AVX-512 with VBMI on our
+// CI machines), and each must pass on its own and agree bit for bit with the others. (On a CPU
+// without some of these the capped runs fall back to what it has.)
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -249,13 +250,13 @@ function runChild(isa: string | undefined): ChildResult {
   return JSON.parse(stdout) as ChildResult;
 }
 
-const PATHS = ['baseline', 'avx2', undefined] as const;
+const PATHS = ['baseline', 'avx2', 'avx512', undefined] as const;
 
 describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU_ISA)', () => {
   const results = new Map<string, ChildResult>();
   beforeAll(() => {
     for (const isa of PATHS) results.set(isa ?? 'default', runChild(isa));
-  }, 3 * 100_000);  // each child may take up to its own timeout on a loaded machine
+  }, PATHS.length * 100_000);  // each child may take up to its own timeout on a loaded machine
 
   for (const isa of PATHS) {
     const name = isa ?? 'default';
@@ -271,6 +272,6 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
   it('every path gives bit-identical dequantized values and float16 conversions', () => {
     const base = results.get('baseline')!.digests;
     expect(Object.keys(base).length).toBeGreaterThan(10);
-    for (const isa of ['avx2', 'default']) expect(results.get(isa)!.digests, isa).toEqual(base);
+    for (const isa of ['avx2', 'avx512', 'default']) expect(results.get(isa)!.digests, isa).toEqual(base);
   });
 });
