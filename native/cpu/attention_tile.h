@@ -85,9 +85,12 @@ constexpr int64_t kDotRows = 8;
 template <int W>
 MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
   if constexpr (W > 4) {
+    // Halves are read from a whole copy: a partial read of the caller's vector would make GCC
+    // keep the caller's whole accumulator array in memory (every FMA a load and a store).
+    const simd::Vec<W> whole = v;
     simd::Vec<W / 2> lo, hi;
-    std::memcpy(&lo, &v, sizeof lo);
-    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+    std::memcpy(&lo, &whole, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&whole) + sizeof lo, sizeof hi);
     simd::add<W / 2>(lo, hi);
     return hsum_tree<W / 2>(lo);
   } else {
@@ -105,24 +108,34 @@ MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __
                            const float* pf1) {
   using V = simd::Vec<W>;
   const int64_t Dv = D / W * W;
+  // Every loop over acc is unrolled: one left rolled indexes the array, which puts all of it in
+  // memory (each FMA then a load and a store).
   V acc[RR][KB];
+  MTO_UNROLL
   for (int r = 0; r < RR; ++r)
+    MTO_UNROLL
     for (int b = 0; b < KB; ++b) simd::splat<W>(acc[r][b], 0.f);
   for (int64_t d = 0; d < Dv; d += W) {
     if (d % 16 == 0)
+      MTO_UNROLL
       for (int b = 0; b < KB; ++b) {
         if (pf0) simd::prefetch(pf0 + b * ldk + d);
         if (pf1) simd::prefetch(pf1 + b * ldk + d);
       }
     V kv[KB];
+    MTO_UNROLL
     for (int b = 0; b < KB; ++b) simd::load<W>(kv[b], K + b * ldk + d);
+    MTO_UNROLL
     for (int r = 0; r < RR; ++r) {
       V qv;
       simd::load<W>(qv, Q + r * D + d);
+      MTO_UNROLL
       for (int b = 0; b < KB; ++b) simd::madd<W>(acc[r][b], qv, kv[b]);
     }
   }
+  MTO_UNROLL
   for (int r = 0; r < RR; ++r)
+    MTO_UNROLL
     for (int b = 0; b < KB; ++b) {
       float s = hsum_tree<W>(acc[r][b]);
       for (int64_t d = Dv; d < D; ++d) s += Q[r * D + d] * K[b * ldk + d];
