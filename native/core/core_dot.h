@@ -9,7 +9,8 @@
 // Semantics: float32 x, float32 accumulation; each weight is its dequantized value (formats.cc),
 // only the order of the sums differs (MX: the exact power-of-two block scale applied to partial
 // sums; affine: s * sum(q x) + b * sum(x) per group). A 0xFF (NaN) scale still gives NaN. FP8
-// E4M3 codes decode as value / 256 and x carries the 256 (exact for |x| < 2^120).
+// E4M3 codes decode as value / 256 and x carries the 256 (exact for |x| < 2^120), except in the
+// AVX512-VBMI kernels, which decode them to their exact values through byte tables.
 #pragma once
 #include <cstddef>
 #include <cstdint>
