@@ -11,7 +11,7 @@ export const WEIGHT_FORMATS = ['float32', 'float16', 'mxfp4', 'mxfp8', 'mxint8',
  * 256 MiB, so it reads 256 KiB per pass (a few copies, from a cache: it only checks the bench works).
  */
 export const MODES = {
-  full: { targetMs: 1500, minReps: 3, maxReps: 60, warmup: 2, scalingReps: 2, overheadCalls: 3000, peaks: { seconds: 0.3, readMiB: 1024 }, layerLoopBytes: LAYER_LOOP_BYTES },
+  full: { targetMs: 1500, minReps: 3, maxReps: 60, warmup: 2, scalingReps: 5, overheadCalls: 3000, peaks: { seconds: 0.3, readMiB: 1024 }, layerLoopBytes: LAYER_LOOP_BYTES },
   quick: { targetMs: 300, minReps: 2, maxReps: 30, warmup: 1, scalingReps: 1, overheadCalls: 500, peaks: { seconds: 0.1, readMiB: 256 }, layerLoopBytes: LAYER_LOOP_BYTES },
   smoke: { targetMs: 20, minReps: 1, maxReps: 5, warmup: 1, scalingReps: 1, overheadCalls: 50, peaks: { seconds: 0.03, readMiB: 32 }, layerLoopBytes: 256 * 2 ** 10 },
 };
