@@ -56,9 +56,9 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     programs.win64 = build('win64');
   }, 900_000);
 
-  it('arm64 (NEON): linear in every format, matmul and attention match float64 references', () => {
+  it('arm64 (NEON): linear in every format (NEON fused decode kernels), matmul and attention match float64 references', () => {
     const { status, output } = runCheck('arm64', ['check']);
-    expect(output).toMatch(/^isa: core=neon gemm=baseline$/m);
+    expect(output).toMatch(/^isa: core=neon gemm=baseline dot=neon$/m);
     expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
     expect(output, output).not.toMatch(/^FAIL /m);
     expect(status, output).toBe(0);
@@ -66,13 +66,13 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
 
   it('x86-64 runs the same checks without Node, on the widest ISA here', () => {
     const { status, output } = runCheck('native', ['check']);
-    expect(output).toMatch(/^isa: core=\S+ gemm=\S+$/m);
+    expect(output).toMatch(/^isa: core=\S+ gemm=\S+ dot=\S+$/m);
     expect(status, output).toBe(0);
   });
 
   it('win64 (the code paths MSVC builds, under wine): linear in every format, matmul and attention match float64 references', () => {
     const { status, output } = runCheck('win64', ['check']);
-    expect(output).toMatch(/^isa: core=baseline gemm=baseline$/m);
+    expect(output).toMatch(/^isa: core=baseline gemm=baseline dot=none$/m);
     expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
     expect(output, output).not.toMatch(/^FAIL /m);
     expect(status, output).toBe(0);

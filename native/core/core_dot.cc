@@ -1,9 +1,11 @@
-// Picks the fused decode-and-dot kernels (core_dot.h) for this CPU once, capped by
-// METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel table obeys
-// (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be tested).
+// Picks the fused decode-and-dot kernels (core_dot.h) for this CPU once (NEON on every AArch64
+// CPU), capped by METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel
+// table obeys (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be
+// tested).
 #include "core_dot.h"
 #include "portable.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 
@@ -18,6 +20,9 @@ const DotKernels* pick() {
     if (!std::strcmp(env, "avx512")) cap = 2;
   }
   if (cap == 0) return nullptr;
+#if defined(__aarch64__)
+  return dot_kernels_neon();  // null where not compiled in (MSVC)
+#endif
 #if MTO_X86_KERNELS
   __builtin_cpu_init();
   const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
@@ -32,6 +37,30 @@ const DotKernels* pick() {
 }
 
 }  // namespace
+
+bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit) {
+  if (w.kind == DotCodes::Uint4) {
+    for (int i = 0; i < 16; ++i) q[i] = int8_t(i);
+    *unit = 1.0f;
+    return true;
+  }
+  float amin = 0;
+  for (int i = 0; i < 16; ++i) {
+    const float a = std::fabs(w.lut[i]);
+    if (!(a < 1e30f)) return false;  // inf / NaN
+    if (a > 0 && (amin == 0 || a < amin)) amin = a;
+  }
+  int e = 0;
+  std::frexp(amin == 0 ? 1.0f : amin, &e);
+  const float u = std::ldexp(1.0f, e - 1);  // the largest power of two <= amin
+  for (int i = 0; i < 16; ++i) {
+    const float v = w.lut[i] / u;
+    if (v != std::nearbyint(v) || v < -128 || v > 127) return false;
+    q[i] = int8_t(v);
+  }
+  *unit = u;
+  return true;
+}
 
 const DotKernels* dot_kernels() {
   static const DotKernels* const k = pick();  // thread-safe one-time init

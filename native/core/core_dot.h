@@ -64,6 +64,11 @@ const DotKernels* dot_kernels();
 // Per ISA (null when not compiled in); dot_kernels() picks one.
 const DotKernels* dot_kernels_avx512();
 const DotKernels* dot_kernels_avx512_vbmi();  // AVX-512 plus VBMI byte permutes (FP8 E4M3)
+const DotKernels* dot_kernels_neon();
+
+// A 4-bit row's 16 values as int8 times a power of two `unit` (false when they are not: the
+// kernels that look nibbles up as bytes need it). affine4: 0..15, unit 1.
+bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit);
 const DotKernels* dot_kernels_avx2();
 
 }  // namespace mto::simd

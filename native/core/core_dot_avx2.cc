@@ -21,7 +21,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 namespace mto::simd {
@@ -156,31 +155,6 @@ MTO_T256 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const XPa
     for (int m = 0; m < M; ++m)
       acc[m] = _mm256_fmadd_ps(bv, _mm256_loadu_ps(xq.xs + m * xq.sr + g), acc[m]);
   }
-}
-
-// The 16-entry table as int8 times a power of two `unit` (false when it is not one).
-bool int8_table(const DotWeights& w, int8_t (&q)[16], float* unit) {
-  if (w.kind == DotCodes::Uint4) {
-    for (int i = 0; i < 16; ++i) q[i] = int8_t(i);
-    *unit = 1.0f;
-    return true;
-  }
-  float amin = 0;
-  for (int i = 0; i < 16; ++i) {
-    const float a = std::fabs(w.lut[i]);
-    if (!(a < 1e30f)) return false;  // inf / NaN
-    if (a > 0 && (amin == 0 || a < amin)) amin = a;
-  }
-  int e = 0;
-  std::frexp(amin == 0 ? 1.0f : amin, &e);
-  const float u = std::ldexp(1.0f, e - 1);  // the largest power of two <= amin
-  for (int i = 0; i < 16; ++i) {
-    const float v = w.lut[i] / u;
-    if (v != std::nearbyint(v) || v < -128 || v > 127) return false;
-    q[i] = int8_t(v);
-  }
-  *unit = u;
-  return true;
 }
 
 // R rows of 4-bit codes from row0, M rows of x (see the file comment for the layout).
@@ -457,7 +431,7 @@ MTO_T256 void rows_avx2(const DotWeights& w, int64_t row0, int64_t nrows, const 
   float unit = 1.0f;
   if (is_nibbles(w.kind)) {
     int8_t q[16];
-    int8_table(w, q, &unit);  // supported() checked it
+    dot_int8_table(w, q, &unit);  // supported() checked it
     tbl = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
   }
   const int64_t xr = xrow_floats(w), sr = sums_floats(w);
@@ -478,7 +452,7 @@ bool supported_avx2(const DotWeights& w) {
   if (w.kind != DotCodes::Lut4) return true;
   int8_t q[16];
   float unit;
-  return int8_table(w, q, &unit);
+  return dot_int8_table(w, q, &unit);
 }
 
 constexpr DotKernels kAvx2{"avx2", supported_avx2, x_floats_avx2, prepare_x_avx2, rows_avx2};

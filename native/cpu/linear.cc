@@ -140,7 +140,8 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
   } else {
     const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
     mto::simd::DotWeights dw;
-    if (kern && M <= kFusedMaxRows && dense_dot_weights(*w.dense, K, &dw)) {
+    if (kern && M <= kFusedMaxRows && dense_dot_weights(*w.dense, K, &dw) &&
+        kern->supports(dw)) {
       gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
       return;
     }

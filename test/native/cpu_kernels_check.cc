@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/core_dot.h"
 #include "core/core_simd.h"
 #include "core/error.h"
 #include "cpu/gemm.h"
@@ -106,9 +107,11 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
   const int64_t Ms[] = {1, 3, 8, 9, 33};
   for (Format f : formats) {
     for (int64_t M : Ms) {
-      const int64_t N = 37 + M, K = 128 * (1 + M % 3);
+      // K: whole 128-code steps, and for MX an odd number of blocks besides (M = 1, 3, 9, 33).
+      const bool mx = !format_info(f).affine;
+      const int64_t N = 37 + M, K = 128 * (1 + M % 3) + (mx ? 32 * (M % 2) : 0);
       // Affine groups of 32, 64 and 128 (MX blocks are always 32).
-      const int block = !format_info(f).affine ? 32 : M == 9 ? 64 : M == 33 ? 128 : 32;
+      const int block = mx ? 32 : M == 9 ? 64 : M == 33 ? 128 : 32;
       TensorPtr wf = dense({N, K}, DType::Float32, rng);
       QTensorPtr w = make_qtensor({N, K}, f, block);
       cpu::quantize(pool, *wf, *w);
@@ -270,8 +273,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
       return 2;
     }
-    std::printf("isa: core=%s gemm=%s\n", simd::core_kernels().name,
-                cpu::gemm_isa_name(cpu::gemm_isa()));
+    const simd::DotKernels* dot = simd::dot_kernels();
+    std::printf("isa: core=%s gemm=%s dot=%s\n", simd::core_kernels().name,
+                cpu::gemm_isa_name(cpu::gemm_isa()), dot ? dot->name : "none");
     cpu::ThreadPool pool(2);
     Rng rng(1);
     check_linear(pool, rng);
