@@ -157,6 +157,19 @@ MTO_T512 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const flo
   }
 }
 
+// Pointers to the codes of R weight rows from row0, and their accumulators (one per row of x)
+// zeroed: the start of every kernel below.
+template <int R, int M>
+MTO_T512 MTO_INL void start_rows(const DotWeights& w, int64_t row0, const uint8_t* (&c)[R],
+                                 __m512 (&acc)[R][M]) {
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    c[r] = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
+  }
+}
+
 // R rows of 4-bit codes from row0 (see the file comment for the layout).
 template <int R, int M>
 MTO_T512 void rows_nibbles(const DotWeights& w, int64_t row0, const float* xp, float* y,
@@ -168,12 +181,7 @@ MTO_T512 void rows_nibbles(const DotWeights& w, int64_t row0, const float* xp, f
   const __m512i quarter = _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   const uint8_t* c[R];
   __m512 acc[R][M];
-  MTO_UNROLL_ALL
-  for (int r = 0; r < R; ++r) {
-    c[r] = w.codes + (row0 + r) * w.row_bytes;
-    MTO_UNROLL_ALL
-    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
-  }
+  start_rows<R, M>(w, row0, c, acc);
   const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
@@ -296,12 +304,7 @@ MTO_T512 void rows_dense(const DotWeights& w, int64_t row0, const float* xp, flo
   const int64_t K = w.K;
   const uint8_t* c[R];
   __m512 acc[R][M];
-  MTO_UNROLL_ALL
-  for (int r = 0; r < R; ++r) {
-    c[r] = w.codes + (row0 + r) * w.row_bytes;
-    MTO_UNROLL_ALL
-    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
-  }
+  start_rows<R, M>(w, row0, c, acc);
   const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t k = 0; k < K; k += 16) {
     const int n = int(std::min<int64_t>(16, K - k));
@@ -335,12 +338,7 @@ MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, flo
   const float mul = KIND == DotCodes::Int8 ? 0.015625f : 1.0f;
   const uint8_t* c[R];
   __m512 acc[R][M];
-  MTO_UNROLL_ALL
-  for (int r = 0; r < R; ++r) {
-    c[r] = w.codes + (row0 + r) * w.row_bytes;
-    MTO_UNROLL_ALL
-    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
-  }
+  start_rows<R, M>(w, row0, c, acc);
   alignas(64) float sv[R][16];
   const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
@@ -493,12 +491,7 @@ MTO_T512VBMI void rows_e4m3_vbmi(const DotWeights& w, int64_t row0, const float*
   const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const uint8_t* c[R];
   __m512 acc[R][M];
-  MTO_UNROLL_ALL
-  for (int r = 0; r < R; ++r) {
-    c[r] = w.codes + (row0 + r) * w.row_bytes;
-    MTO_UNROLL_ALL
-    for (int m = 0; m < M; ++m) acc[r][m] = _mm512_setzero_ps();
-  }
+  start_rows<R, M>(w, row0, c, acc);
   const int64_t ahead = R * w.row_bytes;  // prefetch distance: the next R rows
   for (int64_t b0 = 0; b0 < nblocks; b0 += 16) {
     const int nb = int(std::min<int64_t>(16, nblocks - b0));
