@@ -5,6 +5,8 @@
 #include "core_dot.h"
 #include "portable.h"
 
+#include "../../shaders/mx_formats.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +39,21 @@ const DotKernels* pick() {
 }
 
 }  // namespace
+
+const E4m3Bf16Bytes& e4m3_bf16_bytes() {
+  static const E4m3Bf16Bytes t = [] {
+    E4m3Bf16Bytes b{};
+    for (uint32_t i = 0; i < 128; ++i) {
+      const float v = mto_decode_fp8_e4m3(i);
+      uint32_t bits;
+      std::memcpy(&bits, &v, sizeof bits);  // low 16 bits are zero: exact as bfloat16
+      b.hi[i] = uint8_t(bits >> 24);
+      b.lo[i] = uint8_t(bits >> 16);
+    }
+    return b;
+  }();
+  return t;
+}
 
 bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit) {
   if (w.kind == DotCodes::Uint4) {

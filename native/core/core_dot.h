@@ -66,6 +66,16 @@ const DotKernels* dot_kernels_avx512();
 const DotKernels* dot_kernels_avx512_vbmi();  // AVX-512 plus VBMI byte permutes (FP8 E4M3)
 const DotKernels* dot_kernels_neon();
 
+// Every FP8 E4M3 value (subnormals and NaN included) is exactly a bfloat16: the high and low
+// bytes of the bfloat16 of each 7-bit magnitude (sign clear), for byte-permute decoders (AVX512-
+// VBMI: the fused kernels here and core_simd's dequantization). Built from the shared scalar
+// decoder, once.
+struct E4m3Bf16Bytes {
+  alignas(64) uint8_t hi[128];
+  alignas(64) uint8_t lo[128];
+};
+const E4m3Bf16Bytes& e4m3_bf16_bytes();
+
 // A 4-bit row's 16 values as int8 times a power of two `unit` (false when they are not: the
 // kernels that look nibbles up as bytes need it). affine4: 0..15, unit 1.
 bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit);

@@ -21,7 +21,6 @@
 #include "core_dot.h"
 #include "portable.h"
 
-#include "../../shaders/mx_formats.h"
 
 #if MTO_X86_KERNELS
 #if defined(__GNUC__) && !defined(__clang__)
@@ -435,25 +434,6 @@ constexpr DotKernels kAvx512{"avx512", supported_avx512, x_floats_avx512, prepar
 // ends with a half step whose upper codes load as zero). Lanes 0-7 of every vector belong to the
 // step's first block and lanes 8-15 to its second, so one permute of the block scales serves all.
 
-struct E4m3Bf16Bytes {
-  alignas(64) uint8_t hi[128];  // bfloat16 high byte of magnitude i (sign bit clear)
-  alignas(64) uint8_t lo[128];  // bfloat16 low byte
-};
-
-E4m3Bf16Bytes make_e4m3_bf16_bytes() {
-  E4m3Bf16Bytes t{};
-  for (uint32_t i = 0; i < 128; ++i) {
-    const float v = mto_decode_fp8_e4m3(i);
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);  // low 16 bits are zero: exact as bfloat16
-    t.hi[i] = uint8_t(bits >> 24);
-    t.lo[i] = uint8_t(bits >> 16);
-  }
-  return t;
-}
-
-const E4m3Bf16Bytes kE4m3Bytes = make_e4m3_bf16_bytes();
-
 constexpr int64_t kE4m3Step = 64;
 
 size_t x_floats_vbmi(const DotWeights& w, int M) {
@@ -485,8 +465,9 @@ template <int R, int M>
 MTO_T512VBMI void rows_e4m3_vbmi(const DotWeights& w, int64_t row0, const float* xp, float* y,
                                  int64_t ldy) {
   const int64_t K = w.K, xr = round_up(K, kE4m3Step), nblocks = K / 32;
-  const __m512i hi0 = _mm512_load_si512(kE4m3Bytes.hi), hi1 = _mm512_load_si512(kE4m3Bytes.hi + 64);
-  const __m512i lo0 = _mm512_load_si512(kE4m3Bytes.lo), lo1 = _mm512_load_si512(kE4m3Bytes.lo + 64);
+  const E4m3Bf16Bytes& tb = e4m3_bf16_bytes();
+  const __m512i hi0 = _mm512_load_si512(tb.hi), hi1 = _mm512_load_si512(tb.hi + 64);
+  const __m512i lo0 = _mm512_load_si512(tb.lo), lo1 = _mm512_load_si512(tb.lo + 64);
   const __m512i sign = _mm512_set1_epi8(-128), zero = _mm512_setzero_si512();
   const __m512i pair = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
   const uint8_t* c[R];

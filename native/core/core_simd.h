@@ -25,7 +25,7 @@ enum class DeqMode : uint8_t {
 };
 
 struct CoreKernels {
-  const char* name;  // "avx512", "avx2", "neon", "baseline"
+  const char* name;  // "avx512vbmi", "avx512", "avx2", "neon", "baseline"
   void (*half_to_float)(const uint16_t* src, float* dst, size_t n);  // null: portable
   void (*float_to_half)(const float* src, uint16_t* dst, size_t n);
   // MX: `nblocks` whole blocks of 32 codes starting at `codes` (the first block's first byte),

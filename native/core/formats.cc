@@ -462,6 +462,21 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
   }
 }
 
+void dequantize_rows(const QuantView& q, int64_t row0, int64_t n, float* out) {
+  const FormatInfo& info = format_info(q.format);
+  const simd::CoreKernels& kern = simd::core_kernels();
+  if (!info.affine && kern.dequant_mx && q.block == 32 && q.cols % 32 == 0) {
+    const int64_t groups = q.cols / 32;
+    const float* lut = nullptr;
+    const simd::DeqMode mode = mx_mode(q.format, &lut);
+    kern.dequant_mx(mode, lut,
+                    q.codes + size_t(row0) * (size_t(q.cols) * size_t(info.bits) / 8),
+                    static_cast<const uint8_t*>(q.scales) + row0 * groups, n * groups, out);
+    return;
+  }
+  for (int64_t r = 0; r < n; ++r) dequantize_span(q, row0 + r, 0, q.cols, out + r * q.cols);
+}
+
 namespace {
 
 MTO_FORCE_INLINE void mx_quantize_any(Format f, const FormatInfo& info, const float* x,
@@ -560,7 +575,7 @@ MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c")
 const QuantizeKernels& quantize_kernels() {
 #if MTO_X86_KERNELS
   const char* isa = simd::core_kernels().name;
-  if (!std::strcmp(isa, "avx512")) return kQuantize_avx512;
+  if (!std::strncmp(isa, "avx512", 6)) return kQuantize_avx512;  // avx512, avx512vbmi
   if (!std::strcmp(isa, "avx2")) return kQuantize_avx2;
 #endif
   return kQuantize_base;

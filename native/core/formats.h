@@ -59,6 +59,9 @@ struct QuantView {
 // Writes q[row, k0:k1] as float32 into out (k1 - k0 values). k0 must be a multiple of q.block
 // and k1 a multiple of q.block or equal to cols. Table-driven; safe to call from many threads.
 void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, float* out);
+// Rows row0 .. row0 + n - 1, whole, into out (row stride q.cols): MX rows in one call of the vector
+// kernel (their codes and scales are contiguous), so short rows do not pay a call each.
+void dequantize_rows(const QuantView& q, int64_t row0, int64_t n, float* out);
 
 // OCP MX quantization of rows x cols float32 values, blocks of 32 along each row.
 // codes: rows * row_code_bytes(f, cols) bytes; scales: rows * cols / 32 bytes.

@@ -75,6 +75,7 @@ struct RowSource {
   // dequantize_span pick their own vector kernels (core_simd.h).
   void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
     if (quantized) {
+      if (ld == D) return dequantize_rows(view, row0, n, dst);
       for (int64_t r = 0; r < n; ++r) dequantize_span(view, row0 + r, 0, D, dst + r * ld);
       return;
     }
