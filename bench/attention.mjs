@@ -6,8 +6,9 @@ import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
 import { layerCopies, layerLoopStreaming } from './layer-loop.mjs';
 import { measure, settle } from './timing.mjs';
 
-export const attentionId = ({ B, Hq, Hkv, Lq, Lk, D }) =>
-  Lq === Lk ? `attention prefill B${B} Hq${Hq} Hkv${Hkv} L${Lq} D${D} causal` : `attention decode B${B} Hq${Hq} Hkv${Hkv} Lq${Lq} Lk${Lk} D${D}`;
+export const attentionId = ({ B, Hq, Hkv, Lq, Lk, D, kv }) =>
+  (Lq === Lk ? `attention prefill B${B} Hq${Hq} Hkv${Hkv} L${Lq} D${D} causal` : `attention decode B${B} Hq${Hq} Hkv${Hkv} Lq${Lq} Lk${Lk} D${D}`) +
+  (kv ? ` ${kv} K/V` : '');
 
 export async function runAttention(ctx) {
   const { dev, dev1, peer, mode, settings, wanted, log, record } = ctx;
@@ -18,15 +19,31 @@ export async function runAttention(ctx) {
     log(id);
     const { B, Hq, Hkv, Lq, Lk, D } = c;
     const q = randomFloats(B * Hq * Lq * D, 11, 1);
-    const k = randomFloats(B * Hkv * Lk * D, 12, 1);
-    const v = randomFloats(B * Hkv * Lk * D, 13, 1);
+    let k = randomFloats(B * Hkv * Lk * D, 12, 1);
+    let v = randomFloats(B * Hkv * Lk * D, 13, 1);
     const decode = Lq < Lk;
-    const kvBytes = 2 * B * Hkv * Lk * D * 4;
+    const kvShape = [B, Hkv, Lk, D];
+    // A quantized KV cache (c.kv): K/V codes plus one scale byte per 32; the peer (float32 only)
+    // gets the values they hold, so outputs still compare exactly.
+    const kvBytes = c.kv ? 2 * B * Hkv * Lk * (D + D / 32) : 2 * B * Hkv * Lk * D * 4;
+    const makeKv = async (x) => {
+      const t = dev.tensor(x, kvShape);
+      if (!c.kv) return t;
+      const qz = await dev.quantize(t, { format: c.kv });
+      t.dispose();
+      return qz;
+    };
     // Decode streams the K/V cache: a loop over layers, each with its own K and V (layer-loop.mjs),
     // for ours and the peer alike.
     const copies = decode ? layerCopies(kvBytes, settings.layerLoopBytes) : 1;
     const qt = dev.tensor(q, [B, Hq, Lq, D]);
-    const kvs = Array.from({ length: copies }, () => [dev.tensor(k, [B, Hkv, Lk, D]), dev.tensor(v, [B, Hkv, Lk, D])]);
+    const kvs = [];
+    for (let i = 0; i < copies; i++) kvs.push([await makeKv(k), await makeKv(v)]);
+    if (c.kv) {
+      const held = async (t) => { const d = await t.dequantize(); const a = await d.toFloat32(); d.dispose(); return a; };
+      k = await held(kvs[0][0]);
+      v = await held(kvs[0][1]);
+    }
     const run = (d, i = 0) => d.attention(qt, kvs[i][0], kvs[i][1], { causal: true });
     const ours = await measure((i) => run(dev, i), { ...settings, cycle: copies, release: (o) => o.dispose(), keepLast: true });
     const oOurs = await ours.last.toFloat32();
@@ -37,7 +54,7 @@ export async function runAttention(ctx) {
     let peerResult = null;
     let check = { reference: 'onnxruntime GroupQueryAttention output', ok: oOurs.every(Number.isFinite) };
     if (peer) {
-      const op = `GroupQueryAttention (com.microsoft) num_heads=${Hq} kv_num_heads=${Hkv}${Lq === Lk ? ', causal, no past' : ', past_key/past_value shared with present (KV cache)'}`;
+      const op = `GroupQueryAttention (com.microsoft) num_heads=${Hq} kv_num_heads=${Hkv}${Lq === Lk ? ', causal, no past' : ', past_key/past_value shared with present (KV cache)'}${c.kv ? `, float32 K/V holding our ${c.kv} values` : ''}`;
       try {
         const g = await peer.gqa(c);
         // Each feed set holds its own past_key / past_value arrays: one layer's cache each.

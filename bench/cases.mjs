@@ -24,10 +24,13 @@ export function linearShapes(mode) {
 export function attentionCases(mode) {
   if (mode === 'smoke') {
     const s = { B: 1, Hq: 4, Hkv: 2, D: 32 };
-    return [{ ...s, Lq: 64, Lk: 64 }, { ...s, Lq: 1, Lk: 32 }, { ...s, Lq: 1, Lk: 128 }];
+    return [{ ...s, Lq: 64, Lk: 64 }, { ...s, Lq: 1, Lk: 32 }, { ...s, Lq: 1, Lk: 128 },
+      { ...s, Lq: 1, Lk: 128, kv: 'mxfp8' }];
   }
+  // The last case: the same decode with an FP8 KV cache (beyond issue 6's list: no target).
   const s = { B: 1, Hq: 32, Hkv: 8, D: 128 };
-  return [{ ...s, Lq: 1024, Lk: 1024 }, { ...s, Lq: 1, Lk: 512 }, { ...s, Lq: 1, Lk: 4096 }];
+  return [{ ...s, Lq: 1024, Lk: 1024 }, { ...s, Lq: 1, Lk: 512 }, { ...s, Lq: 1, Lk: 4096 },
+    { ...s, Lq: 1, Lk: 4096, kv: 'mxfp8' }];
 }
 
 export function quantizeCases(mode) {

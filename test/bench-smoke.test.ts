@@ -71,7 +71,8 @@ describe('npm run bench -- --smoke --json', () => {
       }
     }
     expect(ids.filter((id) => id.startsWith('attention prefill'))).toHaveLength(1);
-    expect(ids.filter((id) => id.startsWith('attention decode'))).toHaveLength(2);
+    expect(ids.filter((id) => id.startsWith('attention decode'))).toHaveLength(3);
+    expect(ids.filter((id) => id.endsWith(' mxfp8 K/V'))).toHaveLength(1);
     expect(ids.filter((id) => id.startsWith('quantize'))).toHaveLength(2);
     // The inline call (the latency target) and the round trip through the thread pool.
     expect(ids.filter((id) => id.startsWith('overhead'))).toHaveLength(2);
@@ -86,7 +87,7 @@ describe('npm run bench -- --smoke --json', () => {
 
   it('times decode cases as a loop over at least 2 copies of their data, every copy at least once', () => {
     const decode = doc.cases.filter((c) => c.phase === 'decode');
-    expect(decode.length).toBe(14);
+    expect(decode.length).toBe(15);
     for (const c of decode) {
       expect(c.streaming?.method, c.id).toBe('layer loop');
       expect(c.streaming?.copies, c.id).toBeGreaterThanOrEqual(2);
@@ -138,7 +139,7 @@ describe('npm run bench without the peer', () => {
     const doc = bench(['--no-peer', '--filter', 'attention decode,overhead']);
     expect(doc.peer.available).toBe(false);
     expect(doc.peer.reason).toMatch(/--no-peer/);
-    expect(doc.cases.map((c) => c.op).sort()).toEqual(['attention', 'attention', 'overhead', 'overhead']);
+    expect(doc.cases.map((c) => c.op).sort()).toEqual(['attention', 'attention', 'attention', 'overhead', 'overhead']);
     for (const c of doc.cases) {
       expect(c.peer).toBeNull();
       expect(c.peerMissing).toMatch(/not available/);
