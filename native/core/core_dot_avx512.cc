@@ -21,7 +21,6 @@
 #include "core_dot.h"
 #include "portable.h"
 
-
 #if MTO_X86_KERNELS
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's avx512fintrin.h trips a false -Wmaybe-uninitialized (GCC PR 105593, fixed in 12.3).

@@ -292,8 +292,8 @@ inline float exp2_scale(int k) { return k >= -126 ? mto_pow2(k) : bits_float(0x0
 // OCP MX quantization of every block of `rows` rows, with the element's encoder Enc. Written to
 // vectorise (branch-free encoders) and force-inlined into one function per instruction set below.
 template <class Enc>
-MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, const float* x, int64_t rows, int64_t cols,
-                   uint8_t* codes, uint8_t* scales) {
+MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, const float* x, int64_t rows,
+                                    int64_t cols, uint8_t* codes, uint8_t* scales) {
   constexpr int kBlock = MTO_MX_BLOCK;
   const size_t code_row = size_t(cols) * size_t(info.bits) / 8;
   const int64_t blocks = cols / kBlock;
