@@ -295,6 +295,12 @@ MTO_T_AVX512 inline __m128i load16_avx512(const uint8_t* p) {
 }
 
 // 32 nibble codes (16 bytes at c) through a 16-entry table t.
+MTO_T_AVX512 inline void nan_block_avx512(float* out) {
+  const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(int(kNaNBits)));
+  _mm512_storeu_ps(out, nan);
+  _mm512_storeu_ps(out + 16, nan);
+}
+
 MTO_T_AVX512 inline void nibbles32_avx512(const uint8_t* c, __m512 t, float* out) {
   const __m512i dup0 = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   const __m512i dup1 =
@@ -317,10 +323,8 @@ MTO_T_AVX512 void deq_mx_avx512(DeqMode mode, const float* lut, const uint8_t* c
   }
   for (int64_t blk = 0; blk < nblocks; ++blk, codes += bytes_per_block, out += kMxBlock) {
     const uint32_t sb = scales[blk];
-    if (sb == uint32_t(MTO_E8M0_NAN)) {
-      const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(int(kNaNBits)));
-      _mm512_storeu_ps(out, nan);
-      _mm512_storeu_ps(out + 16, nan);
+    if (sb == uint32_t(MTO_E8M0_NAN)) {  // NaN scale: the whole block is NaN
+      nan_block_avx512(out);
       continue;
     }
     const float s = mto_decode_e8m0(sb);
@@ -469,10 +473,8 @@ MTO_T_AVX512_VBMI void deq_mx_avx512_vbmi(DeqMode mode, const float* lut, const 
   const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
   for (int64_t blk = 0; blk < nblocks; ++blk, codes += kMxBlock, out += kMxBlock) {
     const uint32_t sb = scales[blk];
-    if (sb == uint32_t(MTO_E8M0_NAN)) {
-      const __m512 nan = _mm512_castsi512_ps(_mm512_set1_epi32(int(kNaNBits)));
-      _mm512_storeu_ps(out, nan);
-      _mm512_storeu_ps(out + 16, nan);
+    if (sb == uint32_t(MTO_E8M0_NAN)) {  // NaN scale: the whole block is NaN
+      nan_block_avx512(out);
       continue;
     }
     const __m512 vs = _mm512_set1_ps(mto_decode_e8m0(sb));
