@@ -448,11 +448,13 @@ MTO_T_AVX512 void deq_affine_avx512(int bits, int group, const uint8_t* codes,
 }
 
 // ---- AVX-512 + VBMI: E4M3 through byte tables ---------------------------------------------------
-// Each E4M3 value is a bfloat16 (core_dot.h's e4m3_bf16_bytes): per 16 codes, one byte permute
-// puts every code in bytes 2 and 3 of its dword (bytes 0-1 zero), two masked 128-entry lookups of
-// the magnitude fill in the bfloat16's low and high bytes, the sign joins and the block scale
-// multiplies: 6 operations where the float16 route takes ~10 and a NaN fix-up. Same values and
-// NaN bits as the portable table (lut[c] * s).
+// Each E4M3 value is a bfloat16 (core_dot.h's e4m3_bf16_bytes): 64 codes (two blocks) are two
+// 128-entry byte lookups of the magnitude (the bfloat16's low and high bytes), the sign joins the
+// high byte, and two rounds of interleaving with zeros widen bytes to bfloat16 to float32. The
+// interleaves work within 128-bit lanes, so one byte permute first puts code 16q + 4k + t at byte
+// 16k + 4q + t, which makes every output vector come out in order. ~18 operations per 64 codes
+// where the float16 route takes ~10 per 16 and a NaN fix-up. Same values and NaN bits as the
+// portable table (lut[c] * s).
 #define MTO_T_AVX512_VBMI __attribute__((target("avx512f,avx512bw,avx512vbmi,avx2,f16c")))
 
 MTO_T_AVX512_VBMI void deq_mx_avx512_vbmi(DeqMode mode, const float* lut, const uint8_t* codes,
@@ -461,33 +463,35 @@ MTO_T_AVX512_VBMI void deq_mx_avx512_vbmi(DeqMode mode, const float* lut, const 
   const E4m3Bf16Bytes& tb = e4m3_bf16_bytes();
   const __m512i hi0 = _mm512_load_si512(tb.hi), hi1 = _mm512_load_si512(tb.hi + 64);
   const __m512i lo0 = _mm512_load_si512(tb.lo), lo1 = _mm512_load_si512(tb.lo + 64);
-  // Bytes 4i + {2, 3} <- code i (index i of the first operand); bytes 4i + {0, 1} <- byte 0 of
-  // the zero second operand (index 64).
-  const __m512i spread = _mm512_or_si512(
-      _mm512_set1_epi32(0x00004040),
-      _mm512_setr_epi32(0x00000000, 0x01010000, 0x02020000, 0x03030000, 0x04040000, 0x05050000,
-                        0x06060000, 0x07070000, 0x08080000, 0x09090000, 0x0A0A0000, 0x0B0B0000,
-                        0x0C0C0000, 0x0D0D0000, 0x0E0E0000, 0x0F0F0000));
+  alignas(64) uint8_t order_bytes[64];
+  for (int k = 0; k < 4; ++k)
+    for (int q = 0; q < 4; ++q)
+      for (int t = 0; t < 4; ++t) order_bytes[16 * k + 4 * q + t] = uint8_t(16 * q + 4 * k + t);
+  const __m512i order = _mm512_load_si512(order_bytes);
   const __m512i zero = _mm512_setzero_si512();
-  const __mmask64 byte2 = 0x4444444444444444ull, byte3 = 0x8888888888888888ull;
-  const __m512i sign = _mm512_set1_epi32(int(0x80000000u));
-  for (int64_t blk = 0; blk < nblocks; ++blk, codes += kMxBlock, out += kMxBlock) {
-    const uint32_t sb = scales[blk];
-    if (sb == uint32_t(MTO_E8M0_NAN)) {  // NaN scale: the whole block is NaN
-      nan_block_avx512(out);
-      continue;
-    }
-    const __m512 vs = _mm512_set1_ps(mto_decode_e8m0(sb));
-    for (int j = 0; j < kMxBlock; j += 16) {
-      const __m512i c = _mm512_castsi128_si512(load16_avx512(codes + j));
-      const __m512i w = _mm512_permutex2var_epi8(c, spread, zero);
-      // vpermi2b reads index bits 0-6: the sign bit does not disturb the lookups.
-      const __m512i lo = _mm512_maskz_permutex2var_epi8(byte2, lo0, w, lo1);
-      const __m512i hi = _mm512_maskz_permutex2var_epi8(byte3, hi0, w, hi1);
-      const __m512i bits = _mm512_ternarylogic_epi32(_mm512_or_si512(lo, hi), w, sign, 0xF8);
-      _mm512_storeu_ps(out + j, _mm512_mul_ps(_mm512_castsi512_ps(bits), vs));
-    }
+  const __m512i sign = _mm512_set1_epi8(int8_t(0x80));
+  int64_t blk = 0;
+  for (; blk + 2 <= nblocks; blk += 2, codes += 2 * kMxBlock, out += 2 * kMxBlock) {
+    const uint32_t s0 = scales[blk], s1 = scales[blk + 1];
+    const __m512i c = _mm512_permutexvar_epi8(order, _mm512_loadu_si512(codes));
+    // vpermi2b reads index bits 0-6: the sign bit does not disturb the lookups.
+    const __m512i lo = _mm512_permutex2var_epi8(lo0, c, lo1);
+    const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c, sign,
+                                                 0xF8);  // hi | (c & sign)
+    const __m512i w0 = _mm512_unpacklo_epi8(lo, hi), w1 = _mm512_unpackhi_epi8(lo, hi);
+    const __m512 v0 = _mm512_set1_ps(mto_decode_e8m0(s0)), v1 = _mm512_set1_ps(mto_decode_e8m0(s1));
+    _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, w0)), v0));
+    _mm512_storeu_ps(out + 16,
+                     _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, w0)), v0));
+    _mm512_storeu_ps(out + 32,
+                     _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(zero, w1)), v1));
+    _mm512_storeu_ps(out + 48,
+                     _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(zero, w1)), v1));
+    // A NaN scale makes its whole block NaN (rare: written over the products).
+    if (s0 == uint32_t(MTO_E8M0_NAN)) nan_block_avx512(out);
+    if (s1 == uint32_t(MTO_E8M0_NAN)) nan_block_avx512(out + kMxBlock);
   }
+  if (blk < nblocks) deq_mx_avx512(mode, lut, codes, scales + blk, nblocks - blk, out);
 }
 
 constexpr CoreKernels kAvx2{"avx2", h2f_avx2, f2h_avx2, deq_mx_avx2, deq_affine_avx2};
