@@ -70,13 +70,40 @@ struct RowSource {
     }
   }
   bool is_f32() const { return !quantized && dtype == DType::Float32; }
+  // Codes and scales of quantized rows [row0, row0 + n) (clipped to the operand) toward the cache.
+  void prefetch_rows(int64_t row0, int64_t n) const {
+    n = std::min(n, view.rows - row0);
+    if (n <= 0) return;
+    const int64_t code_bytes = int64_t(row_code_bytes(view.format, view.cols));
+    prefetch_span(view.codes + row0 * code_bytes, n * code_bytes);
+    const int64_t groups = view.cols / view.block;
+    const int64_t scale_bytes = format_info(view.format).affine ? 2 : 1;
+    prefetch_span(static_cast<const char*>(view.scales) + row0 * groups * scale_bytes,
+                  n * groups * scale_bytes);
+    if (view.biases) prefetch_span(view.biases + row0 * groups, n * groups * 2);
+  }
+  static void prefetch_span(const void* p, int64_t bytes) {
+    const char* c = static_cast<const char*>(p);
+    for (int64_t i = 0; i < bytes; i += 64) simd::prefetch(c + i);
+  }
   const float* f32_row(int64_t row) const { return static_cast<const float*>(dense) + row * D; }
   // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D). core's converters and
   // dequantize_span pick their own vector kernels (core_simd.h).
+  // The n rows after them (the next tile) are prefetched a chunk at a time beside the conversion:
+  // they arrive while this tile computes (a quantized tile is small enough that its misses, left
+  // to the conversion itself, would stall it).
   void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
     if (quantized) {
-      if (ld == D) return dequantize_rows(view, row0, n, dst);
-      for (int64_t r = 0; r < n; ++r) dequantize_span(view, row0 + r, 0, D, dst + r * ld);
+      constexpr int64_t kChunk = 8;
+      for (int64_t r = 0; r < n; r += kChunk) {
+        const int64_t c = std::min(kChunk, n - r);
+        prefetch_rows(row0 + n + r, c);
+        if (ld == D) {
+          dequantize_rows(view, row0 + r, c, dst + r * ld);
+        } else {
+          for (int64_t i = r; i < r + c; ++i) dequantize_span(view, row0 + i, 0, D, dst + i * ld);
+        }
+      }
       return;
     }
     const size_t es = dtype_size(dtype);
