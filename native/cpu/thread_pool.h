@@ -3,12 +3,12 @@
 // its chunks with the pool's idle threads. parallel_for also works from any other thread (the JS
 // thread running a tiny op inline, tests): that thread then works on its own chunks too.
 //
-// The thread that ran an op whose work it shared spins for a short while before it sleeps: a
-// model's decode loop issues its next op within microseconds of the last one's Promise settling,
-// and waking a sleeping thread costs more than that (tens of microseconds on bare metal, ~100 us
-// for a halted vCPU of a virtual machine), against decode ops of a few hundred microseconds. The
-// other threads sleep at once: a spinning thread would hold a core that the JS thread, woken to
-// settle the op, needs.
+// The thread that ran an op spins for a short while (300 us, yielding) before it sleeps: a model's
+// decode loop issues its next op within microseconds of the last one's Promise settling, and
+// waking a sleeping thread costs more than that (tens of microseconds on bare metal, ~100 us for a
+// halted vCPU of a virtual machine), against ops of a few to a few hundred microseconds. Threads
+// that only helped with an op's parallel_for sleep at once: a spinning thread would hold a core
+// that the JS thread, woken to settle the op, needs.
 #pragma once
 #include <cstdint>
 #include <functional>
