@@ -463,11 +463,11 @@ MTO_T_AVX512_VBMI void deq_mx_avx512_vbmi(DeqMode mode, const float* lut, const 
   const E4m3Bf16Bytes& tb = e4m3_bf16_bytes();
   const __m512i hi0 = _mm512_load_si512(tb.hi), hi1 = _mm512_load_si512(tb.hi + 64);
   const __m512i lo0 = _mm512_load_si512(tb.lo), lo1 = _mm512_load_si512(tb.lo + 64);
-  alignas(64) uint8_t order_bytes[64];
-  for (int k = 0; k < 4; ++k)
-    for (int q = 0; q < 4; ++q)
-      for (int t = 0; t < 4; ++t) order_bytes[16 * k + 4 * q + t] = uint8_t(16 * q + 4 * k + t);
-  const __m512i order = _mm512_load_si512(order_bytes);
+  // Byte 16k + 4q + t <- code 16q + 4k + t (k, q, t in 0..3): a 4 x 4 transpose of dwords.
+  const __m512i order = _mm512_setr_epi32(
+      0x03020100, 0x13121110, 0x23222120, 0x33323130, 0x07060504, 0x17161514, 0x27262524,
+      0x37363534, 0x0B0A0908, 0x1B1A1918, 0x2B2A2928, 0x3B3A3938, 0x0F0E0D0C, 0x1F1E1D1C,
+      0x2F2E2D2C, 0x3F3E3D3C);
   const __m512i zero = _mm512_setzero_si512();
   const __m512i sign = _mm512_set1_epi8(int8_t(0x80));
   int64_t blk = 0;

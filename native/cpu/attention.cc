@@ -88,10 +88,10 @@ struct RowSource {
   }
   const float* f32_row(int64_t row) const { return static_cast<const float*>(dense) + row * D; }
   // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D). core's converters and
-  // dequantize_span pick their own vector kernels (core_simd.h).
-  // The n rows after them (the next tile) are prefetched a chunk at a time beside the conversion:
-  // they arrive while this tile computes (a quantized tile is small enough that its misses, left
-  // to the conversion itself, would stall it).
+  // dequantize_span pick their own vector kernels (core_simd.h). Quantized rows go a chunk at a
+  // time, each beside a prefetch of its counterpart in the next n rows (the next tile): those
+  // arrive while this tile computes (a quantized tile is small enough that its misses, left to the
+  // conversion itself, would stall it).
   void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {
     if (quantized) {
       constexpr int64_t kChunk = 8;
