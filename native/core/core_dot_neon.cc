@@ -78,21 +78,21 @@ void prepare_x_neon(const DotWeights& w, const float* x, int64_t ldx, int M, flo
   }
 }
 
-// 16 int8 values as 4 vectors of floats, in order.
-MTO_INL void widen_s8(int8x16_t v, float32x4_t* f) {
-  const int16x8_t lo = vmovl_s8(vget_low_s8(v)), hi = vmovl_high_s8(v);
+// 16 values widened to int16 (lo: the first 8, hi: the last 8) as 4 vectors of floats, in order.
+MTO_INL void widen_s16(int16x8_t lo, int16x8_t hi, float32x4_t* f) {
   f[0] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo)));
   f[1] = vcvtq_f32_s32(vmovl_high_s16(lo));
   f[2] = vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi)));
   f[3] = vcvtq_f32_s32(vmovl_high_s16(hi));
 }
 
+// 16 int8 (uint8: 0..255 fits int16 exactly) values as 4 vectors of floats, in order.
+MTO_INL void widen_s8(int8x16_t v, float32x4_t* f) {
+  widen_s16(vmovl_s8(vget_low_s8(v)), vmovl_high_s8(v), f);
+}
 MTO_INL void widen_u8(uint8x16_t v, float32x4_t* f) {
-  const uint16x8_t lo = vmovl_u8(vget_low_u8(v)), hi = vmovl_high_u8(v);
-  f[0] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(lo)));
-  f[1] = vcvtq_f32_u32(vmovl_high_u16(lo));
-  f[2] = vcvtq_f32_u32(vmovl_u16(vget_low_u16(hi)));
-  f[3] = vcvtq_f32_u32(vmovl_high_u16(hi));
+  widen_s16(vreinterpretq_s16_u16(vmovl_u8(vget_low_u8(v))),
+            vreinterpretq_s16_u16(vmovl_high_u8(v)), f);
 }
 
 // Block b's codes (32) of one row as 8 float vectors in x's prepared order, unscaled.

@@ -53,10 +53,9 @@ inline float exp2_scale(int k) { return k >= -126 ? mto_pow2(k) : bits_float(0x0
 // OCP MX quantization of every block of `rows` rows, with the element's encoder Enc. Written to
 // vectorise (branch-free encoders) and force-inlined into one function per instruction set below.
 template <class Enc>
-MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, const float* x, int64_t rows,
-                                    int64_t cols, uint8_t* codes, uint8_t* scales) {
+MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, size_t code_row, const float* x,
+                                    int64_t rows, int64_t cols, uint8_t* codes, uint8_t* scales) {
   constexpr int kBlock = MTO_MX_BLOCK;
-  const size_t code_row = size_t(cols) * size_t(info.bits) / 8;
   const int64_t blocks = cols / kBlock;
   uint8_t c[kBlock];
   for (int64_t r = 0; r < rows; ++r) {
@@ -93,19 +92,19 @@ MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, const float* x, int6
   }
 }
 
-
 MTO_FORCE_INLINE void mx_quantize_any(Format f, const FormatInfo& info, const float* x,
                                       int64_t rows, int64_t cols, uint8_t* codes,
                                       uint8_t* scales) {
+  const size_t row = row_code_bytes(f, cols);
   switch (f) {
-    case Format::MXFP8_E4M3: return mx_quantize_t<EncE4M3>(info, x, rows, cols, codes, scales);
-    case Format::MXFP8_E5M2: return mx_quantize_t<EncE5M2>(info, x, rows, cols, codes, scales);
-    case Format::MXFP6_E3M2: return mx_quantize_t<EncE3M2>(info, x, rows, cols, codes, scales);
-    case Format::MXFP6_E2M3: return mx_quantize_t<EncE2M3>(info, x, rows, cols, codes, scales);
-    case Format::MXFP4: return mx_quantize_t<EncE2M1>(info, x, rows, cols, codes, scales);
-    case Format::MXINT8: return mx_quantize_t<EncInt8>(info, x, rows, cols, codes, scales);
-    case Format::MXINT4: return mx_quantize_t<EncInt4>(info, x, rows, cols, codes, scales);
-    default: return mx_quantize_t<EncInt2>(info, x, rows, cols, codes, scales);
+    case Format::MXFP8_E4M3: return mx_quantize_t<EncE4M3>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP8_E5M2: return mx_quantize_t<EncE5M2>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP6_E3M2: return mx_quantize_t<EncE3M2>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP6_E2M3: return mx_quantize_t<EncE2M3>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP4: return mx_quantize_t<EncE2M1>(info, row, x, rows, cols, codes, scales);
+    case Format::MXINT8: return mx_quantize_t<EncInt8>(info, row, x, rows, cols, codes, scales);
+    case Format::MXINT4: return mx_quantize_t<EncInt4>(info, row, x, rows, cols, codes, scales);
+    default: return mx_quantize_t<EncInt2>(info, row, x, rows, cols, codes, scales);
   }
 }
 

@@ -60,6 +60,8 @@ struct RowSource {
   QuantView view{};
   int64_t D = 0;
 
+  int64_t code_row_bytes = 0, scale_row_bytes = 0;  // quantized: per row
+
   explicit RowSource(const Operand& op, int64_t d) : D(d) {
     if (op.dense) {
       dense = op.dense->buffer->data();
@@ -67,6 +69,8 @@ struct RowSource {
     } else {
       quantized = true;
       view = op.quant->view();
+      code_row_bytes = int64_t(row_code_bytes(view.format, view.cols));
+      scale_row_bytes = int64_t(row_scale_bytes(view.format, view.cols, view.block));
     }
   }
   bool is_f32() const { return !quantized && dtype == DType::Float32; }
@@ -74,13 +78,13 @@ struct RowSource {
   void prefetch_rows(int64_t row0, int64_t n) const {
     n = std::min(n, view.rows - row0);
     if (n <= 0) return;
-    const int64_t code_bytes = int64_t(row_code_bytes(view.format, view.cols));
-    prefetch_span(view.codes + row0 * code_bytes, n * code_bytes);
-    const int64_t groups = view.cols / view.block;
-    const int64_t scale_bytes = format_info(view.format).affine ? 2 : 1;
-    prefetch_span(static_cast<const char*>(view.scales) + row0 * groups * scale_bytes,
-                  n * groups * scale_bytes);
-    if (view.biases) prefetch_span(view.biases + row0 * groups, n * groups * 2);
+    prefetch_span(view.codes + row0 * code_row_bytes, n * code_row_bytes);
+    prefetch_span(static_cast<const char*>(view.scales) + row0 * scale_row_bytes,
+                  n * scale_row_bytes);
+    if (view.biases) {
+      prefetch_span(reinterpret_cast<const char*>(view.biases) + row0 * scale_row_bytes,
+                    n * scale_row_bytes);
+    }
   }
   static void prefetch_span(const void* p, int64_t bytes) {
     const char* c = static_cast<const char*>(p);
