@@ -47,9 +47,16 @@
         }],
         # MSVC: C++ exceptions (/EHsc) and RTTI as on Linux and macOS (node's common.gypi turns
         # RTTI off for Release); /utf-8 because the sources are UTF-8 and MSVC would otherwise read
-        # them in the system's code page. The standard C++ kernel paths MSVC builds (core/portable.h)
-        # run in test/native-cpu.test.ts's win64 check.
+        # them in the system's code page. METAL_TENSOROPS_CLANG_CL=1 (the win32-x64 prebuild) builds
+        # with Visual Studio's ClangCL toolset ("C++ Clang tools for Windows"), which compiles the
+        # AVX2 / AVX-512 kernels and their run-time dispatch; MSVC's own compiler builds only the
+        # portable kernels (core/portable.h). test/native-cpu.test.ts runs both sets under wine.
         ["OS=='win'", {
+          "conditions": [
+            ["<!(node -p \"process.env.METAL_TENSOROPS_CLANG_CL === '1' ? 1 : 0\")==1", {
+              "msbuild_toolset": "ClangCL"
+            }]
+          ],
           "msvs_settings": {
             "VCCLCompilerTool": {
               "ExceptionHandling": 1,

@@ -5,6 +5,8 @@
 // test/native/cpu_kernels_check.cc checks linear (every format), matmul and attention against
 // float64 references, and dumps quantize and the float16/bfloat16 conversions, which must be
 // byte-identical to the x86-64 build (the addon's own results, oracle-tested by formats.test.ts).
+// The win32-x64 prebuild's own paths (clang-cl: the AVX2 / AVX-512 kernels chosen by our CPUID
+// detection) are built by clang for mingw-w64 and run under wine at every ISA cap.
 // Every addon source is also compiled (not run) for Windows by clang 19, native/addon included.
 // Needs g++-aarch64-linux-gnu, qemu-user, g++-mingw-w64-x86-64-posix, wine64 and clang-19
 // (.ci/run installs them); a missing toolchain fails this suite rather than skipping it. Elsewhere
@@ -23,13 +25,15 @@ const runners: Record<string, string[]> = {
   native: [],
   arm64: ['qemu-aarch64', '-L', '/usr/aarch64-linux-gnu'],
   win64: ['/usr/lib/wine/wine64'],
+  'win64-kernels': ['/usr/lib/wine/wine64'],
 };
 // wine's configuration: kept under build/ (creating it takes ~20 s); no console noise, and no
 // offer to install Mono or Gecko (a console program needs neither).
 const winePrefix = join(root, 'build/native-check/win64/wineprefix');
 const wineEnv = { WINEPREFIX: winePrefix, WINEDEBUG: '-all', WINEDLLOVERRIDES: 'mscoree,mshtml=' };
 // The program's view of a file of ours: wine maps drive Z: to the Linux root.
-const hostPath = (target: string, file: string) => (target === 'win64' ? `Z:${file}` : file);
+const isWin = (target: string) => target.startsWith('win64');
+const hostPath = (target: string, file: string) => (isWin(target) ? `Z:${file}` : file);
 const programs: Record<string, string> = {};
 
 function build(target: string): string {
@@ -43,7 +47,7 @@ function build(target: string): string {
 
 function runCheck(target: string, args: string[], env: Record<string, string> = {}) {
   const [cmd, ...pre] = [...runners[target], programs[target]];
-  const targetEnv = target === 'win64' ? wineEnv : {};
+  const targetEnv = isWin(target) ? wineEnv : {};
   const r = spawnSync(cmd, [...pre, ...args], { encoding: 'utf8', env: { ...process.env, ...targetEnv, ...env } });
   if (r.error) throw r.error;
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
@@ -54,6 +58,7 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     programs.native = build('native');
     programs.arm64 = build('arm64');
     programs.win64 = build('win64');
+    programs['win64-kernels'] = build('win64-kernels');
   }, 900_000);
 
   it('arm64 (NEON): linear in every format (NEON fused decode kernels), matmul and attention match float64 references', () => {
@@ -64,13 +69,30 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(status, output).toBe(0);
   });
 
-  it('x86-64 runs the same checks without Node, on the widest ISA here', () => {
+  it('x86-64 runs the same checks without Node, on the widest ISA here; CPUID detection agrees with __builtin_cpu_supports', () => {
     const { status, output } = runCheck('native', ['check']);
     expect(output).toMatch(/^isa: core=\S+ gemm=\S+ dot=\S+$/m);
+    expect(output).toMatch(/^ok cpu features: /m);
     expect(status, output).toBe(0);
   });
 
-  it('win64 (the code paths MSVC builds, under wine): linear in every format, matmul and attention match float64 references', () => {
+  // What each cap selects on this CPU, from the native program's own report (a CPU without
+  // AVX-512 selects less, on both builds alike).
+  it.each(['(unset)', 'baseline', 'avx2', 'avx512'])('win64 as the clang-cl prebuild runs it (AVX2 / AVX-512 kernels, Windows x64 ABI, under wine), METAL_TENSOROPS_CPU_ISA %s: same paths as Linux, every check passes', (label) => {
+    const cap = label === '(unset)' ? '' : label;
+    const env = { METAL_TENSOROPS_CPU_ISA: cap };
+    const isaLine = (out: string) => out.match(/^isa: .*$/m)?.[0];
+    const native = runCheck('native', ['check'], env);
+    const win = runCheck('win64-kernels', ['check'], env);
+    expect(isaLine(win.output), win.output).toBe(isaLine(native.output));
+    if (cap === '') expect(isaLine(win.output)).not.toBe('isa: core=baseline gemm=baseline dot=none');
+    expect(win.output).toMatch(/^ok cpu features: /m);
+    expect(win.output.match(/^ok /gm)?.length ?? 0, win.output).toBeGreaterThan(60);
+    expect(win.output, win.output).not.toMatch(/^FAIL /m);
+    expect(win.status, win.output).toBe(0);
+  });
+
+  it('win64 (the code paths MSVC\'s own compiler builds, under wine): linear in every format, matmul and attention match float64 references', () => {
     const { status, output } = runCheck('win64', ['check']);
     expect(output).toMatch(/^isa: core=baseline gemm=baseline dot=none$/m);
     expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
@@ -82,7 +104,7 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(build('win64-clang')).toMatch(/win64-clang$/);
   }, 600_000);
 
-  it.each(['arm64', 'win64'])('%s quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', (other) => {
+  it.each(['arm64', 'win64', 'win64-kernels'])('%s quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', (other) => {
     const files = ['native', other].map((t) => {
       const file = join(scratch, `${t}.bin`);
       const { status, output } = runCheck(t, ['dump', hostPath(t, file)]);

@@ -3,37 +3,27 @@
 // table obeys (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be
 // tested).
 #include "core_dot.h"
+#include "cpu_features.h"
 #include "portable.h"
 
 #include "../../shaders/mx_formats.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 namespace mto::simd {
 namespace {
 
 const DotKernels* pick() {
-  int cap = 3;
-  if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
-    if (!std::strcmp(env, "baseline")) cap = 0;
-    if (!std::strcmp(env, "avx2")) cap = 1;
-    if (!std::strcmp(env, "avx512")) cap = 2;
-  }
-  if (cap == 0) return nullptr;
+  if (isa_cap() == X86Level::Baseline) return nullptr;
 #if defined(__aarch64__)
   return dot_kernels_neon();  // null where not compiled in (MSVC)
 #endif
 #if MTO_X86_KERNELS
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
-  if (cap >= 2 && avx2 && __builtin_cpu_supports("avx512f") &&
-      __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return cap >= 3 && __builtin_cpu_supports("avx512vbmi") ? dot_kernels_avx512_vbmi()
-                                                             : dot_kernels_avx512();
-  if (avx2) return dot_kernels_avx2();
+  const X86Level level = x86_level();
+  if (level == X86Level::Avx512Vbmi) return dot_kernels_avx512_vbmi();
+  if (level == X86Level::Avx512) return dot_kernels_avx512();
+  if (level == X86Level::Avx2) return dot_kernels_avx2();
 #endif
   return nullptr;
 }

@@ -18,6 +18,7 @@
 
 #include "../../shaders/mx_formats.h"
 #include "core_dot.h"  // e4m3_bf16_bytes
+#include "cpu_features.h"
 #include "dtype.h"
 #include "portable.h"
 
@@ -543,20 +544,14 @@ constexpr CoreKernels kNeon{"neon", h2f_neon, f2h_neon, nullptr, nullptr};
 constexpr CoreKernels kBaseline{"baseline", nullptr, nullptr, nullptr, nullptr};
 
 const CoreKernels* pick_kernels() {
-  // Cap from the environment: baseline | avx2 | avx512 (without VBMI) (anything else: no cap).
-  int cap = 3;
-  if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
-    if (!std::strcmp(env, "baseline")) cap = 0;
-    if (!std::strcmp(env, "avx2")) cap = 1;
-    if (!std::strcmp(env, "avx512")) cap = 2;
-  }
-  if (cap == 0) return &kBaseline;
+  if (isa_cap() == X86Level::Baseline) return &kBaseline;
 #if defined(MTO_CORE_X86)
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  if (cap >= 2 && avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw"))
-    return cap >= 3 && __builtin_cpu_supports("avx512vbmi") ? &kAvx512Vbmi : &kAvx512;
-  if (avx2) return &kAvx2;
+  switch (x86_level()) {
+    case X86Level::Avx512Vbmi: return &kAvx512Vbmi;
+    case X86Level::Avx512: return &kAvx512;
+    case X86Level::Avx2: return &kAvx2;
+    default: break;
+  }
 #elif defined(MTO_CORE_NEON)
   return &kNeon;
 #endif

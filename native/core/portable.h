@@ -10,9 +10,10 @@
 #endif
 
 // MTO_GNU_EXTENSIONS: GCC/clang vector types, __builtin_shufflevector, target attributes,
-// __builtin_cpu_supports and inline asm may be used (guard every use with it). Defining
-// MTO_PORTABLE_ONLY turns it off where it would be on, so that GCC builds exactly the paths MSVC
-// builds: test/native/build.mjs's win64 target does, and runs them under wine.
+// __builtin_* and inline asm may be used (guard every use with it); clang-cl (clang with MSVC's
+// ABI and headers) has them too. Defining MTO_PORTABLE_ONLY turns it off where it would be on, so
+// that GCC builds exactly the paths MSVC builds: test/native/build.mjs's win64 target does, and
+// runs them under wine.
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(MTO_PORTABLE_ONLY)
 #define MTO_GNU_EXTENSIONS 1
 #else
@@ -20,11 +21,13 @@
 #endif
 
 // MTO_X86_KERNELS: x86-64 kernels compiled for AVX2 / AVX-512 with target attributes and chosen at
-// run time with __builtin_cpu_supports. Not under the MSVC ABI (no target attributes; clang-cl's
-// __builtin_cpu_supports needs compiler-rt, not always linked), and not GCC on Windows, which
-// cannot realign the stack for spilled 32/64-byte vectors (GCC PR 54412).
-#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER) && \
-    !(defined(_WIN32) && !defined(__clang__))
+// run time (cpu_features.h). On with GCC and clang everywhere, clang-cl 19 and later included (the
+// win32-x64 prebuild; before 19 its <immintrin.h> left out the AVX headers unless the whole file
+// was compiled for AVX, llvm-project issue 53520), but not with MSVC's own compiler (no target
+// attributes) nor GCC on Windows, which cannot realign the stack for spilled 32/64-byte vectors
+// (GCC PR 54412).
+#if defined(__x86_64__) && MTO_GNU_EXTENSIONS && !(defined(_WIN32) && !defined(__clang__)) && \
+    !(defined(_MSC_VER) && defined(__clang__) && __clang_major__ < 19)
 #define MTO_X86_KERNELS 1
 #else
 #define MTO_X86_KERNELS 0

@@ -7,16 +7,15 @@
 //
 // Kernels are templates over the vector width and are instantiated for each ISA (simd.h):
 // baseline (SSE2 / NEON / plain C++), AVX2+FMA and AVX-512, picked once at run time on x86-64
-// Linux.
+// (core/cpu_features.h).
 #include "gemm.h"
 
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <vector>
 
+#include "../core/cpu_features.h"
 #include "scratch.h"
 #include "simd.h"
 
@@ -182,10 +181,9 @@ constexpr Kernels kAvx512Kernels{GemmIsa::Avx512, dots_avx512, axpy_avx512};
 
 GemmIsa cpu_isa() {
 #if MTO_X86_DISPATCH
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2 && __builtin_cpu_supports("avx512f")) return GemmIsa::Avx512;
-  if (avx2) return GemmIsa::Avx2;
+  const X86Level level = x86_level();
+  if (level >= X86Level::Avx512) return GemmIsa::Avx512;
+  if (level == X86Level::Avx2) return GemmIsa::Avx2;
 #endif
   return GemmIsa::Baseline;
 }
@@ -204,14 +202,7 @@ std::atomic<const Kernels*> g_kernels{nullptr};
 const Kernels& kernels() {
   const Kernels* k = g_kernels.load(std::memory_order_acquire);
   if (!k) {
-    GemmIsa isa = cpu_isa();
-    if (const char* env = std::getenv("METAL_TENSOROPS_CPU_ISA")) {
-      GemmIsa cap = isa;
-      if (!std::strcmp(env, "baseline")) cap = GemmIsa::Baseline;
-      if (!std::strcmp(env, "avx2")) cap = GemmIsa::Avx2;
-      isa = std::min(isa, cap);
-    }
-    k = &kernels_for(isa);
+    k = &kernels_for(cpu_isa());
     g_kernels.store(k, std::memory_order_release);
   }
   return *k;

@@ -113,8 +113,8 @@ void gemv_t(ThreadPool& pool, int64_t M, int64_t N, int64_t K, const float* a, i
 void gemv_n(ThreadPool& pool, const GemmArgs& g, const RowSpanSource& b_rows,
             int64_t b_batch_rows);
 
-// Which kernels run: chosen once from the CPU (on x86-64 Linux: AVX-512, else AVX2+FMA, else the
-// baseline); the environment variable METAL_TENSOROPS_CPU_ISA=baseline|avx2|avx512 caps it.
+// Which kernels run: chosen once from the CPU (x86-64: AVX-512, else AVX2+FMA, else the baseline;
+// core/cpu_features.h); the environment variable METAL_TENSOROPS_CPU_ISA=baseline|avx2|avx512 caps it.
 enum class GemmIsa { Baseline = 0, Avx2 = 1, Avx512 = 2 };
 GemmIsa gemm_isa();
 // Tests and benchmarks: select kernels (capped at what this CPU supports); returns the ISA used.

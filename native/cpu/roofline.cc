@@ -3,8 +3,7 @@
 // FMA peak: a loop of independent fused multiply-adds on as many accumulators as it takes to hide
 // the instruction's latency (a = a * m + c, which stays at a fixed point: no overflow, no
 // denormals), once per instruction set the CPU runs: AVX-512 and AVX2+FMA on x86-64 (compiled
-// with target attributes and chosen with __builtin_cpu_supports, where simd.h enables x86
-// dispatch), NEON on arm64, and a baseline loop everywhere (SSE2 multiply + add on x86-64).
+// with target attributes and chosen by core/cpu_features.h, where simd.h enables x86 dispatch), NEON on arm64, and a baseline loop everywhere (SSE2 multiply + add on x86-64).
 // Read bandwidth: every thread sums 64-bit words of its share of a buffer far larger than the
 // caches. Both use every thread of the pool and report the best of several trials (the peak
 // is what the machine reaches while nothing else runs on it).
@@ -16,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+#include "../core/cpu_features.h"
 #include "simd.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -143,10 +143,10 @@ struct FmaLoop {
 std::vector<FmaLoop> fma_loops() {
   std::vector<FmaLoop> loops;
 #if MTO_X86_DISPATCH
-  __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (avx2 && __builtin_cpu_supports("avx512f")) loops.push_back({"avx512", 16, 12, fma_avx512});
-  if (avx2) loops.push_back({"avx2", 8, 12, fma_avx2});
+  // Every level the CPU has (not capped: the peak is the machine's, whatever the kernels use).
+  const X86Level level = x86_detected_level();
+  if (level >= X86Level::Avx512) loops.push_back({"avx512", 16, 12, fma_avx512});
+  if (level >= X86Level::Avx2) loops.push_back({"avx2", 8, 12, fma_avx2});
 #endif
 #if MTO_ROOF_NEON
   loops.push_back({"neon", 4, 16, fma_neon});
@@ -228,9 +228,9 @@ using ReadFn = uint64_t (*)(const uint8_t*, int64_t);
 
 ReadFn read_loop() {
 #if MTO_X86_DISPATCH
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return read_avx512;
-  if (__builtin_cpu_supports("avx2")) return read_avx2;
+  const X86Level level = x86_detected_level();
+  if (level >= X86Level::Avx512) return read_avx512;
+  if (level >= X86Level::Avx2) return read_avx2;
 #endif
   return read_baseline;
 }

@@ -40,6 +40,17 @@ export const targets = {
     exe: '.exe',
     runner: ['/usr/lib/wine/wine64'],
   },
+  // What the win32-x64 prebuild runs (clang-cl: core/portable.h's MTO_X86_KERNELS): the AVX2 and
+  // AVX-512 kernels under the Windows x64 calling convention (callee-saved xmm6-15, 16-byte stack
+  // alignment realigned for spilled vectors) chosen by our CPUID detection, built by clang for
+  // mingw-w64 (its linker and C runtime are here; MSVC's are not) and run under wine.
+  'win64-kernels': {
+    cxx: 'clang++-19',
+    cflags: ['--target=x86_64-w64-windows-gnu', '-Wpedantic', '-Wframe-larger-than=65536', '-Werror'],
+    ldflags: ['--target=x86_64-w64-windows-gnu', '-static'],
+    exe: '.exe',
+    runner: ['/usr/lib/wine/wine64'],
+  },
   // clang on Windows (mingw-w64 flavour, Debian's mingw-w64 headers), on clang's own paths (GNU
   // vector types, target-attribute kernels), and the addon's Node-API glue against Windows
   // headers. Compile-only (so -O0): nothing here can load a .node for Windows.

@@ -18,6 +18,8 @@
 
 #include "core/core_dot.h"
 #include "core/core_simd.h"
+#include "core/cpu_features.h"
+#include "core/portable.h"
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/ops.h"
@@ -263,6 +265,27 @@ int dump(const char* path) {
   return std::fclose(out) == 0 ? 0 : 2;
 }
 
+// Our CPUID/XGETBV detection (core/cpu_features.h) against the compiler runtime's
+// __builtin_cpu_supports (libgcc / compiler-rt), where that exists to ask.
+void check_cpu_features() {
+  const X86Level ours = x86_detected_level();
+  std::printf("cpu: detected=%s\n", x86_level_name(ours));
+#if MTO_X86_KERNELS && defined(__GNUC__)
+  __builtin_cpu_init();
+  X86Level ref = X86Level::Baseline;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+      __builtin_cpu_supports("f16c")) {
+    ref = X86Level::Avx2;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl"))
+      ref = __builtin_cpu_supports("avx512vbmi") ? X86Level::Avx512Vbmi : X86Level::Avx512;
+  }
+  if (ours != ref) ++failures;
+  std::printf("%s cpu features: CPUID/XGETBV says %s, __builtin_cpu_supports says %s\n",
+              ours == ref ? "ok" : "FAIL", x86_level_name(ours), x86_level_name(ref));
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -276,6 +299,7 @@ int main(int argc, char** argv) {
     const simd::DotKernels* dot = simd::dot_kernels();
     std::printf("isa: core=%s gemm=%s dot=%s\n", simd::core_kernels().name,
                 cpu::gemm_isa_name(cpu::gemm_isa()), dot ? dot->name : "none");
+    check_cpu_features();
     cpu::ThreadPool pool(2);
     Rng rng(1);
     check_linear(pool, rng);
