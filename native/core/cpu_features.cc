@@ -39,7 +39,13 @@ X86Level detect() {
   if (!bit(l1.c, 27)) return X86Level::Baseline;  // no XGETBV: the OS saves no AVX state
   const uint64_t xcr0 = xgetbv0();
   const bool avx_state = (xcr0 & 0x6) == 0x6;
+#if defined(__APPLE__)
+  // macOS enables the AVX-512 state per thread on its first AVX-512 instruction, so XCR0 lacks
+  // those bits until then (compiler-rt's __builtin_cpu_supports trusts the OS there too).
+  const bool avx512_state = avx_state;
+#else
   const bool avx512_state = avx_state && (xcr0 & 0xE0) == 0xE0;
+#endif
   const bool avx2 = avx_state && bit(l1.c, 28) && bit(l1.c, 12) && bit(l1.c, 29) && bit(l7.b, 5);
   if (!avx2) return X86Level::Baseline;
   const bool avx512 = avx512_state && bit(l7.b, 16) && bit(l7.b, 30) && bit(l7.b, 31);
