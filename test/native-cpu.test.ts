@@ -78,12 +78,13 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
 
   // What each cap selects on this CPU, from the native program's own report (a CPU without
   // AVX-512 selects less, on both builds alike).
-  it.each(['(unset)', 'baseline', 'avx2', 'avx512'])('win64 as the clang-cl prebuild runs it (AVX2 / AVX-512 kernels, Windows x64 ABI, under wine), METAL_TENSOROPS_CPU_ISA %s: same paths as Linux, every check passes', (label) => {
+  it.each(['(unset)', 'baseline', 'avx2', 'avx512'])('win64 as the clang-cl prebuild runs it (AVX2 / AVX-512 kernels, Windows x64 ABI, under wine), METAL_TENSOROPS_CPU_ISA %s: same paths as Linux, every check passes on both', (label) => {
     const cap = label === '(unset)' ? '' : label;
     const env = { METAL_TENSOROPS_CPU_ISA: cap };
     const isaLine = (out: string) => out.match(/^isa: .*$/m)?.[0];
     const native = runCheck('native', ['check'], env);
     const win = runCheck('win64-kernels', ['check'], env);
+    expect(native.status, native.output).toBe(0);
     expect(isaLine(win.output), win.output).toBe(isaLine(native.output));
     if (cap === '') expect(isaLine(win.output)).not.toBe('isa: core=baseline gemm=baseline dot=none');
     expect(win.output).toMatch(/^ok cpu features: /m);

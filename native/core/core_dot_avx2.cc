@@ -9,9 +9,9 @@
 // low nibbles, 2i + 1 for high ones) is element 8L + k of the chunk, so x is transposed to match,
 // once per call, exactly as for AVX-512 (8 lanes instead of 16).
 //
-// 8-bit rows go a block at a time: int8 widened from memory and converted; FP8 as float16 bits
-// 16 codes at a time (x split into the 8 even then the 8 odd elements of every 16). Dense rows
-// (float32 / float16 / bfloat16) go 8 weights at a time.
+// 8-bit rows go a block at a time: int8 widened from memory and converted; FP8 made float16 bits
+// for the whole block in one register pair, converted 8 at a time (x split into the 8 even then
+// the 8 odd elements of every 16). Dense rows (float32 / float16 / bfloat16) go 8 weights at a time.
 //
 // AVX2 has 16 registers: the kernels take at most 4 rows of x per pass and M > 4 runs in passes.
 #include "core_dot.h"
@@ -232,29 +232,40 @@ MTO_T256 void rows_nibbles(const DotWeights& w, const __m256i tbl, float unit, i
   }
 }
 
-// 16 FP8 codes at c as two registers: the 8 even elements, then the 8 odd ones (E4M3 as value /
-// 256, its NaN code as NaN).
+// A value decoded from E4M3 float16 bits (below) with the NaN magnitude, which reads as 1.875
+// (as value / 256), turned into NaN of its sign.
+MTO_T256 MTO_INL __m256 e4m3_nan(__m256 w) {
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
+  const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(int(kNaNBits)));
+  return _mm256_blendv_ps(w, _mm256_or_ps(_mm256_and_ps(w, sign), qnan),
+                          _mm256_cmp_ps(_mm256_andnot_ps(sign, w), _mm256_set1_ps(1.875f), _CMP_EQ_OQ));
+}
+
+// One block of 32 FP8 codes at c as four registers: for codes 0-15 the 8 even elements, then the
+// 8 odd ones, and the same for codes 16-31 (E4M3 as value / 256, its NaN code as NaN). The
+// codes become float16 bits 32 at a time (the even ones from the low byte of each word, the odd
+// ones from the high byte) and convert 8 at a time.
 template <DotCodes KIND>
-MTO_T256 MTO_INL void fp8_16(const uint8_t* c, __m256& w0, __m256& w1) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+MTO_T256 MTO_INL void fp8_32(const uint8_t* c, __m256 (&w)[4]) {
+  const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
+  __m256i even, odd;
   if constexpr (KIND == DotCodes::E5M2) {  // a code is the top byte of its float16
-    w0 = _mm256_cvtph_ps(_mm_slli_epi16(raw, 8));
-    w1 = _mm256_cvtph_ps(_mm_and_si128(raw, _mm_set1_epi16(int16_t(0xFF00))));
-  } else {
-    // float16 bits sign | magnitude << 7; the NaN magnitude 0x7F would read as 1.875.
-    const __m128i keep = _mm_set1_epi16(int16_t(0xBF80));
-    w0 = _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(_mm_slli_epi16(raw, 8), 1), keep));
-    w1 = _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(raw, 1), keep));
-    const __m128i nan7f = _mm_cmpeq_epi8(_mm_or_si128(raw, _mm_set1_epi8(-128)), _mm_set1_epi8(-1));
-    if (_mm_movemask_epi8(nan7f) != 0) {
-      const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int(0x80000000u)));
-      const __m256 qnan = _mm256_castsi256_ps(_mm256_set1_epi32(int(kNaNBits)));
-      const __m256 m = _mm256_set1_ps(1.875f);
-      w0 = _mm256_blendv_ps(w0, _mm256_or_ps(_mm256_and_ps(w0, sign), qnan),
-                            _mm256_cmp_ps(_mm256_andnot_ps(sign, w0), m, _CMP_EQ_OQ));
-      w1 = _mm256_blendv_ps(w1, _mm256_or_ps(_mm256_and_ps(w1, sign), qnan),
-                            _mm256_cmp_ps(_mm256_andnot_ps(sign, w1), m, _CMP_EQ_OQ));
-    }
+    even = _mm256_slli_epi16(raw, 8);
+    odd = _mm256_and_si256(raw, _mm256_set1_epi16(int16_t(0xFF00)));
+  } else {  // E4M3: float16 bits sign | magnitude << 7
+    const __m256i keep = _mm256_set1_epi16(int16_t(0xBF80));
+    even = _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(raw, 8), 1), keep);
+    odd = _mm256_and_si256(_mm256_srai_epi16(raw, 1), keep);
+  }
+  w[0] = _mm256_cvtph_ps(_mm256_castsi256_si128(even));
+  w[1] = _mm256_cvtph_ps(_mm256_castsi256_si128(odd));
+  w[2] = _mm256_cvtph_ps(_mm256_extracti128_si256(even, 1));
+  w[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(odd, 1));
+  if constexpr (KIND == DotCodes::E4M3) {
+    const __m256i nan7f =
+        _mm256_cmpeq_epi8(_mm256_or_si256(raw, _mm256_set1_epi8(-128)), _mm256_set1_epi8(-1));
+    if (_mm256_movemask_epi8(nan7f) != 0)
+      for (__m256& v : w) v = e4m3_nan(v);
   }
 }
 
@@ -295,24 +306,20 @@ MTO_T256 void rows_bytes(const DotWeights& w, const __m256i, float, int64_t row0
       for (int r = 0; r < R; ++r) {
         const uint8_t* p = c[r] + blk * 32;
         _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
+        __m256 wv[4];  // the block's 32 codes in x's order
+        if constexpr (KIND == DotCodes::E4M3 || KIND == DotCodes::E5M2) {
+          fp8_32<KIND>(p, wv);
+        } else {
+          MTO_UNROLL_ALL
+          for (int h = 0; h < 4; ++h) wv[h] = int8_8<KIND>(p + 8 * h);
+        }
         __m256 part[M];
         MTO_UNROLL_ALL
-        for (int h = 0; h < 4; h += 2) {  // 16 codes at a time
-          __m256 w0, w1;
-          if constexpr (KIND == DotCodes::E4M3 || KIND == DotCodes::E5M2) {
-            fp8_16<KIND>(p + 8 * h, w0, w1);
-          } else {
-            w0 = int8_8<KIND>(p + 8 * h);
-            w1 = int8_8<KIND>(p + 8 * h + 8);
-          }
+        for (int m = 0; m < M; ++m) {
+          const float* xb = xq.x + m * xq.xr + blk * 32;
+          part[m] = _mm256_mul_ps(wv[0], _mm256_loadu_ps(xb));
           MTO_UNROLL_ALL
-          for (int m = 0; m < M; ++m) {
-            const float* xb = xq.x + m * xq.xr + blk * 32 + 8 * h;
-            const __m256 t = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xb + 8), h == 0
-                                                 ? _mm256_mul_ps(w0, _mm256_loadu_ps(xb))
-                                                 : _mm256_fmadd_ps(w0, _mm256_loadu_ps(xb), part[m]));
-            part[m] = t;
-          }
+          for (int h = 1; h < 4; ++h) part[m] = _mm256_fmadd_ps(wv[h], _mm256_loadu_ps(xb + 8 * h), part[m]);
         }
         const __m256 s = _mm256_set1_ps(sv[r][j]);
         MTO_UNROLL_ALL

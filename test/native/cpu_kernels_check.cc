@@ -137,6 +137,39 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
   }
 }
 
+// An FP8 E4M3 NaN code (0x7F / 0xFF, whatever the scale) makes its row of y NaN, wherever it sits
+// in its block: one NaN code per row at positions that cover each group of 8 and 16 codes the
+// vector decoders handle at once, in blocks of every position of a 4-block (128-code) step.
+void check_fp8_nan_codes(cpu::ThreadPool& pool, Rng& rng) {
+  const int64_t N = 40, K = 160, M = 3;
+  TensorPtr wf = dense({N, K}, DType::Float32, rng);
+  QTensorPtr w = make_qtensor({N, K}, Format::MXFP8_E4M3, 32);
+  cpu::quantize(pool, *wf, *w);
+  uint8_t* codes = static_cast<uint8_t*>(w->codes->data());
+  for (int64_t r = 0; r < N; r += 2) {
+    const int64_t k = (r / 2 * 37 + 5) % K;  // every block, every offset mod 8 and mod 16 over the rows
+    codes[r * K + k] = r % 4 ? 0xFF : 0x7F;
+  }
+  TensorPtr x = dense({M, K}, DType::Float32, rng);
+  const std::vector<double> wd = reference_dequant(*w), xd = as_double(*x);
+  const Operand xo{x.get(), nullptr}, wo{nullptr, w.get()};
+  const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
+  std::vector<float> y(size_t(M * N));
+  cpu::linear(pool, xo, wo, nullptr, p, y.data());
+  int bad = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += xd[size_t(m * K + k)] * wd[size_t(n * K + k)];
+      const float got = y[size_t(m * N + n)];
+      const bool ok = std::isnan(s) ? std::isnan(got) : std::fabs(got - s) <= 2e-5 * (1 + std::fabs(s));
+      if (!ok || std::isnan(s) != (n % 2 == 0)) ++bad;
+    }
+  if (bad) ++failures;
+  std::printf("%s linear mxfp8 NaN codes at every offset of a block (%d wrong of %lld)\n",
+              bad ? "FAIL" : "ok", bad, static_cast<long long>(M * N));
+}
+
 void check_matmul(cpu::ThreadPool& pool, Rng& rng) {
   const DType types[] = {DType::Float32, DType::Float16, DType::BFloat16};
   const int64_t shapes[][3] = {{1, 19, 40}, {9, 33, 17}, {67, 45, 130}, {130, 97, 257}};
@@ -303,6 +336,7 @@ int main(int argc, char** argv) {
     cpu::ThreadPool pool(2);
     Rng rng(1);
     check_linear(pool, rng);
+    check_fp8_nan_codes(pool, rng);
     check_matmul(pool, rng);
     check_attention(pool, rng);
     failures += check_thread_pool();
