@@ -62,7 +62,7 @@ function machineLines(doc) {
     `${m.cpu}, ${m.cores} cores, ${m.os}, Node ${m.node}; load average ${m.loadAverage1m} at start, ${m.loadAverage1mAtEnd ?? '?'} at end`,
     `measured: FMA peak ${p.fmaGflops} GFLOP/s with ${p.threads} threads (${p.fmaIsa}; one thread ${p.oneThread.fmaGflops}), ` +
       `read bandwidth ${p.readGBps} GB/s (one thread ${p.oneThread.readGBps})`,
-    `ours: ${doc.threads} threads; peer: ${peer}`,
+    `ours: ${doc.threads} threads${p.kernels ? `, ${p.kernels} kernels` : ''}${m.cpuIsaCap ? ` (METAL_TENSOROPS_CPU_ISA=${m.cpuIsaCap})` : ''}; peer: ${peer}`,
     `${doc.date}, mode ${doc.mode}${doc.source ? `, commit ${doc.source.commit.slice(0, 7)}${doc.source.modified ? ' with local changes' : ''}` : ''}`,
   ];
 }

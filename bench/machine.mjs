@@ -24,6 +24,8 @@ export function describeMachine() {
     memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
     // Other work on the machine skews every number: the 1-minute load average when the run began.
     loadAverage1m: Math.round(os.loadavg()[0] * 100) / 100,
+    // A cap on our kernels (baseline | avx2 | avx512), to time the paths other CPUs take.
+    cpuIsaCap: process.env.METAL_TENSOROPS_CPU_ISA || null,
   };
 }
 
@@ -42,6 +44,7 @@ export function measurePeaks(binding, threads, { seconds = 0.3, readMiB = 1024 }
     threads: r.threads,
     fmaGflops: round(r.fmaGflops),
     fmaIsa: r.fmaIsa,
+    kernels: r.kernels,
     fmaByIsa: Object.fromEntries(r.fma.map((f) => [f.isa, round(f.gflops)])),
     readGBps: round(r.readGBps, 2),
     readBufferMiB: r.readBytes / 2 ** 20,
@@ -66,6 +69,7 @@ export function combinePeaks(list) {
     threads: fma.threads,
     fmaGflops: fma.fmaGflops,
     fmaIsa: fma.fmaIsa,
+    kernels: fma.kernels,
     fmaByIsa: fma.fmaByIsa,
     readGBps: read.readGBps,
     readBufferMiB: read.readBufferMiB,

@@ -63,6 +63,8 @@ export interface NativeBinding {
     fmaIsa: string;
     readGBps: number;
     readBytes: number;
+    /** The kernels ops use here, decode-conversion/fused-dot ("avx512vbmi/avx512vbmi", "avx2/avx2", "neon/neon"). */
+    kernels: string;
   };
   encodeElements(element: string, values: Float32Array): Uint8Array;
   decodeElements(element: string, codes: Uint8Array): Float32Array;

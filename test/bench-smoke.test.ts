@@ -23,7 +23,7 @@ interface Case {
 }
 interface Doc {
   mode: string; threads: number;
-  machine: { cpu: string; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; oneThread: { fmaGflops: number } } };
+  machine: { cpu: string; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; kernels: string; oneThread: { fmaGflops: number } } };
   peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number };
   cases: Case[];
   summary: { checksFailed: number };
@@ -61,6 +61,8 @@ describe('npm run bench -- --smoke --json', () => {
     expect(doc.machine.peaks.oneThread.fmaGflops).toBeGreaterThan(0);
     expect(doc.machine.peaks.readGBps).toBeGreaterThan(0);
     expect(typeof doc.machine.peaks.fmaIsa).toBe('string');
+    // The kernels ours ran with (conversion/fused dot), as the addon chose them for this CPU.
+    expect(doc.machine.peaks.kernels).toMatch(/^(baseline|avx2|avx512|avx512vbmi|neon)\/(none|avx2|avx512|avx512vbmi|neon)$/);
   });
 
   it('runs every case of issue 6 (at tiny shapes), each with our timing', () => {

@@ -8,6 +8,8 @@
 #include <future>
 #include <string>
 
+#include "core/core_dot.h"
+#include "core/core_simd.h"
 #include "core/error.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
@@ -68,6 +70,9 @@ Napi::Value MeasureRoofline(const Napi::CallbackInfo& info) {
     out.Set("fmaIsa", r.fma_isa);
     out.Set("readGBps", r.read_gbps);
     out.Set("readBytes", double(r.read_bytes));
+    // The kernels the ops run here (METAL_TENSOROPS_CPU_ISA caps them): "avx512vbmi", "avx2", "neon"...
+    const simd::DotKernels* dot = simd::dot_kernels();
+    out.Set("kernels", std::string(simd::core_kernels().name) + "/" + (dot ? dot->name : "none"));
     return out;
   });
 }
