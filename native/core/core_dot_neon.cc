@@ -1,13 +1,15 @@
-// NEON (AArch64) fused decode-and-dot kernels (core_dot.h) for the integer-valued codes: 4-bit
+// NEON (AArch64) fused decode-and-dot kernels (core_dot.h) for the MX and affine codes: 4-bit
 // tables of small integers times a power of two (mxfp4: halves, mxint4: quarters, affine4:
-// 0..15), int8 (mxint8) and uint8 (affine8). Other kinds (FP8, dense rows) report unsupported and
-// take gemv_t's decode-then-dot path.
+// 0..15), int8 (mxint8), uint8 (affine8) and FP8 (mxfp8 E4M3 and E5M2). Dense rows report
+// unsupported and take gemv_t's decode-then-dot path.
 //
 // A block of 32 codes becomes 8 vectors of 4 floats: 4-bit codes through one vqtbl1q lookup per
 // 16 nibbles (the table as int8, its power of two joined to the block scale), then widened
 // (int8 -> int16 -> int32 -> float). The low nibbles hold the even elements and the high ones the
 // odd elements of the block, so x is prepared in that order (16 even, then 16 odd) once per call;
-// 8-bit codes keep their order. Each row's block sum meets its scale in one multiply-add.
+// 8-bit codes keep their order. FP8 codes become float16 bits (E5M2: the code is the top byte;
+// E4M3: sign | magnitude << 7, its value / 256, x carrying the 256) widened by the FP conversion
+// instructions. Each row's block sum meets its scale in one multiply-add.
 //
 // Checked under qemu-user (test/native: cpu_kernels_check on arm64); not yet timed on arm64
 // hardware.
@@ -44,7 +46,9 @@ bool supported_neon(const DotWeights& w) {
     }
     case DotCodes::Uint4:
     case DotCodes::Int8:
-    case DotCodes::Uint8: return true;
+    case DotCodes::Uint8:
+    case DotCodes::E4M3:
+    case DotCodes::E5M2: return true;
     default: return false;
   }
 }
@@ -66,6 +70,8 @@ void prepare_x_neon(const DotWeights& w, const float* x, int64_t ldx, int M, flo
           d[k + j] = xm[k + 2 * j];
           d[k + 16 + j] = xm[k + 2 * j + 1];
         }
+    } else if (w.kind == DotCodes::E4M3) {  // E4M3 decodes as value / 256: x carries the 256
+      for (int64_t k = 0; k < K; ++k) d[k] = xm[k] * 256.0f;
     } else {
       std::memcpy(d, xm, size_t(K) * sizeof(float));
     }
@@ -95,6 +101,31 @@ MTO_INL void widen_u8(uint8x16_t v, float32x4_t* f) {
             vreinterpretq_s16_u16(vmovl_high_u8(v)), f);
 }
 
+// 16 FP8 codes as 4 vectors of floats, in order (E4M3 as value / 256, its NaN code as NaN).
+template <DotCodes KIND>
+MTO_INL void widen_fp8(uint8x16_t v, float32x4_t* f) {
+  uint16x8_t h[2] = {vshll_n_u8(vget_low_u8(v), 8), vshll_high_n_u8(v, 8)};  // code in the top byte
+  if constexpr (KIND == DotCodes::E4M3) {  // float16 sign | magnitude << 7
+    for (uint16x8_t& b : h)
+      b = vandq_u16(vreinterpretq_u16_s16(vshrq_n_s16(vreinterpretq_s16_u16(b), 1)),
+                    vdupq_n_u16(0xBF80));
+  }
+  for (int i = 0; i < 2; ++i) {
+    const float16x8_t hf = vreinterpretq_f16_u16(h[i]);
+    f[2 * i] = vcvt_f32_f16(vget_low_f16(hf));
+    f[2 * i + 1] = vcvt_high_f32_f16(hf);
+  }
+  // The NaN magnitude 0x7F reads as 1.875: rare, so checked once for the 16 codes.
+  if (KIND == DotCodes::E4M3 && vmaxvq_u8(vceqq_u8(vorrq_u8(v, vdupq_n_u8(0x80)), vdupq_n_u8(0xFF)))) {
+    for (int i = 0; i < 4; ++i) {
+      const uint32x4_t bits = vreinterpretq_u32_f32(f[i]);
+      const float32x4_t nan = vreinterpretq_f32_u32(
+          vorrq_u32(vandq_u32(bits, vdupq_n_u32(0x80000000u)), vdupq_n_u32(0x7FC00000u)));
+      f[i] = vbslq_f32(vceqq_f32(vabsq_f32(f[i]), vdupq_n_f32(1.875f)), nan, f[i]);
+    }
+  }
+}
+
 // Block b's codes (32) of one row as 8 float vectors in x's prepared order, unscaled.
 template <DotCodes KIND>
 MTO_INL void decode_block(const uint8_t* c, int8x16_t tbl, float32x4_t (&w)[8]) {
@@ -107,6 +138,9 @@ MTO_INL void decode_block(const uint8_t* c, int8x16_t tbl, float32x4_t (&w)[8]) 
   } else if constexpr (KIND == DotCodes::Int8) {
     widen_s8(vld1q_s8(reinterpret_cast<const int8_t*>(c)), a);
     widen_s8(vld1q_s8(reinterpret_cast<const int8_t*>(c) + 16), b);
+  } else if constexpr (KIND == DotCodes::E4M3 || KIND == DotCodes::E5M2) {
+    widen_fp8<KIND>(vld1q_u8(c), a);
+    widen_fp8<KIND>(vld1q_u8(c + 16), b);
   } else {
     widen_u8(vld1q_u8(c), a);
     widen_u8(vld1q_u8(c + 16), b);
@@ -208,6 +242,12 @@ void rows_neon(const DotWeights& w, int64_t row0, int64_t nrows, const float* xp
         break;
       case DotCodes::Int8:  // q * 2^-6: the power of two joins the scale (exact)
         rows_m<DotCodes::Int8>(w, tbl, 0.015625f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
+        break;
+      case DotCodes::E4M3:
+        rows_m<DotCodes::E4M3>(w, tbl, 1.f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
+        break;
+      case DotCodes::E5M2:
+        rows_m<DotCodes::E5M2>(w, tbl, 1.f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
         break;
       default:
         rows_m<DotCodes::Uint8>(w, tbl, 1.f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
