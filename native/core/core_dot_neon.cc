@@ -1,7 +1,7 @@
 // NEON (AArch64) fused decode-and-dot kernels (core_dot.h) for the MX and affine codes: 4-bit
 // tables of small integers times a power of two (mxfp4: halves, mxint4: quarters, affine4:
-// 0..15), int8 (mxint8), uint8 (affine8) and FP8 (mxfp8 E4M3 and E5M2). Dense rows report
-// unsupported and take gemv_t's decode-then-dot path.
+// 0..15), int8 (mxint8), uint8 (affine8) and FP8 (mxfp8 E4M3 and E5M2), and dense float32 /
+// float16 / bfloat16 rows (16 weights a step, any K: the last few in scalar code).
 //
 // A block of 32 codes becomes 8 vectors of 4 floats: 4-bit codes through one vqtbl1q lookup per
 // 16 nibbles (the table as int8, its power of two joined to the block scale), then widened
@@ -48,7 +48,10 @@ bool supported_neon(const DotWeights& w) {
     case DotCodes::Int8:
     case DotCodes::Uint8:
     case DotCodes::E4M3:
-    case DotCodes::E5M2: return true;
+    case DotCodes::E5M2:
+    case DotCodes::F32:
+    case DotCodes::F16:
+    case DotCodes::BF16: return true;
     default: return false;
   }
 }
@@ -200,13 +203,80 @@ void rows_kind(const DotWeights& w, int8x16_t tbl, float unit, int64_t row0, con
   }
 }
 
+// 4 consecutive dense weights at p as floats.
+template <DotCodes KIND>
+MTO_INL float32x4_t dense4(const uint8_t* p) {
+  if constexpr (KIND == DotCodes::F32) return vld1q_f32(reinterpret_cast<const float*>(p));
+  const uint16x4_t h = vld1_u16(reinterpret_cast<const uint16_t*>(p));
+  if constexpr (KIND == DotCodes::F16) return vcvt_f32_f16(vreinterpret_f16_u16(h));
+  return vreinterpretq_f32_u32(vshll_n_u16(h, 16));  // bfloat16: the top half of a float32
+}
+
+// One dense weight as a float (the scalar tail of a row).
+template <DotCodes KIND>
+MTO_INL float dense1(const uint8_t* p) {
+  if constexpr (KIND == DotCodes::F32) {
+    float f;
+    std::memcpy(&f, p, sizeof f);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, sizeof h);
+  return KIND == DotCodes::F16 ? half_to_float(h) : bf16_to_float(h);
+}
+
+// R dense rows from row0 against M rows of x (row stride K).
+template <DotCodes KIND, int R, int M>
+void rows_dense(const DotWeights& w, int64_t row0, const float* xp, float* y, int64_t ldy) {
+  constexpr int64_t kSize = KIND == DotCodes::F32 ? 4 : 2;
+  const int64_t K = w.K, K16 = K / 16 * 16;
+  float32x4_t acc[R][M][2];
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r)
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) acc[r][m][0] = acc[r][m][1] = vdupq_n_f32(0.f);
+  for (int64_t k = 0; k < K16; k += 16) {
+    MTO_UNROLL_ALL
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* p = w.codes + (row0 + r) * w.row_bytes + k * kSize;
+      float32x4_t wv[4];
+      MTO_UNROLL_ALL
+      for (int j = 0; j < 4; ++j) wv[j] = dense4<KIND>(p + 4 * j * kSize);
+      MTO_UNROLL_ALL
+      for (int m = 0; m < M; ++m) {  // two chains per (row, x row)
+        const float* xb = xp + m * K + k;
+        acc[r][m][0] = vfmaq_f32(acc[r][m][0], wv[0], vld1q_f32(xb));
+        acc[r][m][1] = vfmaq_f32(acc[r][m][1], wv[1], vld1q_f32(xb + 4));
+        acc[r][m][0] = vfmaq_f32(acc[r][m][0], wv[2], vld1q_f32(xb + 8));
+        acc[r][m][1] = vfmaq_f32(acc[r][m][1], wv[3], vld1q_f32(xb + 12));
+      }
+    }
+  }
+  MTO_UNROLL_ALL
+  for (int r = 0; r < R; ++r) {
+    const uint8_t* row = w.codes + (row0 + r) * w.row_bytes;
+    MTO_UNROLL_ALL
+    for (int m = 0; m < M; ++m) {
+      float sum = vaddvq_f32(vaddq_f32(acc[r][m][0], acc[r][m][1]));
+      for (int64_t k = K16; k < K; ++k) sum += dense1<KIND>(row + k * kSize) * xp[m * K + k];
+      y[m * ldy + r] = sum;
+    }
+  }
+}
+
 template <DotCodes KIND, int M>
 void rows_pass(const DotWeights& w, int8x16_t tbl, float unit, int64_t row0, int64_t nrows,
                const float* xp, const float* xs, int64_t sr, float* y, int64_t ldy) {
+  constexpr bool kDense = KIND == DotCodes::F32 || KIND == DotCodes::F16 || KIND == DotCodes::BF16;
   int64_t r = 0;
-  for (; r + kRows <= nrows; r += kRows)
-    rows_kind<KIND, kRows, M>(w, tbl, unit, row0 + r, xp, xs, sr, y + r, ldy);
-  for (; r < nrows; ++r) rows_kind<KIND, 1, M>(w, tbl, unit, row0 + r, xp, xs, sr, y + r, ldy);
+  for (; r + kRows <= nrows; r += kRows) {
+    if constexpr (kDense) rows_dense<KIND, kRows, M>(w, row0 + r, xp, y + r, ldy);
+    else rows_kind<KIND, kRows, M>(w, tbl, unit, row0 + r, xp, xs, sr, y + r, ldy);
+  }
+  for (; r < nrows; ++r) {
+    if constexpr (kDense) rows_dense<KIND, 1, M>(w, row0 + r, xp, y + r, ldy);
+    else rows_kind<KIND, 1, M>(w, tbl, unit, row0 + r, xp, xs, sr, y + r, ldy);
+  }
 }
 
 template <DotCodes KIND>
@@ -220,39 +290,36 @@ void rows_m(const DotWeights& w, int8x16_t tbl, float unit, int64_t row0, int64_
   }
 }
 
+using RowsFn = void (*)(const DotWeights&, int8x16_t, float, int64_t, int64_t, const float*,
+                        const float*, int64_t, int, float*, int64_t);
+
+RowsFn rows_for(DotCodes kind) {
+  switch (kind) {
+    case DotCodes::Lut4: return rows_m<DotCodes::Lut4>;
+    case DotCodes::Uint4: return rows_m<DotCodes::Uint4>;
+    case DotCodes::Int8: return rows_m<DotCodes::Int8>;
+    case DotCodes::Uint8: return rows_m<DotCodes::Uint8>;
+    case DotCodes::E4M3: return rows_m<DotCodes::E4M3>;
+    case DotCodes::E5M2: return rows_m<DotCodes::E5M2>;
+    case DotCodes::F32: return rows_m<DotCodes::F32>;
+    case DotCodes::F16: return rows_m<DotCodes::F16>;
+    default: return rows_m<DotCodes::BF16>;
+  }
+}
+
 void rows_neon(const DotWeights& w, int64_t row0, int64_t nrows, const float* xp, int M, float* y,
                int64_t ldy) {
   int8_t q[16] = {};
-  float unit = 1.f;
+  float unit = 1.f;  // a power of two the block sums are scaled by besides the block scale
   if (is_nibbles(w.kind)) dot_int8_table(w, q, &unit);
+  if (w.kind == DotCodes::Int8) unit = 0.015625f;  // q * 2^-6 (exact)
   const int8x16_t tbl = vld1q_s8(q);
   const int64_t sr = sums_floats(w);
   const float* xs = xp + M * w.K;
+  const RowsFn rows = rows_for(w.kind);
   for (int m0 = 0; m0 < M; m0 += kMaxPass) {  // passes of up to kMaxPass rows of x
     const int mp = std::min(kMaxPass, M - m0);
-    const float* xpass = xp + m0 * w.K;
-    const float* spass = xs + m0 * sr;
-    float* ypass = y + m0 * ldy;
-    switch (w.kind) {
-      case DotCodes::Lut4:
-        rows_m<DotCodes::Lut4>(w, tbl, unit, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
-        break;
-      case DotCodes::Uint4:
-        rows_m<DotCodes::Uint4>(w, tbl, unit, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
-        break;
-      case DotCodes::Int8:  // q * 2^-6: the power of two joins the scale (exact)
-        rows_m<DotCodes::Int8>(w, tbl, 0.015625f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
-        break;
-      case DotCodes::E4M3:
-        rows_m<DotCodes::E4M3>(w, tbl, 1.f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
-        break;
-      case DotCodes::E5M2:
-        rows_m<DotCodes::E5M2>(w, tbl, 1.f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
-        break;
-      default:
-        rows_m<DotCodes::Uint8>(w, tbl, 1.f, row0, nrows, xpass, spass, sr, mp, ypass, ldy);
-        break;
-    }
+    rows(w, tbl, unit, row0, nrows, xp + m0 * w.K, xs + m0 * sr, sr, mp, y + m0 * ldy, ldy);
   }
 }
 

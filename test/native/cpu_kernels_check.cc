@@ -137,6 +137,34 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
   }
 }
 
+// Linear with dense float32 / float16 / bfloat16 weights: few rows of x (the fused dot kernels)
+// and more (gemm), K a whole number of 16-weight steps or not.
+void check_linear_dense(cpu::ThreadPool& pool, Rng& rng) {
+  const DType types[] = {DType::Float32, DType::Float16, DType::BFloat16};
+  const int64_t shapes[][3] = {{1, 37, 70}, {3, 20, 256}, {8, 41, 131}, {9, 13, 48}};
+  for (DType dt : types) {
+    for (const auto& sh : shapes) {
+      const int64_t M = sh[0], N = sh[1], K = sh[2];
+      TensorPtr w = dense({N, K}, dt, rng), x = dense({M, K}, DType::Float32, rng);
+      const std::vector<double> wd = as_double(*w), xd = as_double(*x);
+      std::vector<double> ref(size_t(M * N));
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += xd[size_t(m * K + k)] * wd[size_t(n * K + k)];
+          ref[size_t(m * N + n)] = acc;
+        }
+      const Operand xo{x.get(), nullptr}, wo{w.get(), nullptr};
+      const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
+      std::vector<float> y(size_t(M * N));
+      cpu::linear(pool, xo, wo, nullptr, p, y.data());
+      report("linear dense " + std::string(dtype_name(dt)) + " M=" + std::to_string(M) + " N=" +
+                 std::to_string(N) + " K=" + std::to_string(K),
+             y.data(), ref, 2e-5);
+    }
+  }
+}
+
 // An FP8 E4M3 NaN code (0x7F / 0xFF, whatever the scale) makes its row of y NaN, wherever it sits
 // in its block: one NaN code per row at positions that cover each group of 8 and 16 codes the
 // vector decoders handle at once, in blocks of every position of a 4-block (128-code) step.
@@ -337,6 +365,7 @@ int main(int argc, char** argv) {
     Rng rng(1);
     check_linear(pool, rng);
     check_fp8_nan_codes(pool, rng);
+    check_linear_dense(pool, rng);
     check_matmul(pool, rng);
     check_attention(pool, rng);
     failures += check_thread_pool();
