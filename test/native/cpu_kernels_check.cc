@@ -101,6 +101,28 @@ void report(const std::string& name, const float* got, const std::vector<double>
               worst, at, tol);
 }
 
+// a b in float64, a [M, K] row-major, b [K, N] row-major or (b_is_nk, linear's w) [N, K].
+std::vector<double> product_reference(const std::vector<double>& a, const std::vector<double>& b,
+                                      int64_t M, int64_t N, int64_t K, bool b_is_nk) {
+  const int64_t sk = b_is_nk ? 1 : N, sn = b_is_nk ? K : 1;
+  std::vector<double> ref(size_t(M * N));
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += a[size_t(m * K + k)] * b[size_t(k * sk + n * sn)];
+      ref[size_t(m * N + n)] = s;
+    }
+  return ref;
+}
+
+// The cpu backend's linear of x and w, without bias.
+std::vector<float> run_linear(cpu::ThreadPool& pool, const Operand& xo, const Operand& wo) {
+  const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
+  std::vector<float> y(size_t(p.M * p.N));
+  cpu::linear(pool, xo, wo, nullptr, p, y.data());
+  return y;
+}
+
 void check_linear(cpu::ThreadPool& pool, Rng& rng) {
   const Format formats[] = {Format::MXFP8_E4M3, Format::MXFP8_E5M2, Format::MXFP6_E3M2,
                             Format::MXFP6_E2M3, Format::MXFP4,      Format::MXINT8,
@@ -118,18 +140,8 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
       QTensorPtr w = make_qtensor({N, K}, f, block);
       cpu::quantize(pool, *wf, *w);
       TensorPtr x = dense({M, K}, DType::Float32, rng);
-      const std::vector<double> wd = reference_dequant(*w), xd = as_double(*x);
-      std::vector<double> ref(size_t(M * N));
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          double s = 0;
-          for (int64_t k = 0; k < K; ++k) s += xd[size_t(m * K + k)] * wd[size_t(n * K + k)];
-          ref[size_t(m * N + n)] = s;
-        }
-      const Operand xo{x.get(), nullptr}, wo{nullptr, w.get()};
-      const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
-      std::vector<float> y(size_t(M * N));
-      cpu::linear(pool, xo, wo, nullptr, p, y.data());
+      const std::vector<double> ref = product_reference(as_double(*x), reference_dequant(*w), M, N, K, true);
+      const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {nullptr, w.get()});
       report("linear " + std::string(format_info(f).name) + " M=" + std::to_string(M) + " N=" +
                  std::to_string(N) + " K=" + std::to_string(K),
              y.data(), ref, 2e-5);
@@ -146,18 +158,8 @@ void check_linear_dense(cpu::ThreadPool& pool, Rng& rng) {
     for (const auto& sh : shapes) {
       const int64_t M = sh[0], N = sh[1], K = sh[2];
       TensorPtr w = dense({N, K}, dt, rng), x = dense({M, K}, DType::Float32, rng);
-      const std::vector<double> wd = as_double(*w), xd = as_double(*x);
-      std::vector<double> ref(size_t(M * N));
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k) acc += xd[size_t(m * K + k)] * wd[size_t(n * K + k)];
-          ref[size_t(m * N + n)] = acc;
-        }
-      const Operand xo{x.get(), nullptr}, wo{w.get(), nullptr};
-      const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
-      std::vector<float> y(size_t(M * N));
-      cpu::linear(pool, xo, wo, nullptr, p, y.data());
+      const std::vector<double> ref = product_reference(as_double(*x), as_double(*w), M, N, K, true);
+      const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {w.get(), nullptr});
       report("linear dense " + std::string(dtype_name(dt)) + " M=" + std::to_string(M) + " N=" +
                  std::to_string(N) + " K=" + std::to_string(K),
              y.data(), ref, 2e-5);
@@ -179,19 +181,15 @@ void check_fp8_nan_codes(cpu::ThreadPool& pool, Rng& rng) {
     codes[r * K + k] = r % 4 ? 0xFF : 0x7F;
   }
   TensorPtr x = dense({M, K}, DType::Float32, rng);
-  const std::vector<double> wd = reference_dequant(*w), xd = as_double(*x);
-  const Operand xo{x.get(), nullptr}, wo{nullptr, w.get()};
-  const LinearParams p = check_linear(xo, wo, nullptr, std::nullopt);
-  std::vector<float> y(size_t(M * N));
-  cpu::linear(pool, xo, wo, nullptr, p, y.data());
+  const std::vector<double> ref = product_reference(as_double(*x), reference_dequant(*w), M, N, K, true);
+  const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {nullptr, w.get()});
   int bad = 0;
   for (int64_t m = 0; m < M; ++m)
     for (int64_t n = 0; n < N; ++n) {
-      double s = 0;
-      for (int64_t k = 0; k < K; ++k) s += xd[size_t(m * K + k)] * wd[size_t(n * K + k)];
+      const double want = ref[size_t(m * N + n)];
       const float got = y[size_t(m * N + n)];
-      const bool ok = std::isnan(s) ? std::isnan(got) : std::fabs(got - s) <= 2e-5 * (1 + std::fabs(s));
-      if (!ok || std::isnan(s) != (n % 2 == 0)) ++bad;
+      const bool ok = std::isnan(want) ? std::isnan(got) : std::fabs(got - want) <= 2e-5 * (1 + std::fabs(want));
+      if (!ok || std::isnan(want) != (n % 2 == 0)) ++bad;
     }
   if (bad) ++failures;
   std::printf("%s linear mxfp8 NaN codes at every offset of a block (%d wrong of %lld)\n",
@@ -205,14 +203,7 @@ void check_matmul(cpu::ThreadPool& pool, Rng& rng) {
     for (const auto& s : shapes) {
       const int64_t M = s[0], N = s[1], K = s[2];
       TensorPtr a = dense({M, K}, dt, rng), b = dense({K, N}, dt, rng);
-      const std::vector<double> ad = as_double(*a), bd = as_double(*b);
-      std::vector<double> ref(size_t(M * N));
-      for (int64_t m = 0; m < M; ++m)
-        for (int64_t n = 0; n < N; ++n) {
-          double acc = 0;
-          for (int64_t k = 0; k < K; ++k) acc += ad[size_t(m * K + k)] * bd[size_t(k * N + n)];
-          ref[size_t(m * N + n)] = acc;
-        }
+      const std::vector<double> ref = product_reference(as_double(*a), as_double(*b), M, N, K, false);
       const MatmulParams p = check_matmul(*a, *b);
       std::vector<float> c(size_t(M * N));
       cpu::matmul(pool, *a, *b, p, c.data());
