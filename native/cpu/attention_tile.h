@@ -100,10 +100,11 @@ MTO_INLINE float hsum_tree(const simd::Vec<W>& v) {
 }
 
 #if defined(MTO_HAS_SHUFFLE)
-// Horizontal sums of W accumulators of W lanes at once (W = RR * KB in dots_block), as a tree of
-// shuffles and adds: each level folds every group of lanes in half, pairing vectors, so that the
-// last vector holds accumulator i's sum in lane i. 2 shuffles and an add per pair and level
-// (W - 1 pairs in all), where summing each vector on its own takes log2(W) levels per vector.
+// Horizontal sums of n accumulators of W lanes at once (n = RR * KB in dots_block: a power of two
+// up to W), as a tree of shuffles and adds: each level folds every group of lanes in half, pairing
+// vectors (a last single vector with itself), so that the last vector holds accumulator i's sum
+// in lane i. 2 shuffles and an add per pair and level, where summing each vector on its own takes
+// log2(W) levels per vector.
 constexpr int fold_lane(int W, int g, int o, bool hi) {  // source lane of output lane o
   const int half = g / 2, q = o / half, t = o % half + (hi ? half : 0), groups = W / g;
   return q < groups ? q * g + t : W + (q - groups) * g + t;
@@ -114,9 +115,10 @@ MTO_INLINE void fold_pair(const simd::Vec<W>& a, const simd::Vec<W>& b, simd::Ve
   out = __builtin_shufflevector(a, b, fold_lane(W, G, int(O), false)...) +
         __builtin_shufflevector(a, b, fold_lane(W, G, int(O), true)...);
 }
-// v[0..n) hold groups of G lanes; afterwards v[0..n/2) hold groups of G/2.
+// v[0..n) hold groups of G lanes; afterwards v[0..max(n/2, 1)) hold groups of G/2.
 template <int W, int G>
 MTO_INLINE void fold_level(simd::Vec<W>* v, int n) {
+  if (n == 1) return fold_pair<W, G>(v[0], v[0], v[0], std::make_index_sequence<W>());
   MTO_UNROLL
   for (int i = 0; i < n / 2; ++i)
     fold_pair<W, G>(v[2 * i], v[2 * i + 1], v[i], std::make_index_sequence<W>());
@@ -125,7 +127,7 @@ template <int W, int G = W>
 MTO_INLINE void reduce_all(simd::Vec<W>* v, int n) {
   if constexpr (G > 1) {
     fold_level<W, G>(v, n);
-    reduce_all<W, G / 2>(v, n / 2);
+    reduce_all<W, G / 2>(v, n > 1 ? n / 2 : 1);
   }
 }
 #endif
@@ -169,13 +171,14 @@ MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __
     }
   }
 #if defined(MTO_HAS_SHUFFLE)
-  if constexpr (RR * KB == W) {  // one vector of all the sums: lane r * KB + b
-    V all[W];
+  constexpr int kN = RR * KB;
+  if constexpr (kN <= W && (kN & (kN - 1)) == 0) {  // one vector of all the sums: lane r * KB + b
+    V all[kN];
     MTO_UNROLL
     for (int r = 0; r < RR; ++r)
       MTO_UNROLL
       for (int b = 0; b < KB; ++b) all[r * KB + b] = acc[r][b];
-    reduce_all<W>(all, W);
+    reduce_all<W>(all, kN);
     float sums[W];
     simd::store<W>(sums, all[0]);
     MTO_UNROLL

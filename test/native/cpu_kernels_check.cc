@@ -216,7 +216,11 @@ void check_matmul(cpu::ThreadPool& pool, Rng& rng) {
 
 void check_attention(cpu::ThreadPool& pool, Rng& rng) {
   struct Case { int64_t Hq, Hkv, Lq, Lk, D; bool causal; };
+  // Decode (Lq 1) with 1, 2, 3 and 4 query heads per kv head: every way the score sums of a
+  // block of keys are reduced (attention_tile.h), key counts with and without a tail.
   const Case cases[] = {{4, 4, 1, 300, 64, false}, {8, 2, 1, 33, 128, false},
+                        {3, 3, 1, 61, 32, false},  {4, 2, 1, 67, 64, false},
+                        {6, 2, 1, 50, 48, false},
                         {4, 1, 7, 129, 80, true},  {4, 2, 33, 7, 96, true},
                         {2, 2, 40, 300, 128, true}, {8, 1, 129, 129, 64, false}};
   for (const Case& c : cases) {
