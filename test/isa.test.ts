@@ -55,6 +55,8 @@ function halfValue(h) {
 (async () => {
   const dev = await open({ backend: 'cpu' });
   const out = { failures: [], digests: {}, linearError: {} };
+  // The kernels this process chose (conversion/fused dot), as the addon reports them to the bench.
+  out.kernels = require('node-gyp-build')(process.env.MTO_ROOT).measureRoofline(1, { seconds: 0.01, readBytes: 1 << 22 }).kernels;
   const fail = (what) => out.failures.push(what);
 
   // 1. Oracle MX quantize -> dequantize, bit-exact.
@@ -238,10 +240,10 @@ function halfValue(h) {
 })().catch((e) => { console.error(e); process.exit(1); });
 `;
 
-interface ChildResult { failures: string[]; digests: Record<string, string>; linearError: Record<string, number> }
+interface ChildResult { failures: string[]; digests: Record<string, string>; linearError: Record<string, number>; kernels: string }
 
 function runChild(isa: string | undefined): ChildResult {
-  const env: NodeJS.ProcessEnv = { ...process.env, MTO_DIST: dist, MTO_ORACLE: ORACLE_DIR };
+  const env: NodeJS.ProcessEnv = { ...process.env, MTO_DIST: dist, MTO_ORACLE: ORACLE_DIR, MTO_ROOT: root };
   delete env.METAL_TENSOROPS_CPU_ISA;
   if (isa) env.METAL_TENSOROPS_CPU_ISA = isa;
   const stdout = execFileSync(process.execPath, ['-e', CHILD], {
@@ -268,6 +270,16 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
       }
     });
   }
+
+  // Each cap must change the kernels the process runs, or the runs above would all test one path.
+  it.skipIf(process.arch !== 'x64')('each cap selects its kernels (this CPU permitting)', () => {
+    const k = (isa: string) => results.get(isa)!.kernels;
+    expect(k('baseline')).toBe('baseline/none');
+    const best = k('default');
+    if (best.startsWith('avx')) expect(k('avx2')).toBe('avx2/avx2');
+    if (best.startsWith('avx512')) expect(k('avx512')).toBe('avx512/avx512');
+    else expect(k('avx512')).toBe(best);
+  });
 
   it('every path gives bit-identical dequantized values and float16 conversions', () => {
     const base = results.get('baseline')!.digests;
