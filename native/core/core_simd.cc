@@ -167,12 +167,26 @@ MTO_T_AVX2 void deq_mx_avx2(DeqMode mode, const float* lut, const uint8_t* codes
       case DeqMode::E4M3:
       case DeqMode::E5M2: {
         const __m256 vs = _mm256_set1_ps(s);
-        for (int j = 0; j < kMxBlock; j += 8) {
-          const __m128i x = _mm_cvtepi8_epi16(load8_avx2(codes + j));  // sign-extended
-          const __m256 v = mode == DeqMode::E5M2
-                               ? _mm256_mul_ps(_mm256_cvtph_ps(_mm_slli_epi16(x, 8)), vs)
-                               : e4m3_avx2(x, vs);
-          _mm256_storeu_ps(out + j, v);
+        const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes));
+        const bool e4m3 = mode == DeqMode::E4M3;
+        // E4M3 NaN codes (magnitude 0x7F) need the checked decoder; and the value / 2^8 that
+        // float16 gives is rescaled by s * 2^8 in one exact multiply where that is finite.
+        const bool plain = !e4m3 || (s < 0x1p119f && _mm256_movemask_epi8(_mm256_cmpeq_epi8(
+                               _mm256_or_si256(raw, _mm256_set1_epi8(-128)), _mm256_set1_epi8(-1))) == 0);
+        if (e4m3 && !plain) {
+          for (int j = 0; j < kMxBlock; j += 8)
+            _mm256_storeu_ps(out + j, e4m3_avx2(_mm_cvtepi8_epi16(load8_avx2(codes + j)), vs));
+          break;
+        }
+        const __m256 vs_h = e4m3 ? _mm256_set1_ps(s * 256.0f) : vs;
+        for (int j = 0; j < kMxBlock; j += 16) {
+          // 16 codes sign-extended to 16 bits, then float16 bits: E5M2 the code << 8, E4M3
+          // sign | magnitude << 7 (bits 15 and 14 hold the sign after the shift by 7).
+          const __m256i x = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(codes + j)));
+          const __m256i h = e4m3 ? _mm256_and_si256(_mm256_slli_epi16(x, 7), _mm256_set1_epi16(-0x4080))
+                                 : _mm256_slli_epi16(x, 8);
+          _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_castsi256_si128(h)), vs_h));
+          _mm256_storeu_ps(out + j + 8, _mm256_mul_ps(_mm256_cvtph_ps(_mm256_extracti128_si256(h, 1)), vs_h));
         }
         break;
       }
