@@ -149,6 +149,45 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
   }
 }
 
+// MX linear with the special scale bytes: 0 (2^-127, no exponent field of its own) and 0xFF (NaN:
+// the row is NaN), amid ordinary ones. x is scaled 2^20 over block 5, whose scale is 0 in the even
+// rows, and 2^-100 elsewhere, so that those blocks weigh in the sums (read as 0, a row fails). (Not x
+// near 2^120 instead: the kernels scale a block's sum after summing its unscaled codes times x,
+// which would overflow there; see core_dot.h.)
+void check_special_scales(cpu::ThreadPool& pool, Rng& rng) {
+  const Format formats[] = {Format::MXFP4, Format::MXINT4, Format::MXFP8_E4M3, Format::MXINT8};
+  const int64_t N = 24, K = 256, M = 2, groups = K / 32;
+  for (Format f : formats) {
+    TensorPtr wf = dense({N, K}, DType::Float32, rng);
+    QTensorPtr w = make_qtensor({N, K}, f, 32);
+    cpu::quantize(pool, *wf, *w);
+    uint8_t* scales = static_cast<uint8_t*>(w->scales->data());
+    for (int64_t r = 0; r < N; r += 2) scales[r * groups + 5] = 0x00;  // even rows: block 5
+    scales[11 * groups + 0] = 0xFF;
+    TensorPtr x = dense({M, K}, DType::Float32, rng);
+    float* xv = x->data<float>();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < K; ++k) xv[m * K + k] *= k / 32 == 5 ? 0x1p20f : 0x1p-100f;
+    std::vector<double> xd = as_double(*x), wd = reference_dequant(*w);
+    const std::vector<double> ref = product_reference(xd, wd, M, N, K, true);
+    for (double& v : xd) v = std::fabs(v);
+    for (double& v : wd) v = std::fabs(v);
+    const std::vector<double> mag = product_reference(xd, wd, M, N, K, true);  // sum of |x w|
+    const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {nullptr, w.get()});
+    int bad = 0;
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) {
+        const size_t i = size_t(m * N + n);
+        // Relative to the sum of magnitudes: these sums are far below 1 (x is 2^-100 mostly).
+        const bool ok = std::isnan(ref[i]) ? std::isnan(y[i]) : std::fabs(y[i] - ref[i]) <= 1e-5 * mag[i];
+        if (!ok || std::isnan(ref[i]) != (n == 11)) ++bad;
+      }
+    if (bad) ++failures;
+    std::printf("%s linear %s with scale bytes 0 and 0xFF (%d wrong of %lld)\n", bad ? "FAIL" : "ok",
+                format_info(f).name, bad, static_cast<long long>(M * N));
+  }
+}
+
 // Linear with dense float32 / float16 / bfloat16 weights: few rows of x (the fused dot kernels)
 // and more (gemm), K a whole number of 16-weight steps or not.
 void check_linear_dense(cpu::ThreadPool& pool, Rng& rng) {
@@ -360,6 +399,7 @@ int main(int argc, char** argv) {
     Rng rng(1);
     check_linear(pool, rng);
     check_fp8_nan_codes(pool, rng);
+    check_special_scales(pool, rng);
     check_linear_dense(pool, rng);
     check_matmul(pool, rng);
     check_attention(pool, rng);
