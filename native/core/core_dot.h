@@ -9,8 +9,10 @@
 // Semantics: float32 x, float32 accumulation; each weight is its dequantized value (formats.cc),
 // only the order of the sums differs (MX: the exact power-of-two block scale applied to partial
 // sums; affine: s * sum(q x) + b * sum(x) per group). A 0xFF (NaN) scale still gives NaN. FP8
-// E4M3 codes decode as value / 256 and x carries the 256 (exact for |x| < 2^120), except in the
-// AVX512-VBMI kernels, which decode them to their exact values through byte tables.
+// E4M3 codes decode as value / 256 and x carries the 256, except in the AVX512-VBMI kernels,
+// which decode them to their exact values through byte tables. Since a block's codes meet x
+// before its scale, the unscaled block sums must stay finite: |x| below about 2^114 for E4M3
+// (codes up to 448), 2^120 for 4-bit codes; test/native's scale check keeps x far from that.
 #pragma once
 #include <cstddef>
 #include <cstdint>
