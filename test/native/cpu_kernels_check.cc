@@ -149,6 +149,31 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
   }
 }
 
+// y = x w^T for quantized w whose rows nan_row(n) must come out NaN (all others finite), judged
+// against float64 relative to the sum of |x w| (sums here may be far below 1, where an absolute
+// floor would hide errors). One line; counts a failure.
+template <class NanRow>
+void check_nan_rows(cpu::ThreadPool& pool, const std::string& name, const Tensor& x, const QTensor& w,
+                    NanRow nan_row) {
+  const int64_t M = x.shape[0], N = w.rows(), K = w.cols();
+  std::vector<double> xd = as_double(x), wd = reference_dequant(w);
+  const std::vector<double> ref = product_reference(xd, wd, M, N, K, true);
+  for (double& v : xd) v = std::fabs(v);
+  for (double& v : wd) v = std::fabs(v);
+  const std::vector<double> mag = product_reference(xd, wd, M, N, K, true);
+  const std::vector<float> y = run_linear(pool, {&x, nullptr}, {nullptr, &w});
+  int bad = 0;
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < N; ++n) {
+      const size_t i = size_t(m * N + n);
+      const bool ok = std::isnan(ref[i]) ? std::isnan(y[i]) : std::fabs(y[i] - ref[i]) <= 1e-5 * mag[i];
+      if (!ok || std::isnan(ref[i]) != nan_row(n)) ++bad;
+    }
+  if (bad) ++failures;
+  std::printf("%s %s (%d wrong of %lld)\n", bad ? "FAIL" : "ok", name.c_str(), bad,
+              static_cast<long long>(M * N));
+}
+
 // MX linear with the special scale bytes: 0 (2^-127, no exponent field of its own) and 0xFF (NaN:
 // the row is NaN), amid ordinary ones. x is scaled 2^20 over block 5, whose scale is 0 in the even
 // rows, and 2^-100 elsewhere, so that those blocks weigh in the sums (read as 0, a row fails). (Not x
@@ -168,23 +193,8 @@ void check_special_scales(cpu::ThreadPool& pool, Rng& rng) {
     float* xv = x->data<float>();
     for (int64_t m = 0; m < M; ++m)
       for (int64_t k = 0; k < K; ++k) xv[m * K + k] *= k / 32 == 5 ? 0x1p20f : 0x1p-100f;
-    std::vector<double> xd = as_double(*x), wd = reference_dequant(*w);
-    const std::vector<double> ref = product_reference(xd, wd, M, N, K, true);
-    for (double& v : xd) v = std::fabs(v);
-    for (double& v : wd) v = std::fabs(v);
-    const std::vector<double> mag = product_reference(xd, wd, M, N, K, true);  // sum of |x w|
-    const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {nullptr, w.get()});
-    int bad = 0;
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) {
-        const size_t i = size_t(m * N + n);
-        // Relative to the sum of magnitudes: these sums are far below 1 (x is 2^-100 mostly).
-        const bool ok = std::isnan(ref[i]) ? std::isnan(y[i]) : std::fabs(y[i] - ref[i]) <= 1e-5 * mag[i];
-        if (!ok || std::isnan(ref[i]) != (n == 11)) ++bad;
-      }
-    if (bad) ++failures;
-    std::printf("%s linear %s with scale bytes 0 and 0xFF (%d wrong of %lld)\n", bad ? "FAIL" : "ok",
-                format_info(f).name, bad, static_cast<long long>(M * N));
+    check_nan_rows(pool, "linear " + std::string(format_info(f).name) + " with scale bytes 0 and 0xFF",
+                   *x, *w, [](int64_t n) { return n == 11; });
   }
 }
 
@@ -220,19 +230,8 @@ void check_fp8_nan_codes(cpu::ThreadPool& pool, Rng& rng) {
     codes[r * K + k] = r % 4 ? 0xFF : 0x7F;
   }
   TensorPtr x = dense({M, K}, DType::Float32, rng);
-  const std::vector<double> ref = product_reference(as_double(*x), reference_dequant(*w), M, N, K, true);
-  const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {nullptr, w.get()});
-  int bad = 0;
-  for (int64_t m = 0; m < M; ++m)
-    for (int64_t n = 0; n < N; ++n) {
-      const double want = ref[size_t(m * N + n)];
-      const float got = y[size_t(m * N + n)];
-      const bool ok = std::isnan(want) ? std::isnan(got) : std::fabs(got - want) <= 2e-5 * (1 + std::fabs(want));
-      if (!ok || std::isnan(want) != (n % 2 == 0)) ++bad;
-    }
-  if (bad) ++failures;
-  std::printf("%s linear mxfp8 NaN codes at every offset of a block (%d wrong of %lld)\n",
-              bad ? "FAIL" : "ok", bad, static_cast<long long>(M * N));
+  check_nan_rows(pool, "linear mxfp8 NaN codes at every offset of a block", *x, *w,
+                 [](int64_t n) { return n % 2 == 0; });
 }
 
 void check_matmul(cpu::ThreadPool& pool, Rng& rng) {
