@@ -26,17 +26,19 @@ void gemv_fused(ThreadPool& pool, const mto::simd::DotKernels& kern, const mto::
   const float* xp = tl_xp.data();
   kern.prepare_x(w, x, ldx, int(M), tl_xp.data());
 
-  // Tasks of kRowAlign-row units; the pool hands ~4 per thread, at least kMinTaskBytes each.
+  // Tasks of kRowAlign-row units, at least kMinTaskBytes each; guided, so that each thread streams
+  // long runs first and both finish within one short run of each other.
   const int64_t units = (N + kRowAlign - 1) / kRowAlign;
   const int64_t unit_bytes = std::max<int64_t>(1, kRowAlign * w.row_bytes);
   const int64_t grain = std::max<int64_t>(1, kMinTaskBytes / unit_bytes);
-  pool.parallel_for(units, grain, [&](int64_t u0, int64_t u1) {
+  const auto run = [&](int64_t u0, int64_t u1) {
     const int64_t r0 = u0 * kRowAlign, r1 = std::min(N, u1 * kRowAlign);
     kern.rows(w, r0, r1 - r0, xp, int(M), y + r0, ldy);
     if (bias)
       for (int64_t m = 0; m < M; ++m)
         for (int64_t r = r0; r < r1; ++r) y[m * ldy + r] += bias[r];
-  });
+  };
+  pool.parallel_for(units, grain, run, ThreadPool::Schedule::Guided);
 }
 
 }  // namespace mto::cpu

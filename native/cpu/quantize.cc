@@ -1,5 +1,6 @@
 // Quantization and dequantization on the cpu backend: rows are independent, so they are split
-// across the pool; each chunk converts its rows to float32 first when the input is not float32.
+// across the pool (guided: the threads finish together); each chunk converts its rows to float32
+// first when the input is not float32.
 #include <algorithm>
 #include <vector>
 
@@ -16,7 +17,7 @@ void quantize(ThreadPool& pool, const Tensor& x, QTensor& out) {
   auto* scales = static_cast<uint8_t*>(out.scales->data());
   auto* biases = affine ? static_cast<uint8_t*>(out.biases->data()) : nullptr;
   const int64_t grain = std::max<int64_t>(1, 16384 / cols);
-  pool.parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+  const auto run = [&](int64_t r0, int64_t r1) {
     const int64_t n = r1 - r0;
     std::vector<float> tmp;
     const float* src;
@@ -37,15 +38,18 @@ void quantize(ThreadPool& pool, const Tensor& x, QTensor& out) {
       mx_quantize_rows(out.format, src, n, cols, codes + r0 * code_bytes,
                        scales + r0 * scale_bytes);
     }
-  });
+  };
+  pool.parallel_for(rows, grain, run, ThreadPool::Schedule::Guided);
 }
 
 void dequantize(ThreadPool& pool, const QTensor& q, float* out) {
   const QuantView view = q.view();
   const int64_t cols = view.cols;
-  pool.parallel_for(view.rows, std::max<int64_t>(1, 16384 / cols), [&](int64_t r0, int64_t r1) {
+  const auto run = [&](int64_t r0, int64_t r1) {
     dequantize_rows(view, r0, r1 - r0, out + r0 * cols);
-  });
+  };
+  pool.parallel_for(view.rows, std::max<int64_t>(1, 16384 / cols), run,
+                    ThreadPool::Schedule::Guided);
 }
 
 }  // namespace mto::cpu

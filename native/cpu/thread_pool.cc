@@ -35,34 +35,56 @@ bool spin_until(Ready&& ready) {
 
 }  // namespace
 
-// One parallel_for call, on its caller's stack. Chunks are claimed with an atomic counter, so the
-// caller and any helping threads share them without further locking.
+// One parallel_for call, on its caller's stack. Items are claimed with atomics, so the caller and
+// any helping threads share them without further locking.
 struct ThreadPool::Job {
   const std::function<void(int64_t, int64_t)>* fn;
-  int64_t n, chunk, nchunks;
-  std::atomic<int64_t> next{0};
-  std::atomic<int64_t> pending;  // chunks not yet finished
+  int64_t n, chunk;
+  int threads;
+  Schedule schedule;
+  std::atomic<int64_t> next{0};  // first item not yet claimed
+  std::atomic<int64_t> pending;  // items not yet finished
   std::atomic<int> helpers{0};   // threads inside run_chunks besides the caller (changed under mu)
   std::mutex error_mu;
   std::exception_ptr error;      // first exception thrown by a chunk, rethrown to the caller
 
-  bool has_chunks() const { return next.load(std::memory_order_relaxed) < nchunks; }
+  bool has_chunks() const { return next.load(std::memory_order_relaxed) < n; }
   bool finished() const {
     return pending.load(std::memory_order_acquire) == 0 && helpers.load(std::memory_order_acquire) == 0;
   }
 
-  void run_chunks() {
+  // Claims the next chunk; false when none is left.
+  bool claim(int64_t& begin, int64_t& end) {
+    if (schedule == Schedule::Even) {
+      begin = next.fetch_add(chunk, std::memory_order_relaxed);
+      if (begin >= n) return false;
+      end = std::min(n, begin + chunk);
+      return true;
+    }
+    // Guided: a share of what is left (a quarter per thread, at least `chunk`), so that the
+    // chunks shrink towards the end and the threads finish within one small chunk of each other.
+    begin = next.load(std::memory_order_relaxed);
     for (;;) {
-      const int64_t c = next.fetch_add(1, std::memory_order_relaxed);
-      if (c >= nchunks) return;
-      const int64_t begin = c * chunk, end = std::min(n, begin + chunk);
+      if (begin >= n) return false;
+      const int64_t left = n - begin;
+      const int64_t take = std::min(left, std::max(chunk, left / (int64_t(threads) * 2)));
+      if (next.compare_exchange_weak(begin, begin + take, std::memory_order_relaxed)) {
+        end = begin + take;
+        return true;
+      }
+    }
+  }
+
+  void run_chunks() {
+    int64_t begin, end;
+    while (claim(begin, end)) {
       try {
         (*fn)(begin, end);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();
       }
-      pending.fetch_sub(1, std::memory_order_acq_rel);
+      pending.fetch_sub(end - begin, std::memory_order_acq_rel);
     }
   }
 };
@@ -165,13 +187,15 @@ void ThreadPool::post(std::function<void()> task) {
 }
 
 void ThreadPool::parallel_for(int64_t n, int64_t grain,
-                              const std::function<void(int64_t, int64_t)>& fn) {
+                              const std::function<void(int64_t, int64_t)>& fn, Schedule schedule) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
-  // About 4 chunks per thread balances uneven work without much scheduling overhead.
-  const int64_t chunk = std::max(grain, (n + int64_t(size_) * 4 - 1) / (int64_t(size_) * 4));
-  const int64_t nchunks = (n + chunk - 1) / chunk;
-  if (size_ == 1 || nchunks == 1) {
+  // Even: about 4 chunks per thread balances uneven work without much scheduling overhead.
+  // Guided: chunks of at least `grain`, shrinking towards the end (Job::claim).
+  const int64_t chunk = schedule == Schedule::Guided
+                            ? grain
+                            : std::max(grain, (n + int64_t(size_) * 4 - 1) / (int64_t(size_) * 4));
+  if (size_ == 1 || n <= chunk) {
     fn(0, n);
     return;
   }
@@ -179,8 +203,9 @@ void ThreadPool::parallel_for(int64_t n, int64_t grain,
   job.fn = &fn;
   job.n = n;
   job.chunk = chunk;
-  job.nchunks = nchunks;
-  job.pending.store(nchunks);
+  job.threads = size_;
+  job.schedule = schedule;
+  job.pending.store(n);
   State& s = *state_;
   {
     std::unique_lock<std::mutex> lock(s.mu);

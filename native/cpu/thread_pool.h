@@ -35,9 +35,15 @@ class ThreadPool {
   // throw (the pool ends the process if one does, as std::thread would).
   void post(std::function<void()> task);
 
+  // How parallel_for cuts [0, n): Even, into about 4 equal chunks per thread (work whose parts
+  // must line up, such as gemm's panels); Guided, into chunks that shrink as the work runs out,
+  // from a share of n per thread down to `grain` (streams that should stay long, yet end together).
+  enum class Schedule { Even, Guided };
+
   // Runs fn(begin, end) over [0, n) in chunks of at least `grain` items, in parallel, and returns
   // when all are done. Rethrows the first exception a chunk threw.
-  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+  void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn,
+                    Schedule schedule = Schedule::Even);
 
   struct Job;    // one parallel_for call
   struct State;  // shared with the threads, so that a detached thread never touches a dead pool

@@ -1,5 +1,6 @@
 #include "thread_pool_check.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -98,6 +99,52 @@ void parallel_for_in_a_task_shares_chunks() {
   report(ok, "parallel_for from a task covers every item once, on two threads");
 }
 
+// A guided parallel_for (from a task, as ops run) covers [0, n) exactly once in chunks that shrink
+// as the work runs out: none above half of n (both threads get work), none below the grain but the
+// remainder, never larger than an earlier one, the last ones of one grain (the threads end within
+// one grain of each other), and chunks ran on both of the pool's threads.
+void guided_chunks_shrink_to_the_grain() {
+  ThreadPool pool(2);
+  const int64_t n = 1000, grain = 8;
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+  std::vector<std::atomic<int>> hits(n);
+  std::atomic<bool> other_thread{false};
+  std::atomic<bool> waited_out{false};
+  Signal done;
+  pool.post([&] {
+    const auto runner = std::this_thread::get_id();
+    pool.parallel_for(
+        n, grain,
+        [&](int64_t b, int64_t e) {
+          if (std::this_thread::get_id() != runner) other_thread = true;
+          if (b == 0) {  // the first chunk waits until the other thread has claimed one
+            const auto until = Clock::now() + std::chrono::seconds(20);
+            while (!other_thread && Clock::now() < until) std::this_thread::yield();
+            if (!other_thread) waited_out = true;
+          }
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+          std::lock_guard<std::mutex> lock(mu);
+          chunks.emplace_back(b, e);
+        },
+        ThreadPool::Schedule::Guided);
+    done.set();
+  });
+  bool ok = done.wait() && !waited_out && chunks.size() > 4;
+  for (auto& h : hits) ok = ok && h.load() == 1;
+  std::sort(chunks.begin(), chunks.end());
+  int64_t at = 0, prev = n;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const int64_t size = chunks[c].second - chunks[c].first;
+    const bool last = c + 1 == chunks.size();
+    ok = ok && chunks[c].first == at && size <= n / 2 && size <= prev && (size >= grain || last);
+    if (c + 3 >= chunks.size()) ok = ok && size <= grain;
+    at = chunks[c].second;
+    prev = size;
+  }
+  report(ok && at == n, "a guided parallel_for covers every item once, chunks shrinking to the grain");
+}
+
 // A chunk's exception reaches parallel_for's caller, from a task and from outside the pool.
 void chunk_exceptions_reach_the_caller() {
   ThreadPool pool(2);
@@ -154,6 +201,7 @@ void destroyed_from_its_own_task() {
 int check_thread_pool() {
   tasks_run_once_off_the_caller();
   parallel_for_in_a_task_shares_chunks();
+  guided_chunks_shrink_to_the_grain();
   chunk_exceptions_reach_the_caller();
   destruction_drains_posted_tasks();
   destroyed_from_its_own_task();
