@@ -1,10 +1,11 @@
 // The cpu backend's kernels built for arm64 and run under qemu-user: the NEON paths (float16
-// conversion, GEMM and attention micro-kernels) that no x86-64 run of the addon reaches; and built
-// for 64-bit Windows by mingw-w64 and run under wine, with the code paths MSVC compiles for the
-// win32-x64 prebuild (MTO_PORTABLE_ONLY: the plain-struct vectors, no ISA dispatch).
+// conversion, dequantization, GEMM, fused decode and attention kernels) that no x86-64 run of the
+// addon reaches; and built for 64-bit Windows by mingw-w64 and run under wine, with the code paths
+// MSVC compiles for the win32-x64 prebuild (MTO_PORTABLE_ONLY: the plain-struct vectors, no ISA dispatch).
 // test/native/cpu_kernels_check.cc checks linear (every format), matmul and attention against
-// float64 references, and dumps quantize and the float16/bfloat16 conversions, which must be
-// byte-identical to the x86-64 build (the addon's own results, oracle-tested by formats.test.ts).
+// float64 references, and dumps quantize, dequantize (of quantized data and of random codes under
+// every kind of scale) and the float16/bfloat16 conversions, which must be byte-identical to the
+// x86-64 build (the addon's own results, oracle-tested by formats.test.ts and isa.test.ts).
 // The win32-x64 prebuild's own paths (clang-cl: the AVX2 / AVX-512 kernels chosen by our CPUID
 // detection) are built by clang for mingw-w64 and run under wine at every ISA cap.
 // Every addon source is also compiled (not run) for Windows by clang 19, native/addon included.
@@ -111,7 +112,7 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(build('win64-clang')).toMatch(/win64-clang$/);
   }, 600_000);
 
-  it.each(['arm64', 'win64', 'win64-kernels'])('%s quantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', (other) => {
+  it.each(['arm64', 'win64', 'win64-kernels'])('%s quantize, dequantize (every format) and float16/bfloat16 conversions are byte-identical to x86-64', (other) => {
     const files = ['native', other].map((t) => {
       const file = join(scratch, `${t}.bin`);
       const { status, output } = runCheck(t, ['dump', hostPath(t, file)]);

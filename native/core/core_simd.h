@@ -1,6 +1,6 @@
 // Vector kernels for the core conversions (float16 <-> float32) and for dequantize_span, chosen
 // once at run time from the CPU: AVX-512 (F + BW) or AVX2 (+ FMA, F16C) on x86-64 with GCC/clang,
-// NEON on aarch64 (float16 conversion only); elsewhere, or when METAL_TENSOROPS_CPU_ISA=baseline,
+// NEON on aarch64; elsewhere, or when METAL_TENSOROPS_CPU_ISA=baseline,
 // every entry is null and the portable code in dtype.cc / formats.cc runs. The environment variable
 // (baseline|avx2|avx512, the same switch as the cpu kernels' gemm_isa()) caps the choice.
 //

@@ -220,7 +220,7 @@ void check_linear_dense(cpu::ThreadPool& pool, Rng& rng) {
 // in its block: one NaN code per row at positions that cover each group of 8 and 16 codes the
 // vector decoders handle at once, in blocks of every position of a 4-block (128-code) step.
 void check_fp8_nan_codes(cpu::ThreadPool& pool, Rng& rng) {
-  const int64_t N = 40, K = 160, M = 3;
+  const int64_t N = 40, K = 160;
   TensorPtr wf = dense({N, K}, DType::Float32, rng);
   QTensorPtr w = make_qtensor({N, K}, Format::MXFP8_E4M3, 32);
   cpu::quantize(pool, *wf, *w);
@@ -229,9 +229,12 @@ void check_fp8_nan_codes(cpu::ThreadPool& pool, Rng& rng) {
     const int64_t k = (r / 2 * 37 + 5) % K;  // every block, every offset mod 8 and mod 16 over the rows
     codes[r * K + k] = r % 4 ? 0xFF : 0x7F;
   }
-  TensorPtr x = dense({M, K}, DType::Float32, rng);
-  check_nan_rows(pool, "linear mxfp8 NaN codes at every offset of a block", *x, *w,
-                 [](int64_t n) { return n % 2 == 0; });
+  // 3 rows: the fused kernels; 20: gemm, its weight panels decoded by dequantize_span.
+  for (int64_t M : {3, 20}) {
+    TensorPtr x = dense({M, K}, DType::Float32, rng);
+    check_nan_rows(pool, "linear " + std::to_string(M) + " rows, mxfp8 NaN codes at every offset of a block",
+                   *x, *w, [](int64_t n) { return n % 2 == 0; });
+  }
 }
 
 void check_matmul(cpu::ThreadPool& pool, Rng& rng) {
@@ -342,6 +345,39 @@ int dump(const char* path) {
       cpu::dequantize(pool, *q, back.data());
       put(back.data(), back.size() * 4);
     }
+  }
+  // Random codes (every bit pattern: NaN and infinite codes included) under scale bytes from 0 to
+  // 0xFF (NaN), and affine groups under random finite float16 scales and biases: the vector
+  // decoders (dequantize_span, the prefill and attention path) against the other machines'.
+  Rng bits(11);
+  auto byte = [&] {
+    bits.next();
+    return uint8_t(bits.s >> 40);
+  };
+  for (int f = 0; f <= int(Format::AFFINE8); ++f) {
+    const Format fmt = Format(f);
+    const bool affine = format_info(fmt).affine;
+    const int block = 32;
+    QTensorPtr q = make_qtensor({5, 384}, fmt, block);
+    auto* codes = static_cast<uint8_t*>(q->codes->data());
+    for (size_t i = 0; i < q->codes->bytes(); ++i) codes[i] = byte();
+    auto* scales = static_cast<uint8_t*>(q->scales->data());
+    const uint8_t special[] = {0, 1, 127, 200, 254, 255};
+    for (size_t i = 0; i < q->scales->bytes(); ++i)
+      scales[i] = affine || i % 3 ? byte() : special[i / 3 % 6];
+    if (affine) {  // finite float16 scales and biases (an infinite one makes platform-defined NaNs)
+      auto finite = [](uint8_t* p, size_t n) {
+        for (size_t i = 1; i < n; i += 2)
+          if ((p[i] & 0x7C) == 0x7C) p[i] ^= 0x04;
+      };
+      finite(scales, q->scales->bytes());
+      auto* biases = static_cast<uint8_t*>(q->biases->data());
+      for (size_t i = 0; i < q->biases->bytes(); ++i) biases[i] = byte();
+      finite(biases, q->biases->bytes());
+    }
+    std::vector<float> back(size_t(q->rows() * q->cols()));
+    cpu::dequantize(pool, *q, back.data());
+    put(back.data(), back.size() * 4);
   }
   // Every float16 and bfloat16 bit pattern to float32, and the inputs back to both.
   std::vector<uint16_t> all(65536);
