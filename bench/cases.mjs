@@ -4,14 +4,16 @@ import { LAYER_LOOP_BYTES } from './layer-loop.mjs';
 export const WEIGHT_FORMATS = ['float32', 'float16', 'mxfp4', 'mxfp8', 'mxint8', 'affine4'];
 
 /**
- * Timing settings per mode: about targetMs of timed work per side and case. peaks: time per
- * roofline measurement and the buffer streamed for bandwidth (the smoke mode's 32 MiB may sit in
- * a cache: its bandwidth is not a memory bandwidth). layerLoopBytes: what a decode case's layer loop
+ * Timing settings per mode: about targetMs of timed work per side and case (full: up to 1000
+ * repetitions, so that a decode op's median spans ~1 s of a shared machine's changing load, not
+ * the ~20 ms that 60 repetitions of a 0.3 ms op took). peaks: time per roofline measurement and
+ * the buffer streamed for bandwidth (the smoke mode's 32 MiB may sit in a cache: its bandwidth is
+ * not a memory bandwidth). layerLoopBytes: what a decode case's layer loop
  * reads per pass (layer-loop.mjs); the smoke mode's tiny shapes would need thousands of copies for
  * 256 MiB, so it reads 256 KiB per pass (a few copies, from a cache: it only checks the bench works).
  */
 export const MODES = {
-  full: { targetMs: 1500, minReps: 3, maxReps: 60, warmup: 2, scalingReps: 5, overheadCalls: 3000, peaks: { seconds: 0.3, readMiB: 1024 }, layerLoopBytes: LAYER_LOOP_BYTES },
+  full: { targetMs: 1500, minReps: 3, maxReps: 1000, warmup: 2, scalingReps: 5, overheadCalls: 3000, peaks: { seconds: 0.3, readMiB: 1024 }, layerLoopBytes: LAYER_LOOP_BYTES },
   quick: { targetMs: 300, minReps: 2, maxReps: 30, warmup: 1, scalingReps: 1, overheadCalls: 500, peaks: { seconds: 0.1, readMiB: 256 }, layerLoopBytes: LAYER_LOOP_BYTES },
   smoke: { targetMs: 20, minReps: 1, maxReps: 5, warmup: 1, scalingReps: 1, overheadCalls: 50, peaks: { seconds: 0.03, readMiB: 32 }, layerLoopBytes: 256 * 2 ** 10 },
 };

@@ -61,8 +61,8 @@ struct ThreadPool::Job {
       end = std::min(n, begin + chunk);
       return true;
     }
-    // Guided: a share of what is left (a quarter per thread, at least `chunk`), so that the
-    // chunks shrink towards the end and the threads finish within one small chunk of each other.
+    // Guided: half an equal share of what is left (at least `chunk`), so that the chunks shrink
+    // towards the end and the threads finish within one small chunk of each other.
     begin = next.load(std::memory_order_relaxed);
     for (;;) {
       if (begin >= n) return false;
