@@ -123,13 +123,21 @@ describe('MX rules beyond the oracle', () => {
     expect(Array.from(back.subarray(64, 96)).every((v) => Number.isNaN(v))).toBe(true);
   });
 
+  // 1500 rows of 64: the pool's chunks convert several blocks of rows each, the last one short.
   it('float16 and bfloat16 inputs quantize like their float32 values', async () => {
-    const data = randn(4 * 64, 3);
-    for (const dtype of ['float16', 'bfloat16'] as const) {
-      const x = dev.tensor(data, [4, 64], dtype);
-      const viaF32 = await dev.quantize(dev.tensor(await x.toFloat32(), [4, 64]), { format: 'mxfp4' });
-      const direct = await dev.quantize(x, { format: 'mxfp4' });
-      expectBytes(await direct.codes(), await viaF32.codes(), `${dtype} codes`);
+    for (const rows of [4, 1500]) {
+      const data = randn(rows * 64, 3);
+      for (const dtype of ['float16', 'bfloat16'] as const) {
+        const x = dev.tensor(data, [rows, 64], dtype);
+        const f32 = dev.tensor(await x.toFloat32(), [rows, 64]);
+        for (const format of ['mxfp4', 'affine4'] as const) {
+          const viaF32 = await dev.quantize(f32, { format });
+          const direct = await dev.quantize(x, { format });
+          const what = `${rows} rows ${dtype} ${format}`;
+          expectBytes(await direct.codes(), await viaF32.codes(), `${what} codes`);
+          expectBytes(new Uint8Array((await direct.scales()).buffer), new Uint8Array((await viaF32.scales()).buffer), `${what} scales`);
+        }
+      }
     }
   });
 });
