@@ -72,18 +72,25 @@ void tasks_run_once_off_the_caller() {
   report(once && !on_caller, "200 posted tasks each ran once, none on the posting thread");
 }
 
-// parallel_for inside a task covers [0, n) exactly once and really shares chunks: chunk 0 waits
-// until a chunk has started on another thread.
-void parallel_for_in_a_task_shares_chunks() {
+// Runs parallel_for(n, grain, schedule) from a task of a two-thread pool, as ops run. Chunk 0
+// waits (up to 20 s) until the other thread has started a chunk, so that both really share the
+// work. Returns whether they did, how often each item ran, and the chunks sorted by their start.
+struct SharedRun {
+  bool shared = false;
+  std::vector<int> hits;
+  std::vector<std::pair<int64_t, int64_t>> chunks;
+};
+SharedRun run_shared(int64_t n, int64_t grain, ThreadPool::Schedule schedule) {
   ThreadPool pool(2);
-  const int64_t n = 64;
-  std::vector<std::atomic<int>> hits(n);
+  std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
   std::atomic<bool> other_thread{false};
   std::atomic<bool> waited_out{false};
+  std::mutex mu;
+  SharedRun run;
   Signal done;
   pool.post([&] {
     const auto runner = std::this_thread::get_id();
-    pool.parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    const auto chunk = [&](int64_t b, int64_t e) {
       if (std::this_thread::get_id() != runner) other_thread = true;
       if (b == 0) {
         const auto until = Clock::now() + std::chrono::seconds(20);
@@ -91,48 +98,37 @@ void parallel_for_in_a_task_shares_chunks() {
         if (!other_thread) waited_out = true;
       }
       for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
-    });
+      std::lock_guard<std::mutex> lock(mu);
+      run.chunks.emplace_back(b, e);
+    };
+    pool.parallel_for(n, grain, chunk, schedule);
     done.set();
   });
-  bool ok = done.wait() && !waited_out;
-  for (auto& h : hits) ok = ok && h.load() == 1;
-  report(ok, "parallel_for from a task covers every item once, on two threads");
+  run.shared = done.wait() && !waited_out;
+  for (auto& h : hits) run.hits.push_back(h.load());
+  std::sort(run.chunks.begin(), run.chunks.end());
+  return run;
 }
 
-// A guided parallel_for (from a task, as ops run) covers [0, n) exactly once in chunks that shrink
-// as the work runs out: none above half of n (both threads get work), none below the grain but the
-// remainder, never larger than an earlier one, the last ones of one grain (the threads end within
-// one grain of each other), and chunks ran on both of the pool's threads.
+bool each_once(const std::vector<int>& hits) {
+  return std::all_of(hits.begin(), hits.end(), [](int h) { return h == 1; });
+}
+
+// parallel_for inside a task covers [0, n) exactly once and really shares chunks.
+void parallel_for_in_a_task_shares_chunks() {
+  const SharedRun run = run_shared(64, 1, ThreadPool::Schedule::Even);
+  report(run.shared && each_once(run.hits),
+         "parallel_for from a task covers every item once, on two threads");
+}
+
+// A guided parallel_for covers [0, n) exactly once, on both threads, in chunks that shrink as the
+// work runs out: none above half of n, none below the grain but the remainder, never larger than
+// an earlier one, the last ones of one grain (the threads end within one grain of each other).
 void guided_chunks_shrink_to_the_grain() {
-  ThreadPool pool(2);
   const int64_t n = 1000, grain = 8;
-  std::mutex mu;
-  std::vector<std::pair<int64_t, int64_t>> chunks;
-  std::vector<std::atomic<int>> hits(n);
-  std::atomic<bool> other_thread{false};
-  std::atomic<bool> waited_out{false};
-  Signal done;
-  pool.post([&] {
-    const auto runner = std::this_thread::get_id();
-    pool.parallel_for(
-        n, grain,
-        [&](int64_t b, int64_t e) {
-          if (std::this_thread::get_id() != runner) other_thread = true;
-          if (b == 0) {  // the first chunk waits until the other thread has claimed one
-            const auto until = Clock::now() + std::chrono::seconds(20);
-            while (!other_thread && Clock::now() < until) std::this_thread::yield();
-            if (!other_thread) waited_out = true;
-          }
-          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
-          std::lock_guard<std::mutex> lock(mu);
-          chunks.emplace_back(b, e);
-        },
-        ThreadPool::Schedule::Guided);
-    done.set();
-  });
-  bool ok = done.wait() && !waited_out && chunks.size() > 4;
-  for (auto& h : hits) ok = ok && h.load() == 1;
-  std::sort(chunks.begin(), chunks.end());
+  const SharedRun run = run_shared(n, grain, ThreadPool::Schedule::Guided);
+  const auto& chunks = run.chunks;
+  bool ok = run.shared && each_once(run.hits) && chunks.size() > 4;
   int64_t at = 0, prev = n;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const int64_t size = chunks[c].second - chunks[c].first;
