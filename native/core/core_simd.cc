@@ -565,10 +565,11 @@ inline uint8x16_t tbl(const uint8x16_t& t, uint8x16_t i) { return vqtbl1q_u8(t, 
 // out[0..16) = table float of codes[0..16) (each code < the table's size).
 template <class Table>
 inline void lookup16_neon(uint8x16_t codes, const Table& t, float* out) {
-  static const uint8_t kSpread[4][16] = {{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
-                                         {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
-                                         {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
-                                         {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
+  static const uint8_t kSpread[4][16] = {
+      {0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
+      {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7},
+      {8, 8, 8, 8, 9, 9, 9, 9, 10, 10, 10, 10, 11, 11, 11, 11},
+      {12, 12, 12, 12, 13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15}};
   static const uint8_t kByte[16] = {0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3};
   const uint8x16_t c4 = vshlq_n_u8(codes, 2), byte = vld1q_u8(kByte);
   for (int q = 0; q < 4; ++q) {
@@ -685,7 +686,8 @@ void deq_mx_neon(DeqMode mode, const float* lut, const uint8_t* codes, const uin
           for (int q = 0; q < 2; ++q) {
             const uint16x8_t sgn = vshlq_n_u16(vandq_u16(w[q], vdupq_n_u16(32)), 10);
             const uint16x8_t mag = vandq_u16(w[q], vdupq_n_u16(31));
-            const uint16x8_t bits = vorrq_u16(sgn, e3m2 ? vshlq_n_u16(mag, 8) : vshlq_n_u16(mag, 7));
+            const uint16x8_t bits =
+                vorrq_u16(sgn, e3m2 ? vshlq_n_u16(mag, 8) : vshlq_n_u16(mag, 7));
             const float32x4_t f[2] = {vcvt_f32_f16(vreinterpret_f16_u16(vget_low_u16(bits))),
                                       vcvt_high_f32_f16(vreinterpretq_f16_u16(bits))};
             float* o = out + 16 * h + 8 * q;
@@ -695,22 +697,26 @@ void deq_mx_neon(DeqMode mode, const float* lut, const uint8_t* codes, const uin
         }
         break;
       }
-      case DeqMode::Lut4:
-        nibbles32_neon(codes, table16(vmulq_f32(vld1q_f32(lut), vs), vmulq_f32(vld1q_f32(lut + 4), vs),
-                                      vmulq_f32(vld1q_f32(lut + 8), vs), vmulq_f32(vld1q_f32(lut + 12), vs)),
-                       out);
+      case DeqMode::Lut4: {
+        const float32x4_t t[4] = {vmulq_f32(vld1q_f32(lut), vs), vmulq_f32(vld1q_f32(lut + 4), vs),
+                                  vmulq_f32(vld1q_f32(lut + 8), vs),
+                                  vmulq_f32(vld1q_f32(lut + 12), vs)};
+        nibbles32_neon(codes, table16(t[0], t[1], t[2], t[3]), out);
         break;
+      }
       case DeqMode::Lut2: {
         // Byte j holds elements 4j..4j+3 in bits 0-1, 2-3, 4-5, 6-7: each byte spread to 4 lanes,
         // shifted right by 0, 2, 4, 6.
         static const uint8_t kSpread[2][16] = {{0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3},
                                                {4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7}};
-        static const int8_t kShift[16] = {0, -2, -4, -6, 0, -2, -4, -6, 0, -2, -4, -6, 0, -2, -4, -6};
+        static const int8_t kShift[16] = {0, -2, -4, -6, 0, -2, -4, -6,
+                                          0, -2, -4, -6, 0, -2, -4, -6};
         const uint8x16_t t = vreinterpretq_u8_f32(vmulq_f32(vld1q_f32(lut), vs));
         const uint8x16_t b = vcombine_u8(vld1_u8(codes), vdup_n_u8(0));
         for (int h = 0; h < 2; ++h) {
           const uint8x16_t spread = vqtbl1q_u8(b, vld1q_u8(kSpread[h]));
-          lookup16_neon(vandq_u8(vshlq_u8(spread, vld1q_s8(kShift)), vdupq_n_u8(3)), t, out + 16 * h);
+          const uint8x16_t c = vandq_u8(vshlq_u8(spread, vld1q_s8(kShift)), vdupq_n_u8(3));
+          lookup16_neon(c, t, out + 16 * h);
         }
         break;
       }
