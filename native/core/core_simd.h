@@ -43,4 +43,11 @@ struct CoreKernels {
 // The kernels for this CPU (capped by METAL_TENSOROPS_CPU_ISA), resolved once.
 const CoreKernels& core_kernels();
 
+// The kernels of one instruction set (core_simd_x86.cc, core_simd_neon.cc), null where this build
+// does not compile them; core_kernels() picks among them.
+const CoreKernels* core_kernels_avx2();
+const CoreKernels* core_kernels_avx512();
+const CoreKernels* core_kernels_avx512_vbmi();  // AVX-512 plus VBMI byte permutes (FP8 E4M3)
+const CoreKernels* core_kernels_neon();
+
 }  // namespace mto::simd
