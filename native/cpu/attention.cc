@@ -2,7 +2,8 @@
 //
 // Work is split into tasks over (batch, kv head, query block[, kv split]). One task handles every
 // query head that shares its kv head (GQA group, as MLX's sdpa_vector does), so each K/V tile is
-// converted or dequantized to float32 once and reused by all R = G heads x Bq queries of the task:
+// converted or dequantized to float32 once and reused by all R = G heads x Bq queries of the task
+// (the pool hands them out in guided chunks, each head's last query block first: Plan::query_block):
 //
 //   Q = q rows * scale * log2(e)  [R, D] float32        (scores live in the log2 domain: exp2)
 //   for each tile of kTileK keys (tiles past the causal diagonal are skipped):
@@ -140,6 +141,11 @@ struct Plan {
   float* o = nullptr;
   float* partial = nullptr;  // nsplit > 1: per (task, split): m[Rmax], l[Rmax], O[Rmax * Dp]
   int64_t partial_stride() const { return Rmax * (Dp + 2); }
+  // The query block of (batch, kv head, block) task task0: the last first. Causal blocks see
+  // more keys the later they come, so the pool's guided chunks hand out the dearest tasks of each
+  // head first and end on cheap ones (in block order, one of 16 threads took the late half of a
+  // head, ~3x the work of the early half).
+  int64_t query_block(int64_t task0) const { return nqb - 1 - task0 % nqb; }
 };
 
 // Per-thread scratch, allocated once per parallel_for chunk; buffers a call does not need stay
@@ -253,7 +259,7 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
   const int64_t D = p.D, Dp = pl.Dp, G = pl.G;
   const int64_t split = task % pl.nsplit;
   const int64_t task0 = task / pl.nsplit;
-  const int64_t qb = task0 % pl.nqb;
+  const int64_t qb = pl.query_block(task0);
   const int64_t kvh = (task0 / pl.nqb) % p.Hkv;
   const int64_t b = task0 / (pl.nqb * p.Hkv);
   const int64_t i0 = qb * pl.Bq, i1 = std::min(p.Lq, i0 + pl.Bq), nq = i1 - i0;
@@ -424,7 +430,7 @@ void run_tasks(GemmIsa isa, const Plan& pl, int64_t t0, int64_t t1) {
 void merge_splits(const Plan& pl, int64_t task0) {
   const AttentionParams& p = *pl.p;
   const int64_t D = p.D, Dp = pl.Dp;
-  const int64_t qb = task0 % pl.nqb;
+  const int64_t qb = pl.query_block(task0);
   const int64_t kvh = (task0 / pl.nqb) % p.Hkv;
   const int64_t b = task0 / (pl.nqb * p.Hkv);
   const int64_t i0 = qb * pl.Bq, nq = std::min(p.Lq, i0 + pl.Bq) - i0;
@@ -506,7 +512,8 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
   pl.o = o;
   const GemmIsa isa = gemm_isa();
   pool.parallel_for(tasks0 * pl.nsplit, 1,
-                    [&](int64_t t0, int64_t t1) { run_tasks(isa, pl, t0, t1); });
+                    [&](int64_t t0, int64_t t1) { run_tasks(isa, pl, t0, t1); },
+                    ThreadPool::Schedule::Guided);
   if (pl.nsplit > 1) {
     pool.parallel_for(tasks0, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t) merge_splits(pl, t);
