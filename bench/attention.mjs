@@ -4,7 +4,7 @@
 import { attentionCases } from './cases.mjs';
 import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
 import { layerCopies, layerLoopStreaming } from './layer-loop.mjs';
-import { measure, settle } from './timing.mjs';
+import { measure, measureScaling, settle } from './timing.mjs';
 
 export const attentionId = ({ B, Hq, Hkv, Lq, Lk, D, kv }) =>
   (Lq === Lk ? `attention prefill B${B} Hq${Hq} Hkv${Hkv} L${Lq} D${D} causal` : `attention decode B${B} Hq${Hq} Hkv${Hkv} Lq${Lq} Lk${Lk} D${D}`) +
@@ -77,10 +77,9 @@ export async function runAttention(ctx) {
 
     let scaling = null;
     if (dev1 && Lq > 1) {
-      const s = await measure(() => run(dev1), {
-        warmup: 1, minReps: settings.scalingReps, maxReps: settings.scalingReps, targetMs: 0, release: (o) => o.dispose(),
+      scaling = await measureScaling(() => run(dev1), () => run(dev), {
+        pairs: settings.scalingReps, release: (o) => o.dispose(),
       });
-      scaling = { threads: 1, medianMs: s.medianMs, reps: s.reps };
     }
     qt.dispose();
     for (const [kt, vt] of kvs) { kt.dispose(); vt.dispose(); }

@@ -6,7 +6,7 @@ import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
 import { fromMxint8, quantizeAsymmetric4, quantizeSymmetric } from './nbits.mjs';
 import { ACCURACY_LEVEL, ACCURACY_LEVEL_INT8 } from './peer-ort.mjs';
 import { layerCopies, layerLoopStreaming } from './layer-loop.mjs';
-import { measure, settle } from './timing.mjs';
+import { measure, measureScaling, settle } from './timing.mjs';
 
 export const linearId = (M, N, K, fmt) => `linear ${M === 1 ? 'decode' : 'prefill'} ${M}x${N}x${K} ${fmt}`;
 
@@ -152,10 +152,9 @@ export async function runLinear(ctx) {
 
         let scaling = null;
         if (dev1 && M > 1) {
-          const s = await measure(() => dev1.linear(xt, w), {
-            warmup: 1, minReps: settings.scalingReps, maxReps: settings.scalingReps, targetMs: 0, release: (y) => y.dispose(),
+          scaling = await measureScaling(() => dev1.linear(xt, w), () => dev.linear(xt, w), {
+            pairs: settings.scalingReps, release: (y) => y.dispose(),
           });
-          scaling = { threads: 1, medianMs: s.medianMs, reps: s.reps };
         }
 
         const check = {

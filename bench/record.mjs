@@ -55,7 +55,7 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
         c.limit === 'fma' && ours.gflops ? round(ours.gflops / peaks.fmaGflops, 3)
           : c.limit === 'bandwidth' && ours.gbps ? round(ours.gbps / peaks.readGBps, 3) : null,
       scaling: c.scaling
-        ? { threads: 1, medianMs: round(c.scaling.medianMs), reps: c.scaling.reps, speedup: round(c.scaling.medianMs / c.ours.medianMs, 3) }
+        ? { threads: 1, medianMs: round(c.scaling.medianMs), pairedMedianMs: round(c.scaling.pairedMedianMs), pairs: c.scaling.pairs, speedup: round(c.scaling.speedup, 3) }
         : null,
       check: c.check ? Object.fromEntries(Object.entries(c.check).map(([k, v]) => [k, typeof v === 'number' ? round(v, 3) : v])) : null,
     };

@@ -139,7 +139,7 @@ async function main() {
       'fractionOfLimit: GFLOP/s over the measured FMA peak (limit fma), or GB/s of weight bytes (linear) / K and V bytes (attention) / input bytes (quantize) over the measured read bandwidth (limit bandwidth).',
       'linear: x and W uniform in [-1, 1); affine4 uses group size 32, like the peer. Each check compares with the float32 result; the float32 and mxint8 cases also with the peer, which then runs exactly the same weights.',
       `MatMulNBits accuracy_level ${ACCURACY_LEVEL} is the op's default (unset): float32 computation on the CPU.`,
-      'scaling: our 1-thread median over our N-thread median (prefill cases).',
+      'scaling (prefill cases): our 1-thread and N-thread runs alternate in pairs, after a warm-up of each and a 20 ms pause before every run; speedup is the median over the pairs of the 1-thread time over the N-thread time (medianMs: the 1-thread median; pairedMedianMs: the N-thread median of those pairs).',
       `decode cases (limit bandwidth): a loop over layers, as a model's decode runs. Each side makes C copies of the streamed data (weights; K and V), C = max(2, ceil(${settings.layerLoopBytes / 2 ** 20} MiB / bytes per copy)) (streaming.copies), and runs rep i on copy i % C back to back, so every run reads data that the other C - 1 runs have evicted from the caches. Ours: C weight (K, V) tensors; the peer: C sessions of the same model with intra-op spinning off (linear: C spinning thread pools would compete for the cores, which the single pool of a model's one session never does), C feed sets with their own past_key/past_value on one session (attention).`,
     ],
     cases,

@@ -51,3 +51,29 @@ export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targe
 
 /** A short pause so that threads of the side just measured go idle before the other side runs. */
 export const settle = (ms = 20) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Thread scaling: `pairs` runs of `one` (on one thread) and `many` (on all), alternating, each
+ * after a settle() (no thread of the other side still spinning), after a warm-up run of each.
+ * `speedup` is the median over the pairs of one's time over many's: both times of a pair see the
+ * machine in the same state, where a one-thread median taken apart from the main measurement saw
+ * another (a shared machine's load moves within seconds).
+ */
+export async function measureScaling(one, many, { pairs = 5, release = () => {} } = {}) {
+  const run = async (fn) => {
+    await settle();
+    const t0 = now();
+    const r = await fn();
+    const ms = now() - t0;
+    release(r);
+    return ms;
+  };
+  await run(one);
+  await run(many);
+  const t1 = [], tn = [];
+  for (let i = 0; i < pairs; i++) {
+    t1.push(await run(one));
+    tn.push(await run(many));
+  }
+  return { medianMs: median(t1), pairedMedianMs: median(tn), pairs, speedup: median(t1.map((t, i) => t / tn[i])) };
+}
