@@ -155,6 +155,18 @@ describe('attention semantics', () => {
     });
   }
 
+  // The prefill path transposes K tiles in 8 x 8 blocks: head sizes and tile lengths that are not
+  // a multiple of 8 take its edge loops (the oracle's head sizes are all multiples of 8).
+  for (const D of [12, 36, 67]) {
+    it(`prefill with head size ${D} and a last tile of 11 keys`, async () => {
+      const dd: AttentionDims = { B: 1, Hq: 4, Hkv: 2, Lq: 17, Lk: 75, D };
+      const qq = randn(4 * 17 * D, D), kk = randn(2 * 75 * D, D + 1), vv = randn(2 * 75 * D, D + 2);
+      const o = await dev.attention(dev.tensor(qq, [1, 4, 17, D]), dev.tensor(kk, [1, 2, 75, D]),
+        dev.tensor(vv, [1, 2, 75, D]), { causal: true });
+      expectClose(await o.toFloat32(), attentionRef(qq, kk, vv, dd, { causal: true }), 2e-5);
+    });
+  }
+
   it('decode shape: Lq = 1 over a long Lk', async () => {
     const dd: AttentionDims = { B: 1, Hq: 8, Hkv: 2, Lq: 1, Lk: 1500, D: 128 };
     const qq = randn(8 * 128, 11), kk = randn(2 * 1500 * 128, 12), vv = randn(2 * 1500 * 128, 13);
