@@ -331,3 +331,33 @@ describe('attention NaN and inf semantics', () => {
     });
   }
 });
+
+// Decode with more threads than (batch, kv head) tasks splits the keys (flash-decoding); the split
+// that finishes its group last merges it, while other threads still run other groups' splits.
+describe('attention: split decode across many threads', () => {
+  it('every group merged once, from all its splits, the same way each time (8 threads)', async () => {
+    const many = await open({ backend: 'cpu', threads: 8 });
+    for (const d of [
+      { B: 2, Hq: 16, Hkv: 4, Lq: 1, Lk: 600, D: 64 },   // 8 groups of 2 splits (320 and 280 keys)
+      { B: 1, Hq: 8, Hkv: 4, Lq: 1, Lk: 1100, D: 64 },   // 4 groups of 4 splits (the last 140 keys)
+    ] satisfies AttentionDims[]) {
+      const q = randn(d.B * d.Hq * d.D, 81), k = randn(d.B * d.Hkv * d.Lk * d.D, 82);
+      const v = randn(d.B * d.Hkv * d.Lk * d.D, 83);
+      const want = attentionRef(q, k, v, d, { causal: true });
+      const qt = many.tensor(q, [d.B, d.Hq, 1, d.D]);
+      const kt = many.tensor(k, [d.B, d.Hkv, d.Lk, d.D]), vt = many.tensor(v, [d.B, d.Hkv, d.Lk, d.D]);
+      let first: Float32Array | undefined;
+      for (let rep = 0; rep < 20; rep++) {
+        const o = await many.attention(qt, kt, vt, { causal: true });
+        const got = await o.toFloat32();
+        o.dispose();
+        if (!first) {
+          expectClose(got, want, 2e-5, `Hkv ${d.Hkv}`);
+          first = got;
+        } else {
+          expect(got, `Hkv ${d.Hkv}, repeat ${rep}`).toEqual(first);  // the merge order is fixed
+        }
+      }
+    }
+  });
+});

@@ -42,6 +42,15 @@
 #define MTO_FORCE_INLINE inline
 #endif
 
+// A call kept out of line (a rare path whose inlining would reshape its caller's hot loops).
+#if defined(__GNUC__) || defined(__clang__)
+#define MTO_NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define MTO_NOINLINE __declspec(noinline)
+#else
+#define MTO_NOINLINE
+#endif
+
 namespace mto {
 
 // Heap memory aligned to `alignment` (a power of two), nullptr when it cannot be had; release it

@@ -18,14 +18,17 @@
 // (0 * NaN = NaN), is redone without the hidden keys for a row whose product is not finite.
 //
 // With few (batch, kv head, query block) tasks and many keys (decode), the keys are also split
-// across tasks (flash-decoding): each split keeps its own (m, l, O) and a merge pass combines them.
+// across tasks (flash-decoding): each split keeps its own (m, l, O), and the split that finishes its
+// group last merges them (split_done).
 // Portable C++17: the register blocks use simd.h's compiler vectors (no intrinsics) and the other
 // loops are written to auto-vectorise; on x86-64 Linux the hot loops are also compiled for AVX2+FMA
 // and AVX-512 and chosen at run time by the same switch as gemm.cc (gemm_isa()).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -140,6 +143,7 @@ struct Plan {
   float qscale = 0.f;   // scale * log2(e): scores are kept in the log2 domain
   float* o = nullptr;
   float* partial = nullptr;  // nsplit > 1: per (task, split): m[Rmax], l[Rmax], O[Rmax * Dp]
+  std::atomic<int64_t>* splits_done = nullptr;  // nsplit > 1: per task0, splits written so far
   int64_t partial_stride() const { return Rmax * (Dp + 2); }
   // The query block of (batch, kv head, block) task task0: the last first. Causal blocks see
   // more keys the later they come, so the pool's guided chunks hand out the dearest tasks of each
@@ -249,6 +253,44 @@ MTO_INLINE void pv_tile(int64_t R, int64_t n, int64_t Dp, const float* __restric
     }
     for (int64_t d = 0; d < Dp; ++d) orow[d] += t[d];
   }
+}
+
+// Flash-decoding merge: o = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max_s m_s.
+void merge_splits(const Plan& pl, int64_t task0) {
+  const AttentionParams& p = *pl.p;
+  const int64_t D = p.D, Dp = pl.Dp;
+  const int64_t qb = pl.query_block(task0);
+  const int64_t kvh = (task0 / pl.nqb) % p.Hkv;
+  const int64_t b = task0 / (pl.nqb * p.Hkv);
+  const int64_t i0 = qb * pl.Bq, nq = std::min(p.Lq, i0 + pl.Bq) - i0;
+  const float* base = pl.partial + task0 * pl.nsplit * pl.partial_stride();
+  for (int64_t r = 0; r < pl.G * nq; ++r) {
+    const int64_t g = r / nq, i = i0 + r % nq, h = kvh * pl.G + g;
+    float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
+    float M = kNegInf, L = 0.f;
+    for (int64_t s = 0; s < pl.nsplit; ++s) M = max_nan(M, base[s * pl.partial_stride() + r]);
+    for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
+    if (M == kNegInf) continue;  // no key seen: zeros
+    for (int64_t s = 0; s < pl.nsplit; ++s) {
+      const float* part = base + s * pl.partial_stride();
+      if (part[r] == kNegInf) continue;  // this split saw no key: l = 0, O = 0
+      const float w = exp2_nonpos(part[r] - M);  // NaN when M is (a NaN split poisons the row)
+      L += w * part[pl.Rmax + r];
+      const float* os = part + 2 * pl.Rmax + r * Dp;
+      for (int64_t d = 0; d < D; ++d) dst[d] += w * os[d];
+    }
+    const float inv = 1.f / L;
+    for (int64_t d = 0; d < D; ++d) dst[d] *= inv;
+  }
+}
+
+// Called once each split of group task0 has written its partial result: the last one merges the
+// group within the same parallel_for (a second round would wake every thread again, which with
+// 8-16 threads took longer than the merges). acq_rel: the other splits' results are visible to the
+// merging thread. Out of line, so that the hot loops of run_tasks_* are compiled as before.
+MTO_NOINLINE void split_done(const Plan& pl, int64_t task0) {
+  if (pl.splits_done[task0].fetch_add(1, std::memory_order_acq_rel) == pl.nsplit - 1)
+    merge_splits(pl, task0);
 }
 
 // One task: query block qb of kv head kvh in batch b, keys of split `split`.
@@ -401,7 +443,10 @@ Scratch::Scratch(const Plan& pl) {
 template <int MR, int W>
 MTO_INLINE void run_tasks_impl(const Plan& pl, int64_t t0, int64_t t1) {
   Scratch sc(pl);
-  for (int64_t t = t0; t < t1; ++t) run_task<MR, W>(pl, sc, t);
+  for (int64_t t = t0; t < t1; ++t) {
+    run_task<MR, W>(pl, sc, t);
+    if (pl.nsplit > 1) split_done(pl, t / pl.nsplit);
+  }
 }
 
 // One instantiation per instruction set; gemm_isa() (gemm.h) picks, as for linear and matmul.
@@ -433,35 +478,6 @@ void run_tasks(GemmIsa isa, const Plan& pl, int64_t t0, int64_t t1) {
 #endif
   (void)isa;
   run_tasks_base(pl, t0, t1);
-}
-
-// Flash-decoding merge: o = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max_s m_s.
-void merge_splits(const Plan& pl, int64_t task0) {
-  const AttentionParams& p = *pl.p;
-  const int64_t D = p.D, Dp = pl.Dp;
-  const int64_t qb = pl.query_block(task0);
-  const int64_t kvh = (task0 / pl.nqb) % p.Hkv;
-  const int64_t b = task0 / (pl.nqb * p.Hkv);
-  const int64_t i0 = qb * pl.Bq, nq = std::min(p.Lq, i0 + pl.Bq) - i0;
-  const float* base = pl.partial + task0 * pl.nsplit * pl.partial_stride();
-  for (int64_t r = 0; r < pl.G * nq; ++r) {
-    const int64_t g = r / nq, i = i0 + r % nq, h = kvh * pl.G + g;
-    float* dst = pl.o + ((b * p.Hq + h) * p.Lq + i) * D;
-    float M = kNegInf, L = 0.f;
-    for (int64_t s = 0; s < pl.nsplit; ++s) M = max_nan(M, base[s * pl.partial_stride() + r]);
-    for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
-    if (M == kNegInf) continue;  // no key seen: zeros
-    for (int64_t s = 0; s < pl.nsplit; ++s) {
-      const float* part = base + s * pl.partial_stride();
-      if (part[r] == kNegInf) continue;  // this split saw no key: l = 0, O = 0
-      const float w = exp2_nonpos(part[r] - M);  // NaN when M is (a NaN split poisons the row)
-      L += w * part[pl.Rmax + r];
-      const float* os = part + 2 * pl.Rmax + r * Dp;
-      for (int64_t d = 0; d < D; ++d) dst[d] += w * os[d];
-    }
-    const float inv = 1.f / L;
-    for (int64_t d = 0; d < D; ++d) dst[d] *= inv;
-  }
 }
 
 }  // namespace
@@ -510,24 +526,23 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
   pl.nsplit = (p.Lk + pl.split_len - 1) / pl.split_len;
 
   std::vector<float> partial;
+  std::unique_ptr<std::atomic<int64_t>[]> splits_done;
   if (pl.nsplit > 1) {
     try {
       partial.resize(size_t(tasks0 * pl.nsplit * pl.partial_stride()));
+      splits_done.reset(new std::atomic<int64_t>[size_t(tasks0)]);
     } catch (const std::bad_alloc&) {
       throw Error(code::OOM, "attention: could not allocate the flash-decoding partial results");
     }
+    for (int64_t t = 0; t < tasks0; ++t) splits_done[t].store(0, std::memory_order_relaxed);
     pl.partial = partial.data();
+    pl.splits_done = splits_done.get();
   }
   pl.o = o;
   const GemmIsa isa = gemm_isa();
   pool.parallel_for(tasks0 * pl.nsplit, 1,
                     [&](int64_t t0, int64_t t1) { run_tasks(isa, pl, t0, t1); },
                     ThreadPool::Schedule::Guided);
-  if (pl.nsplit > 1) {
-    pool.parallel_for(tasks0, 1, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) merge_splits(pl, t);
-    });
-  }
 }
 
 }  // namespace mto::cpu
