@@ -8,7 +8,8 @@
 // x86-64 build (the addon's own results, oracle-tested by formats.test.ts and isa.test.ts).
 // The win32-x64 prebuild's own paths (clang-cl: the AVX2 / AVX-512 kernels chosen by our CPUID
 // detection) are built by clang for mingw-w64 and run under wine at every ISA cap.
-// Every addon source is also compiled (not run) for Windows by clang 19, native/addon included.
+// Every addon source is also compiled (not run) for Windows by clang 19, native/addon included, and
+// the thread pool's checks run once more built with ThreadSanitizer.
 // Needs g++-aarch64-linux-gnu, qemu-user, g++-mingw-w64-x86-64-posix, wine64 and clang-19
 // (.ci/run installs them); a missing toolchain fails this suite rather than skipping it. Elsewhere
 // than Linux x86-64 the suite is skipped (counted).
@@ -107,6 +108,14 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(output, output).not.toMatch(/^FAIL /m);
     expect(status, output).toBe(0);
   });
+
+  it('the thread pool under ThreadSanitizer: no data race, no job used after its parallel_for returned', () => {
+    const r = spawnSync(build('tsan'), [], { encoding: 'utf8' });
+    const output = `${r.stdout}${r.stderr}`;
+    expect(output, output).not.toMatch(/ThreadSanitizer/);
+    expect(output.match(/^ok pool: /gm)?.length ?? 0, output).toBe(7);
+    expect(r.status, output).toBe(0);
+  }, 300_000);
 
   it('every addon source (native/addon with node-addon-api too) compiles for Windows with clang 19, warnings as errors', () => {
     expect(build('win64-clang')).toMatch(/win64-clang$/);

@@ -51,6 +51,16 @@ export const targets = {
     exe: '.exe',
     runner: ['/usr/lib/wine/wine64'],
   },
+  // The thread pool alone under ThreadSanitizer (Debian's g++ brings libtsan): data races and
+  // use of a parallel_for's job after it returned, in the checks of thread_pool_check.cc.
+  tsan: {
+    cxx: 'g++',
+    cflags: ['-O1', '-g', '-fsanitize=thread'],
+    ldflags: ['-fsanitize=thread'],
+    units: ['native/cpu/thread_pool.cc', 'test/native/thread_pool_check.cc', 'test/native/thread_pool_main.cc'],
+    program: 'thread_pool_check',
+    runner: [],
+  },
   // clang on Windows (mingw-w64 flavour, Debian's mingw-w64 headers), on clang's own paths (GNU
   // vector types, target-attribute kernels), and the addon's Node-API glue against Windows
   // headers. Compile-only (so -O0): nothing here can load a .node for Windows.
@@ -75,12 +85,12 @@ function stale(obj, cmdFile, cmd) {
 
 /** Builds the check program for `target`; resolves to its path (an addon target: its folder). */
 export async function build(target) {
-  const { cxx, cflags = [], ldflags = [], exe: suffix = '', addon = false } = targets[target];
+  const { cxx, cflags = [], ldflags = [], exe: suffix = '', addon = false, units: only } = targets[target];
   const out = join(root, 'build', 'native-check', target);
   mkdirSync(out, { recursive: true });
   const { sources } = config;
-  const units = addon ? sources
-    : [...sources.filter((s) => /^native\/(core|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc', 'test/native/thread_pool_check.cc'];
+  const units = only ?? (addon ? sources
+    : [...sources.filter((s) => /^native\/(core|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc', 'test/native/thread_pool_check.cc']);
   const objects = units.map((s) => join(out, s.replace(/[/.]/g, '_') + '.o'));
   const queue = units.map((src, i) => ({ src, obj: objects[i] }));
   const worker = async () => {
@@ -95,7 +105,7 @@ export async function build(target) {
   };
   await Promise.all(Array.from({ length: Math.max(1, availableParallelism()) }, worker));
   if (addon) return out;
-  const exe = join(out, 'cpu_kernels_check' + suffix);
+  const exe = join(out, (targets[target].program ?? 'cpu_kernels_check') + suffix);
   await run(cxx, ['-pthread', ...ldflags, '-o', exe, ...objects], { cwd: root });
   return exe;
 }

@@ -192,6 +192,39 @@ void destroyed_from_its_own_task() {
   report(destroyed->wait(), "a task that drops the last reference destroys the pool without deadlock");
 }
 
+// Many parallel_for calls in a row, of every size and grain and both schedules, from the calling
+// thread and from a task, on pools with more threads than cores: every item runs once each time.
+// Helpers join and leave each call while the next is being set up (under ThreadSanitizer: the
+// tsan build, test/native/thread_pool_main.cc, catches a job touched after it returned).
+void many_calls_on_many_threads() {
+  bool ok = true;
+  for (const int threads : {3, 8}) {
+    ThreadPool pool(threads);
+    for (int call = 0; call < 1500 && ok; ++call) {
+      const int64_t n = 1 + (call * 7919) % 257, grain = 1 + call % 5;
+      std::vector<std::atomic<int>> hits(static_cast<size_t>(n));
+      const auto schedule = call % 2 ? ThreadPool::Schedule::Guided : ThreadPool::Schedule::Even;
+      const auto run = [&] {
+        pool.parallel_for(n, grain, [&](int64_t b, int64_t e) {
+          for (int64_t i = b; i < e; ++i) hits[size_t(i)]++;
+        }, schedule);
+      };
+      if (call % 3 == 0) {
+        Signal done;
+        pool.post([&] {
+          run();
+          done.set();
+        });
+        ok = done.wait();
+      } else {
+        run();
+      }
+      for (auto& h : hits) ok = ok && h.load() == 1;
+    }
+  }
+  report(ok, "1500 parallel_for calls on 3 and on 8 threads, from the caller and from tasks, cover every item once");
+}
+
 }  // namespace
 
 int check_thread_pool() {
@@ -201,5 +234,6 @@ int check_thread_pool() {
   chunk_exceptions_reach_the_caller();
   destruction_drains_posted_tasks();
   destroyed_from_its_own_task();
+  many_calls_on_many_threads();
   return failures;
 }
