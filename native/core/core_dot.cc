@@ -69,6 +69,18 @@ bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit) {
   return true;
 }
 
+bool dot_bf16_table(const DotWeights& w, uint8_t (&lo)[16], uint8_t (&hi)[16]) {
+  for (int i = 0; i < 16; ++i) {
+    const float v = w.kind == DotCodes::Uint4 ? float(i) : w.lut[i];
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    if ((bits & 0xFFFFu) != 0) return false;
+    lo[i] = uint8_t(bits >> 16);
+    hi[i] = uint8_t(bits >> 24);
+  }
+  return true;
+}
+
 const DotKernels* dot_kernels() {
   static const DotKernels* const k = pick();  // thread-safe one-time init
   return k;

@@ -81,6 +81,10 @@ const E4m3Bf16Bytes& e4m3_bf16_bytes();
 // A 4-bit row's 16 values as int8 times a power of two `unit` (false when they are not: the
 // kernels that look nibbles up as bytes need it). affine4: 0..15, unit 1.
 bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit);
+// A 4-bit row's 16 values as bfloat16 bytes, low and high (false when a value is no bfloat16,
+// i.e. its float32 bits have a nonzero low half): the AVX2 kernels look nibbles up as those bytes.
+// E2M1, int4 quarters and affine4's 0..15 all are.
+bool dot_bf16_table(const DotWeights& w, uint8_t (&lo)[16], uint8_t (&hi)[16]);
 const DotKernels* dot_kernels_avx2();
 
 }  // namespace mto::simd
