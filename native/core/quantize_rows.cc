@@ -8,6 +8,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__GNUC__) || defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"  // vectors by value in force-inlined helpers: lanes.h
+#endif
+
 #include "../../shaders/mx_formats.h"
 #include "core_simd.h"
 #include "dtype.h"
@@ -20,6 +24,8 @@ namespace mto {
 namespace {
 
 using namespace element_encode;
+using lanes::F32;
+using lanes::U32;
 
 // Packing of one block of codes (one code per byte in `c`, n a multiple of 4) into `dst`,
 // which points at the block's first byte in the row. Inlined into each instruction set's kernel:
@@ -55,14 +61,29 @@ MTO_FORCE_INLINE void pack_codes(int bits, const uint8_t* c, int n, uint8_t* dst
 // 2^k as float for -127 <= k <= 127 (2^-127 is the float32 subnormal 0x00400000).
 inline float exp2_scale(int k) { return k >= -126 ? mto_pow2(k) : bits_float(0x00400000u); }
 
-// OCP MX quantization of every block of `rows` rows, with the element's encoder Enc. Written to
-// vectorise (branch-free encoders) and force-inlined into one function per instruction set below.
-template <class Enc>
+// Stores a block of BITS-bit codes, W per vector, packed at `dst` (the block's first byte).
+template <int BITS, int W, int kVecs>
+MTO_FORCE_INLINE void store_block(const U32<W> (&c)[kVecs], uint8_t* dst) {
+  if constexpr (BITS == 8) {
+    for (int j = 0; j < kVecs; ++j) lanes::store_bytes<W>(c[j], dst + j * W);
+  } else if constexpr (BITS == 4 && W > 1) {
+    for (int j = 0; j < kVecs; j += 2) lanes::store_nibbles<W>(c[j], c[j + 1], dst + j * W / 2);
+  } else {  // 6- and 2-bit codes (rare formats), or one lane at a time: packed from bytes
+    uint8_t unpacked[kVecs * W];
+    for (int j = 0; j < kVecs; ++j) lanes::store_bytes<W>(c[j], unpacked + j * W);
+    pack_codes(BITS, unpacked, kVecs * W, dst);
+  }
+}
+
+// OCP MX quantization of every block of `rows` rows with the element's encoder Enc, W lanes at a
+// time, force-inlined into one function per instruction set below.
+template <class Enc, int W>
 MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, size_t code_row, const float* x,
                                     int64_t rows, int64_t cols, uint8_t* codes, uint8_t* scales) {
-  constexpr int kBlock = MTO_MX_BLOCK;
+  constexpr int kBlock = MTO_MX_BLOCK, kVecs = kBlock / W;
+  constexpr size_t kBlockBytes = size_t(kBlock) * Enc::kBits / 8;
+  const int emax = info.emax;  // a local: the byte stores below could alias `info`
   const int64_t blocks = cols / kBlock;
-  uint8_t c[kBlock];
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     uint8_t* cr = codes + size_t(r) * code_row;
@@ -71,45 +92,55 @@ MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, size_t code_row, con
       const float* xb = xr + b * kBlock;
       // amax as the largest magnitude bit pattern: monotone for non-negative floats, and NaN
       // and inf sort above every finite value, so one integer max finds them too.
-      uint32_t amax = 0;
-      for (int i = 0; i < kBlock; ++i) amax = std::max(amax, float_bits(xb[i]) & 0x7FFFFFFFu);
-
-      uint8_t scale_byte;
-      if (amax >= 0x7F800000u) {  // NaN or inf: the block is NaN
-        scale_byte = uint8_t(MTO_E8M0_NAN);
-        std::memset(c, 0, sizeof c);
+      U32<W> v[kVecs];
+      U32<W> m = lanes::splat<W>(0);
+      for (int j = 0; j < kVecs; ++j) {
+        v[j] = lanes::load_u<W>(xb + j * W);
+        m = lanes::max_i32<W>(m, v[j] & 0x7FFFFFFFu);
+      }
+      const uint32_t amax = lanes::hmax_i32<W>(m);
+      U32<W> c[kVecs];
+      if (amax >= 0x7F800000u) {  // NaN or inf: the block is NaN, its codes zero
+        sr[b] = uint8_t(MTO_E8M0_NAN);
+        for (int j = 0; j < kVecs; ++j) c[j] = lanes::splat<W>(0);
       } else {
         // floor(log2(amax)) is the unbiased exponent field. A float32 subnormal amax is below
         // 2^-126, so after subtracting emax it is clamped to -127 like any tiny amax; so is an
         // all-zero block, which thus gets scale byte 0 and zero codes (a -0 keeps its sign bit,
         // as x / 2^e does, which keeps quantize(dequantize(q)) == q).
         const int floor_log2 = amax >= 0x00800000u ? int(amax >> 23) - 127 : -127;
-        const int e = std::min(127, std::max(-127, floor_log2 - info.emax));
-        scale_byte = uint8_t(e + 127);
+        const int e = std::min(127, std::max(-127, floor_log2 - emax));
+        sr[b] = uint8_t(e + 127);
         // x / 2^e is an exact power-of-two product unless it lands below 2^-126, and anything
         // that small encodes to a signed zero in every element, so one float multiply suffices.
+        // No element is NaN here, and none becomes inf (|x| / 2^e < 2^(emax + 1)).
         const float inv = exp2_scale(-e);
-        for (int i = 0; i < kBlock; ++i) c[i] = uint8_t(Enc::enc(float_bits(xb[i] * inv)));
+        for (int j = 0; j < kVecs; ++j)
+          c[j] = Enc::template finite<W>(lanes::as_u<W>(lanes::as_f<W>(v[j]) * inv));
       }
-      sr[b] = scale_byte;
-      pack_codes(info.bits, c, kBlock, cr + size_t(b) * kBlock * size_t(info.bits) / 8);
+      store_block<Enc::kBits, W>(c, cr + size_t(b) * kBlockBytes);
     }
   }
 }
 
+template <int W>
 MTO_FORCE_INLINE void mx_quantize_any(Format f, const FormatInfo& info, const float* x,
                                       int64_t rows, int64_t cols, uint8_t* codes,
                                       uint8_t* scales) {
   const size_t row = row_code_bytes(f, cols);
   switch (f) {
-    case Format::MXFP8_E4M3: return mx_quantize_t<EncE4M3>(info, row, x, rows, cols, codes, scales);
-    case Format::MXFP8_E5M2: return mx_quantize_t<EncE5M2>(info, row, x, rows, cols, codes, scales);
-    case Format::MXFP6_E3M2: return mx_quantize_t<EncE3M2>(info, row, x, rows, cols, codes, scales);
-    case Format::MXFP6_E2M3: return mx_quantize_t<EncE2M3>(info, row, x, rows, cols, codes, scales);
-    case Format::MXFP4: return mx_quantize_t<EncE2M1>(info, row, x, rows, cols, codes, scales);
-    case Format::MXINT8: return mx_quantize_t<EncInt8>(info, row, x, rows, cols, codes, scales);
-    case Format::MXINT4: return mx_quantize_t<EncInt4>(info, row, x, rows, cols, codes, scales);
-    default: return mx_quantize_t<EncInt2>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP8_E4M3:
+      return mx_quantize_t<EncE4M3, W>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP8_E5M2:
+      return mx_quantize_t<EncE5M2, W>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP6_E3M2:
+      return mx_quantize_t<EncE3M2, W>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP6_E2M3:
+      return mx_quantize_t<EncE2M3, W>(info, row, x, rows, cols, codes, scales);
+    case Format::MXFP4: return mx_quantize_t<EncE2M1, W>(info, row, x, rows, cols, codes, scales);
+    case Format::MXINT8: return mx_quantize_t<EncInt8, W>(info, row, x, rows, cols, codes, scales);
+    case Format::MXINT4: return mx_quantize_t<EncInt4, W>(info, row, x, rows, cols, codes, scales);
+    default: return mx_quantize_t<EncInt2, W>(info, row, x, rows, cols, codes, scales);
   }
 }
 
@@ -122,24 +153,39 @@ MTO_FORCE_INLINE void mx_quantize_any(Format f, const FormatInfo& info, const fl
 // scale and bias, which are then stored rounded to float16 (MLX stores them in the input dtype).
 // MLX's Metal kernel (kernels/quantized.h `affine_quantize`) differs in corner cases (round half
 // away from zero, w_max starting at 0); we follow the cpu rule, which is the documented one.
-MTO_FORCE_INLINE void affine_quantize_any(Format f, const FormatInfo& info, int group,
-                                          const float* x, int64_t rows, int64_t cols,
-                                          uint8_t* codes, uint16_t* scales, uint16_t* biases) {
-  const float n_bins = float((1 << info.bits) - 1);
-  const float eps = 1e-7f;
+// W lanes at a time: per group, the min / max reductions (one element at a time in a group that
+// holds a NaN, where only a NaN first element counts, as in the rule's sequential loop), then the
+// codes; the scale and bias come from the same scalar code either way.
+template <int BITS, int W>
+MTO_FORCE_INLINE void affine_quantize_t(int group, size_t code_row, const float* x, int64_t rows,
+                                        int64_t cols, uint8_t* codes, uint16_t* scales,
+                                        uint16_t* biases) {
+  constexpr int kBlock = MTO_MX_BLOCK, kVecs = kBlock / W;  // codes are packed 32 at a time
+  constexpr float kBins = float((1 << BITS) - 1);
+  constexpr float kEps = 1e-7f;
+  constexpr float kRound = 8388608.0f;  // 2^23: (t + 2^23) - 2^23 is rint(t) for 0 <= t < 2^23
   const int64_t groups = cols / group;
-  const size_t code_row = row_code_bytes(f, cols);
-  uint8_t c[128];
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
       const float* w = x + r * cols + g * group;
-      float w_min = w[0], w_max = w[0];
-      for (int i = 1; i < group; ++i) {
-        w_min = std::min(w_min, w[i]);
-        w_max = std::max(w_max, w[i]);
+      F32<W> lo = lanes::load_f<W>(w), hi = lo;
+      U32<W> mag = lanes::as_u<W>(lo) & 0x7FFFFFFFu;
+      for (int i = W; i < group; i += W) {
+        const F32<W> v = lanes::load_f<W>(w + i);
+        lo = lanes::min_f<W>(lo, v);
+        hi = lanes::max_f<W>(hi, v);
+        mag = lanes::max_i32<W>(mag, lanes::as_u<W>(v) & 0x7FFFFFFFu);
+      }
+      float w_min = lanes::hmin_f<W>(lo), w_max = lanes::hmax_f<W>(hi);
+      if (lanes::hmax_i32<W>(mag) > 0x7F800000u) {  // a NaN
+        w_min = w_max = w[0];
+        for (int i = 1; i < group; ++i) {
+          w_min = std::min(w_min, w[i]);
+          w_max = std::max(w_max, w[i]);
+        }
       }
       const bool neg_edge = std::abs(w_min) > std::abs(w_max);
-      float scale = std::max((w_max - w_min) / n_bins, eps);
+      float scale = std::max((w_max - w_min) / kBins, kEps);
       scale = neg_edge ? scale : -scale;
       const float edge = neg_edge ? w_min : w_max;
       const float q0 = std::rint(edge / scale);
@@ -148,46 +194,64 @@ MTO_FORCE_INLINE void affine_quantize_any(Format f, const FormatInfo& info, int 
         scale = edge / q0;
         bias = edge;
       }
-      for (int i = 0; i < group; ++i) {
-        const float q = std::rint((w[i] - bias) / scale);
-        c[i] = uint8_t(q > 0.0f ? std::min(q, n_bins) : 0.0f);  // NaN -> 0 (no UB cast)
+      // q = rint((w - bias) / scale) clamped to [0, kBins]: clamping after the 2^23 rounding gives
+      // the same codes (anything at or above 2^23 clamps to kBins; NaN and negatives to 0).
+      for (int i = 0; i < group; i += kBlock) {
+        U32<W> c[kVecs];
+        for (int j = 0; j < kVecs; ++j) {
+          const F32<W> t = (lanes::load_f<W>(w + i + j * W) - bias) / scale;
+          const F32<W> q = (t + kRound) - kRound;
+          c[j] = lanes::to_u32<W>(
+              q > 0.0f ? lanes::min_f<W>(q, lanes::splat_f<W>(kBins)) : lanes::splat_f<W>(0.0f));
+        }
+        store_block<BITS, W>(c, codes + size_t(r) * code_row + size_t(g * group + i) * BITS / 8);
       }
-      pack_codes(info.bits, c, group, codes + size_t(r) * code_row +
-                                          size_t(g) * size_t(group) * size_t(info.bits) / 8);
       scales[r * groups + g] = float_to_half(scale);
       biases[r * groups + g] = float_to_half(bias);
     }
   }
 }
 
-// One copy of the quantizers per instruction set: the same code, vectorised by the compiler for
-// each (AVX2 rounds with roundps where SSE2 calls rint per element): ~2x faster with AVX-512
-// than the baseline build. They have no multiply-add for the compiler to fuse (checked: the
-// bytes match the oracle and each other on every path, test/isa.test.ts), so results are
-// identical. The path follows core_kernels() (METAL_TENSOROPS_CPU_ISA caps both).
+template <int W>
+MTO_FORCE_INLINE void affine_quantize_any(Format f, int group, const float* x, int64_t rows,
+                                          int64_t cols, uint8_t* codes, uint16_t* scales,
+                                          uint16_t* biases) {
+  const size_t row = row_code_bytes(f, cols);
+  if (f == Format::AFFINE8) {
+    affine_quantize_t<8, W>(group, row, x, rows, cols, codes, scales, biases);
+  } else {
+    affine_quantize_t<4, W>(group, row, x, rows, cols, codes, scales, biases);
+  }
+}
+
+// One copy of the quantizers per instruction set: the same code, on 16 lanes for AVX-512, 8 for
+// AVX2, 4 for the baseline build (SSE2, NEON) and 1 where there are no vector types. They have
+// no multiply-add for the compiler to fuse (checked: the bytes match the oracle and each other on
+// every path, test/isa.test.ts), so results are identical. The path follows core_kernels()
+// (METAL_TENSOROPS_CPU_ISA caps both).
 struct QuantizeKernels {
   void (*mx)(Format, const FormatInfo&, const float*, int64_t, int64_t, uint8_t*, uint8_t*);
   void (*affine)(Format, const FormatInfo&, int, const float*, int64_t, int64_t, uint8_t*,
                  uint16_t*, uint16_t*);
 };
 
-#define MTO_QUANTIZE_KERNELS(SUFFIX, TARGET)                                                   \
+#define MTO_QUANTIZE_KERNELS(SUFFIX, TARGET, W)                                                \
   TARGET void mx_quantize_##SUFFIX(Format f, const FormatInfo& info, const float* x,           \
                                    int64_t rows, int64_t cols, uint8_t* codes,                 \
                                    uint8_t* scales) {                                          \
-    mx_quantize_any(f, info, x, rows, cols, codes, scales);                                    \
+    mx_quantize_any<W>(f, info, x, rows, cols, codes, scales);                                 \
   }                                                                                            \
-  TARGET void affine_quantize_##SUFFIX(Format f, const FormatInfo& info, int group,            \
+  TARGET void affine_quantize_##SUFFIX(Format f, const FormatInfo&, int group,                  \
                                        const float* x, int64_t rows, int64_t cols,             \
                                        uint8_t* codes, uint16_t* scales, uint16_t* biases) {   \
-    affine_quantize_any(f, info, group, x, rows, cols, codes, scales, biases);                 \
+    affine_quantize_any<W>(f, group, x, rows, cols, codes, scales, biases);                   \
   }                                                                                            \
   constexpr QuantizeKernels kQuantize_##SUFFIX{mx_quantize_##SUFFIX, affine_quantize_##SUFFIX};
 
-MTO_QUANTIZE_KERNELS(base, )
+MTO_QUANTIZE_KERNELS(base, , MTO_GNU_EXTENSIONS ? 4 : 1)
 #if MTO_X86_KERNELS
-MTO_QUANTIZE_KERNELS(avx2, __attribute__((target("avx2,f16c"))))
-MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c"))))
+MTO_QUANTIZE_KERNELS(avx2, __attribute__((target("avx2,f16c"))), 8)
+MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c"))), 16)
 #endif
 #undef MTO_QUANTIZE_KERNELS
 
