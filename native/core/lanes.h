@@ -115,6 +115,9 @@ template <int W> MTO_FORCE_INLINE uint32_t hmax_i32(const U32<W>& v) {
     return hmax_i32<W / 2>(max_i32<W / 2>(lo, hi));
   }
 }
+// The byte-wise largest of the lanes: byte i of the result is the largest byte i of any lane.
+template <int W> MTO_FORCE_INLINE uint32_t hmax_u8(const U32<W>& v);
+
 // The smallest and largest of float lanes without NaN.
 template <int W> MTO_FORCE_INLINE float hmin_f(const F32<W>& v) {
   if constexpr (W == 1) {
@@ -208,11 +211,31 @@ MTO_FORCE_INLINE void store_nibbles(const U32<W>& a, const U32<W>& b, uint8_t* d
   }
 }
 
+// Byte-wise max of the lanes (see the declaration above).
+template <int W> MTO_FORCE_INLINE U32<W> max_u8(const U32<W>& a, const U32<W>& b) {
+  using B = typename ByteLanes<4 * W>::type;
+  const B x = (B)a, y = (B)b;
+  return (U32<W>)(x > y ? x : y);
+}
+template <int W> MTO_FORCE_INLINE uint32_t hmax_u8(const U32<W>& v) {
+  if constexpr (W == 1) {
+    return v;
+  } else if constexpr (W == 2) {
+    const U32<2> swapped = pick_lanes<EveryNthLane<-1, 1>, 2>(v, v, std::make_index_sequence<2>());
+    return max_u8<2>(v, swapped)[0];
+  } else {
+    U32<W / 2> lo, hi;
+    halves<W>(v, lo, hi);
+    return hmax_u8<W / 2>(max_u8<W / 2>(lo, hi));
+  }
+}
+
 #else   // one lane at a time
 template <int W> MTO_FORCE_INLINE void store_bytes(const U32<W>& v, uint8_t* dst) {
   *dst = uint8_t(v);
 }
 template <int W> void store_nibbles(const U32<W>& a, const U32<W>& b, uint8_t* dst);  // vectors
+template <int W> MTO_FORCE_INLINE uint32_t hmax_u8(const U32<W>& v) { return v; }
 #endif
 
 }  // namespace mto::lanes

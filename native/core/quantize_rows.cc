@@ -76,49 +76,59 @@ MTO_FORCE_INLINE void store_block(const U32<W> (&c)[kVecs], uint8_t* dst) {
 }
 
 // OCP MX quantization of every block of `rows` rows with the element's encoder Enc, W lanes at a
-// time, force-inlined into one function per instruction set below.
+// time, force-inlined into one function per instruction set below. A block's scale comes from
+// the exponent field of its largest magnitude (amax): the exponents of 4 blocks are found
+// together, one byte each in every lane, and one byte-wise max across the lanes gives all 4.
 template <class Enc, int W>
 MTO_FORCE_INLINE void mx_quantize_t(const FormatInfo& info, size_t code_row, const float* x,
                                     int64_t rows, int64_t cols, uint8_t* codes, uint8_t* scales) {
-  constexpr int kBlock = MTO_MX_BLOCK, kVecs = kBlock / W;
+  constexpr int kBlock = MTO_MX_BLOCK, kVecs = kBlock / W, kTogether = 4;
   constexpr size_t kBlockBytes = size_t(kBlock) * Enc::kBits / 8;
-  const int emax = info.emax;  // a local: the byte stores below could alias `info`
+  const uint32_t emax = uint32_t(info.emax);  // a local: the byte stores could alias `info`
   const int64_t blocks = cols / kBlock;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
     uint8_t* cr = codes + size_t(r) * code_row;
     uint8_t* sr = scales + r * blocks;
-    for (int64_t b = 0; b < blocks; ++b) {
-      const float* xb = xr + b * kBlock;
-      // amax as the largest magnitude bit pattern: monotone for non-negative floats, and NaN
-      // and inf sort above every finite value, so one integer max finds them too.
-      U32<W> v[kVecs];
-      U32<W> m = lanes::splat<W>(0);
-      for (int j = 0; j < kVecs; ++j) {
-        v[j] = lanes::load_u<W>(xb + j * W);
-        m = lanes::max_i32<W>(m, v[j] & 0x7FFFFFFFu);
+    for (int64_t b0 = 0; b0 < blocks; b0 += kTogether) {
+      const int nb = int(std::min<int64_t>(kTogether, blocks - b0));
+      // Magnitude bits are monotone in the magnitude, and NaN and inf sort above every finite
+      // value: the largest one's exponent field (its bits >> 23) is 255 for a block holding a NaN
+      // or an inf, else floor(log2(amax)) + 127, or 0 for a subnormal or zero amax.
+      U32<W> exponents = lanes::splat<W>(0);
+      for (int k = 0; k < nb; ++k) {
+        U32<W> m = lanes::load_u<W>(xr + (b0 + k) * kBlock) & 0x7FFFFFFFu;
+        for (int j = 1; j < kVecs; ++j)
+          m = lanes::max_i32<W>(m, lanes::load_u<W>(xr + (b0 + k) * kBlock + j * W) & 0x7FFFFFFFu);
+        exponents |= (m >> 23) << (8 * k);
       }
-      const uint32_t amax = lanes::hmax_i32<W>(m);
-      U32<W> c[kVecs];
-      if (amax >= 0x7F800000u) {  // NaN or inf: the block is NaN, its codes zero
-        sr[b] = uint8_t(MTO_E8M0_NAN);
-        for (int j = 0; j < kVecs; ++j) c[j] = lanes::splat<W>(0);
-      } else {
-        // floor(log2(amax)) is the unbiased exponent field. A float32 subnormal amax is below
-        // 2^-126, so after subtracting emax it is clamped to -127 like any tiny amax; so is an
-        // all-zero block, which thus gets scale byte 0 and zero codes (a -0 keeps its sign bit,
-        // as x / 2^e does, which keeps quantize(dequantize(q)) == q).
-        const int floor_log2 = amax >= 0x00800000u ? int(amax >> 23) - 127 : -127;
-        const int e = std::min(127, std::max(-127, floor_log2 - emax));
-        sr[b] = uint8_t(e + 127);
-        // x / 2^e is an exact power-of-two product unless it lands below 2^-126, and anything
-        // that small encodes to a signed zero in every element, so one float multiply suffices.
-        // No element is NaN here, and none becomes inf (|x| / 2^e < 2^(emax + 1)).
-        const float inv = exp2_scale(-e);
-        for (int j = 0; j < kVecs; ++j)
-          c[j] = Enc::template finite<W>(lanes::as_u<W>(lanes::as_f<W>(v[j]) * inv));
+      const uint32_t fields = lanes::hmax_u8<W>(exponents);
+      for (int k = 0; k < nb; ++k) {
+        const int64_t b = b0 + k;
+        const float* xb = xr + b * kBlock;
+        const uint32_t field = (fields >> (8 * k)) & 0xFFu;
+        U32<W> c[kVecs];
+        if (field == 0xFFu) {  // NaN or inf: the block is NaN, its codes zero
+          sr[b] = uint8_t(MTO_E8M0_NAN);
+          for (int j = 0; j < kVecs; ++j) c[j] = lanes::splat<W>(0);
+        } else {
+          // The scale 2^e, e = clamp(floor(log2(amax)) - emax, -127, 127), as its E8M0 byte
+          // e + 127 = max(field - emax, 0): a subnormal amax is below 2^-126 and clamps to -127
+          // like any tiny amax; so does an all-zero block, which thus gets scale byte 0 and zero
+          // codes (a -0 keeps its sign bit, as x / 2^e does: quantize(dequantize(q)) == q).
+          const uint32_t byte = field > emax ? field - emax : 0u;
+          sr[b] = uint8_t(byte);
+          // x / 2^e is an exact power-of-two product unless it lands below 2^-126, and anything
+          // that small encodes to a signed zero in every element, so one multiply suffices. No
+          // element is NaN here, and none becomes inf (|x| / 2^e < 2^(emax + 1)).
+          const float inv = exp2_scale(127 - int(byte));
+          for (int j = 0; j < kVecs; ++j) {
+            const F32<W> xs = lanes::load_f<W>(xb + j * W) * inv;
+            c[j] = Enc::template finite<W>(lanes::as_u<W>(xs));
+          }
+        }
+        store_block<Enc::kBits, W>(c, cr + size_t(b) * kBlockBytes);
       }
-      store_block<Enc::kBits, W>(c, cr + size_t(b) * kBlockBytes);
     }
   }
 }
