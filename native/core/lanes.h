@@ -13,6 +13,19 @@
 #include "dtype.h"  // float_bits, bits_float
 #include "portable.h"
 
+// Vector lanes need GCC/clang vector types and __builtin_convertvector (GCC 9 and later, clang).
+#if MTO_GNU_EXTENSIONS && (defined(__clang__) || __GNUC__ >= 9)
+#define MTO_LANES 1
+#else
+#define MTO_LANES 0
+#endif
+// __builtin_shufflevector: clang, GCC 12 and later; older GCC has __builtin_shuffle.
+#if MTO_LANES && defined(__has_builtin)
+#if __has_builtin(__builtin_shufflevector)
+#define MTO_LANES_SHUFFLEVECTOR 1
+#endif
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -20,13 +33,16 @@
 
 namespace mto::lanes {
 
+// The lanes a kernel written for `w` lanes gets: w, or 1 without vector lanes.
+constexpr int width(int w) { return MTO_LANES ? w : 1; }
+
 template <int W> struct LaneTypes;
 template <> struct LaneTypes<1> {
   using U = uint32_t;
   using I = int32_t;
   using F = float;
 };
-#if MTO_GNU_EXTENSIONS
+#if MTO_LANES
 template <int W> struct LaneTypes {
   typedef uint32_t U __attribute__((vector_size(4 * W)));
   typedef int32_t I __attribute__((vector_size(4 * W)));
@@ -138,7 +154,7 @@ template <int W> MTO_FORCE_INLINE float hmax_f(const F32<W>& v) {
   }
 }
 
-#if MTO_GNU_EXTENSIONS
+#if MTO_LANES
 // Narrowing lanes to bytes: GCC 12 turns narrowing conversions into AVX-512's vpmov* and SSE2's
 // packs, but into an extract per lane for AVX2 and NEON; there a byte shuffle with constant
 // indices does it (vpshufb and a permute; tbl). SSE2 has no byte shuffle.
@@ -155,7 +171,7 @@ MTO_FORCE_INLINE typename ByteLanes<4 * W>::type pick_bytes(const U32<W>& v,
                                                             std::index_sequence<I...>) {
   using B = typename ByteLanes<4 * W>::type;
   const B b = (B)v;
-#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)  // clang, GCC >= 12
+#ifdef MTO_LANES_SHUFFLEVECTOR
   return __builtin_shufflevector(b, b, Pick::at(I)...);
 #else
   return __builtin_shuffle(b, B{Pick::at(I)...});  // GCC before 12
@@ -164,7 +180,7 @@ MTO_FORCE_INLINE typename ByteLanes<4 * W>::type pick_bytes(const U32<W>& v,
 // Lanes Pick::at(0), ... of a and b (lanes 0 .. W - 1 of a, then W .. 2W - 1 of b).
 template <class Pick, int W, std::size_t... I>
 MTO_FORCE_INLINE U32<W> pick_lanes(const U32<W>& a, const U32<W>& b, std::index_sequence<I...>) {
-#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)
+#ifdef MTO_LANES_SHUFFLEVECTOR
   return __builtin_shufflevector(a, b, Pick::at(I)...);
 #else
   return __builtin_shuffle(a, b, typename LaneTypes<W>::U{Pick::at(I)...});

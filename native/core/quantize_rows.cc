@@ -258,10 +258,11 @@ struct QuantizeKernels {
   }                                                                                            \
   constexpr QuantizeKernels kQuantize_##SUFFIX{mx_quantize_##SUFFIX, affine_quantize_##SUFFIX};
 
-MTO_QUANTIZE_KERNELS(base, , MTO_GNU_EXTENSIONS ? 4 : 1)
+MTO_QUANTIZE_KERNELS(base, , lanes::width(4))
 #if MTO_X86_KERNELS
-MTO_QUANTIZE_KERNELS(avx2, __attribute__((target("avx2,f16c"))), 8)
-MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c"))), 16)
+MTO_QUANTIZE_KERNELS(avx2, __attribute__((target("avx2,f16c"))), lanes::width(8))
+MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c"))),
+                     lanes::width(16))
 #endif
 #undef MTO_QUANTIZE_KERNELS
 
