@@ -103,6 +103,27 @@ function halfValue(h) {
     }
   }
 
+  // 2b. Quantization: codes, scales (and biases) of values over many binades, with exact ties,
+  // signed zeros, subnormals, values past every element's range, inf and NaN (MX only: affine
+  // takes finite values), in rows of 1, 3 and 5 blocks (the MX quantizers find 4 blocks' scales at
+  // once): the digest must not depend on the dispatch path.
+  const specials = [0, -0, 1e-45, -1e-40, 0.25, 0.75, 1.25, 2.5, 6, 448, 57344, 1e30, Infinity, -Infinity, NaN, 3e-3];
+  for (const format of Object.keys(BITS)) {
+    const affine = format.startsWith('affine');
+    for (const cols of [32, 96, 160]) {
+      const r = rng(cols + BITS[format]), x = new Float32Array(3 * cols);
+      for (let i = 0; i < x.length; i++) {
+        x[i] = i % 7 === 3 ? specials[(i / 7 | 0) % 16] : (r() - 0.5) * 2 ** ((i % 41) - 20);
+        if (affine && (!Number.isFinite(x[i]) || Math.abs(x[i]) > 1e4)) x[i] = 1;
+      }
+      const q = await dev.quantize(dev.tensor(x, [3, cols]), { format, blockSize: 32 });
+      const parts = [await q.codes(), await q.scales()];
+      if (affine) parts.push(await q.biases());
+      out.digests['quantize ' + format + ' ' + cols] = parts.map(digest).join('/');
+      q.dispose();
+    }
+  }
+
   // 3. float16 round trips: every code decodes exactly; every finite value re-encodes to itself;
   // float32 -> float16 of random bits (NaN payloads, subnormals, ties) has a path-independent digest.
   const all = Uint16Array.from({ length: 65536 }, (_, i) => i);
@@ -281,7 +302,7 @@ describe.skipIf(!existsSync(dist))('every cpu dispatch path (METAL_TENSOROPS_CPU
     else expect(k('avx512')).toBe(best);
   });
 
-  it('every path gives bit-identical dequantized values and float16 conversions', () => {
+  it('every path gives bit-identical quantized codes and scales, dequantized values and float16 conversions', () => {
     const base = results.get('baseline')!.digests;
     expect(Object.keys(base).length).toBeGreaterThan(10);
     for (const isa of ['avx2', 'avx512', 'default']) expect(results.get(isa)!.digests, isa).toEqual(base);
