@@ -1,7 +1,7 @@
 // W lanes of uint32 (and their float32 view) for code written once for one value and for compiler
 // vectors: the element encoders (element_encode.h) and the quantizers (quantize_rows.cc), which
 // run them 16, 8 or 4 lanes at a time (AVX-512, AVX2, SSE2 / NEON) and one at a time where the
-// compiler has no vector types (MSVC; see portable.h). Lanes<1> is plain uint32_t / float.
+// compiler has no vector types (MSVC; see portable.h): LaneTypes<1> is plain uint32_t / float.
 //
 // Every helper is force-inlined, so no vector ever crosses a call: GCC's -Wpsabi note that a
 // 32/64-byte vector argument's calling convention depends on the ISA does not apply (silenced).
@@ -134,23 +134,15 @@ template <int W> MTO_FORCE_INLINE uint32_t hmax_i32(const U32<W>& v) {
 // The byte-wise largest of the lanes: byte i of the result is the largest byte i of any lane.
 template <int W> MTO_FORCE_INLINE uint32_t hmax_u8(const U32<W>& v);
 
-// The smallest and largest of float lanes without NaN.
-template <int W> MTO_FORCE_INLINE float hmin_f(const F32<W>& v) {
+// The smallest (kMax false) or largest of float lanes without NaN.
+template <int W, bool kMax> MTO_FORCE_INLINE float hminmax_f(const F32<W>& v) {
   if constexpr (W == 1) {
     return v;
   } else {
     U32<W / 2> lo, hi;
     halves<W>(as_u<W>(v), lo, hi);
-    return hmin_f<W / 2>(min_f<W / 2>(as_f<W / 2>(lo), as_f<W / 2>(hi)));
-  }
-}
-template <int W> MTO_FORCE_INLINE float hmax_f(const F32<W>& v) {
-  if constexpr (W == 1) {
-    return v;
-  } else {
-    U32<W / 2> lo, hi;
-    halves<W>(as_u<W>(v), lo, hi);
-    return hmax_f<W / 2>(max_f<W / 2>(as_f<W / 2>(lo), as_f<W / 2>(hi)));
+    const F32<W / 2> a = as_f<W / 2>(lo), b = as_f<W / 2>(hi);
+    return hminmax_f<W / 2, kMax>(kMax ? max_f<W / 2>(a, b) : min_f<W / 2>(a, b));
   }
 }
 

@@ -3,7 +3,8 @@
 // data: ../shared/oracle.
 //
 // Must not be built with -ffast-math: the quantizers rely on IEEE division, std::rint in the
-// default round-to-nearest-even mode and float32 subnormals (E8M0 byte 0 is 2^-127).
+// default round-to-nearest-even mode (also behind the 2^23 additions that round) and float32
+// subnormals (E8M0 byte 0 is 2^-127).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -186,7 +187,7 @@ MTO_FORCE_INLINE void affine_quantize_t(int group, size_t code_row, const float*
         hi = lanes::max_f<W>(hi, v);
         mag = lanes::max_i32<W>(mag, lanes::as_u<W>(v) & 0x7FFFFFFFu);
       }
-      float w_min = lanes::hmin_f<W>(lo), w_max = lanes::hmax_f<W>(hi);
+      float w_min = lanes::hminmax_f<W, false>(lo), w_max = lanes::hminmax_f<W, true>(hi);
       if (lanes::hmax_i32<W>(mag) > 0x7F800000u) {  // a NaN
         w_min = w_max = w[0];
         for (int i = 1; i < group; ++i) {
