@@ -175,6 +175,30 @@ function halfValue(h) {
     }
     out.linearError[format + '/' + blockSize] = worst;
   }
+  // FP8 E4M3 weights whose codes hold no NaN (quantize, or fromQuantized after its scan) skip the
+  // kernels' per-block NaN check: the same codes with one NaN code added (checked path) must give
+  // the same bits in every other row, and NaN in that one.
+  {
+    const N = 43, K = 608, M = 3;
+    const w = await dev.quantize(dev.tensor(randn(N * K, 13), [N, K]), { format: 'mxfp8' });
+    const codes = await w.codes(), scales = await w.scales();
+    const withNan = Uint8Array.from(codes);
+    withNan[17 * K + 300] = 0xff;  // row 17
+    const x = dev.tensor(randn(M * K, 14), [M, K]);
+    const ys = [];
+    for (const c of [codes, withNan]) {
+      const wq = dev.fromQuantized({ format: 'mxfp8', shape: [N, K], codes: c, scales });
+      ys.push(await (await dev.linear(x, wq)).toFloat32());
+    }
+    const y0 = await (await dev.linear(x, w)).toFloat32();
+    for (let i = 0; i < M * N; i++) {
+      const nanRow = i % N === 17;
+      if (!Object.is(ys[0][i], y0[i]) || (nanRow ? !Number.isNaN(ys[1][i]) : !Object.is(ys[1][i], y0[i]))) {
+        fail('mxfp8 NaN-free fast path: y[' + i + '] = ' + ys[0][i] + ' / ' + ys[1][i] + ', quantized ' + y0[i]);
+        break;
+      }
+    }
+  }
   // Dense weights (fused kernels for M <= 8): K = 70 leaves a tail shorter than a vector.
   for (const dtype of ['float32', 'float16', 'bfloat16']) {
     const N = 43, K = 70;

@@ -1,5 +1,6 @@
 #include "device.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -149,6 +150,11 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     backend_->attach_device_view(*q);
     copy_plane(info[3], "codes", napi_uint8_array, "Uint8Array", 1, q->codes->data(),
                q->codes->bytes());
+    if (f == Format::MXFP8_E4M3) {  // no NaN code: the cpu kernels need not look for one
+      const auto* c = static_cast<const uint8_t*>(q->codes->data());
+      q->fp8_nan_codes = std::any_of(c, c + q->codes->bytes(),
+                                     [](uint8_t b) { return (b & 0x7F) == 0x7F; });
+    }
     if (format_info(f).affine) {
       copy_plane(info[4], "scales", napi_uint16_array, "Uint16Array of float16 bits", 2,
                  q->scales->data(), q->scales->bytes());

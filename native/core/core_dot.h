@@ -44,6 +44,7 @@ struct DotWeights {
   const uint16_t* biases = nullptr;
   int64_t row_groups = 0;       // scales (and biases) per row
   const float* lut = nullptr;   // Lut4: the 16 element values
+  bool nan_codes = true;        // E4M3: a code may be NaN (false: the kernels need not look)
 };
 
 struct DotKernels {

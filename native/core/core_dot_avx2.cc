@@ -274,10 +274,11 @@ MTO_T256 MTO_INL __m256 e4m3_nan(__m256 w) {
 }
 
 // One block of 32 FP8 codes at c as four registers: for codes 0-15 the 8 even elements, then the
-// 8 odd ones, and the same for codes 16-31 (E4M3 as value / 256, its NaN code as NaN). The
+// 8 odd ones, and the same for codes 16-31 (E4M3 as value / 256, its NaN code as NaN: kNanCheck
+// false when the codes hold none). The
 // codes become float16 bits 32 at a time (the even ones from the low byte of each word, the odd
 // ones from the high byte) and convert 8 at a time.
-template <DotCodes KIND>
+template <DotCodes KIND, bool kNanCheck = true>
 MTO_T256 MTO_INL void fp8_32(const uint8_t* c, __m256 (&w)[4]) {
   const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
   __m256i even, odd;
@@ -293,7 +294,7 @@ MTO_T256 MTO_INL void fp8_32(const uint8_t* c, __m256 (&w)[4]) {
   w[1] = _mm256_cvtph_ps(_mm256_castsi256_si128(odd));
   w[2] = _mm256_cvtph_ps(_mm256_extracti128_si256(even, 1));
   w[3] = _mm256_cvtph_ps(_mm256_extracti128_si256(odd, 1));
-  if constexpr (KIND == DotCodes::E4M3) {
+  if constexpr (KIND == DotCodes::E4M3 && kNanCheck) {
     const __m256i nan7f =
         _mm256_cmpeq_epi8(_mm256_or_si256(raw, _mm256_set1_epi8(-128)), _mm256_set1_epi8(-1));
     if (_mm256_movemask_epi8(nan7f) != 0)
@@ -310,7 +311,7 @@ MTO_T256 MTO_INL __m256 int8_8(const uint8_t* c) {
 }
 
 // R rows of 8-bit codes from row0, M rows of x.
-template <DotCodes KIND, int R, int M>
+template <DotCodes KIND, int R, int M, bool kNanCheck = true>
 MTO_T256 void rows_bytes(const DotWeights& w, const NibbleTable&, int64_t row0, const XPass& xq,
                          float* y, int64_t ldy) {
   const int64_t nblocks = w.K / 32;
@@ -340,7 +341,7 @@ MTO_T256 void rows_bytes(const DotWeights& w, const NibbleTable&, int64_t row0, 
         _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
         __m256 wv[4];  // the block's 32 codes in x's order
         if constexpr (KIND == DotCodes::E4M3 || KIND == DotCodes::E5M2) {
-          fp8_32<KIND>(p, wv);
+          fp8_32<KIND, kNanCheck>(p, wv);
         } else {
           MTO_UNROLL_ALL
           for (int h = 0; h < 4; ++h) wv[h] = int8_8<KIND>(p + 8 * h);
@@ -452,7 +453,10 @@ MTO_T256 void pass_m(const DotWeights& w, const NibbleTable& t, int64_t row0, in
     case DotCodes::Uint4: group = rows_nibbles<RN, M>; single = rows_nibbles<1, M>; rows = RN; break;
     case DotCodes::Int8: group = rows_bytes<DotCodes::Int8, R, M>; single = rows_bytes<DotCodes::Int8, 1, M>; break;
     case DotCodes::Uint8: group = rows_bytes<DotCodes::Uint8, R, M>; single = rows_bytes<DotCodes::Uint8, 1, M>; break;
-    case DotCodes::E4M3: group = rows_bytes<DotCodes::E4M3, R, M>; single = rows_bytes<DotCodes::E4M3, 1, M>; break;
+    case DotCodes::E4M3:
+      group = w.nan_codes ? rows_bytes<DotCodes::E4M3, R, M> : rows_bytes<DotCodes::E4M3, R, M, false>;
+      single = w.nan_codes ? rows_bytes<DotCodes::E4M3, 1, M> : rows_bytes<DotCodes::E4M3, 1, M, false>;
+      break;
     case DotCodes::E5M2: group = rows_bytes<DotCodes::E5M2, R, M>; single = rows_bytes<DotCodes::E5M2, 1, M>; break;
     case DotCodes::F32: group = rows_dense<DotCodes::F32, R, M>; single = rows_dense<DotCodes::F32, 1, M>; break;
     case DotCodes::F16: group = rows_dense<DotCodes::F16, R, M>; single = rows_dense<DotCodes::F16, 1, M>; break;

@@ -248,8 +248,9 @@ MTO_T512 MTO_INL __m512 e4m3_checked(__m256i lowbytes) {
 }
 
 // One block of 32 8-bit codes at c as two registers of unscaled values, in x's order (int8:
-// natural; FP8: even elements then odd ones; E4M3 as value / 256).
-template <DotCodes KIND>
+// natural; FP8: even elements then odd ones; E4M3 as value / 256; kNanCheck false: its codes
+// hold no NaN).
+template <DotCodes KIND, bool kNanCheck = true>
 MTO_T512 MTO_INL void decode8(const uint8_t* c, __m512& w0, __m512& w1) {
   if constexpr (KIND == DotCodes::Int8) {
     w0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(c))));
@@ -268,7 +269,7 @@ MTO_T512 MTO_INL void decode8(const uint8_t* c, __m512& w0, __m512& w1) {
       // E4M3: float16 bits sign | magnitude << 7 (value / 256). The NaN code (magnitude 0x7F)
       // would read as 1.875: a block holding one takes the checking decoder.
       const __m256i all = _mm256_set1_epi8(-1);
-      if (_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_or_si256(raw, _mm256_set1_epi8(-128)),
+      if (kNanCheck && _mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_or_si256(raw, _mm256_set1_epi8(-128)),
                                                  all)) != 0) {
         w0 = e4m3_checked(raw);
         w1 = e4m3_checked(_mm256_srli_epi16(raw, 8));
@@ -328,7 +329,7 @@ MTO_T512 void rows_dense(const DotWeights& w, int64_t row0, const float* xp, flo
 }
 
 // R rows of 8-bit codes from row0.
-template <DotCodes KIND, int R, int M>
+template <DotCodes KIND, int R, int M, bool kNanCheck = true>
 MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, float* y,
                          int64_t ldy) {
   const int64_t K = w.K, nblocks = K / 32;
@@ -359,7 +360,7 @@ MTO_T512 void rows_bytes(const DotWeights& w, int64_t row0, const float* xp, flo
         const uint8_t* p = c[r] + blk * 32;
         _mm_prefetch(reinterpret_cast<const char*>(p) + ahead, _MM_HINT_T0);
         __m512 w0, w1;
-        decode8<KIND>(p, w0, w1);
+        decode8<KIND, kNanCheck>(p, w0, w1);
         const __m512 s = _mm512_set1_ps(sv[r][j]);
         MTO_UNROLL_ALL
         for (int m = 0; m < M; ++m)
@@ -391,7 +392,10 @@ MTO_T512 void rows_m(const DotWeights& w, int64_t row0, int64_t nrows, const flo
     case DotCodes::Uint4: group = rows_nibbles<R, M>; single = rows_nibbles<1, M>; break;
     case DotCodes::Int8: group = rows_bytes<DotCodes::Int8, R, M>; single = rows_bytes<DotCodes::Int8, 1, M>; break;
     case DotCodes::Uint8: group = rows_bytes<DotCodes::Uint8, R, M>; single = rows_bytes<DotCodes::Uint8, 1, M>; break;
-    case DotCodes::E4M3: group = rows_bytes<DotCodes::E4M3, R, M>; single = rows_bytes<DotCodes::E4M3, 1, M>; break;
+    case DotCodes::E4M3:
+      group = w.nan_codes ? rows_bytes<DotCodes::E4M3, R, M> : rows_bytes<DotCodes::E4M3, R, M, false>;
+      single = w.nan_codes ? rows_bytes<DotCodes::E4M3, 1, M> : rows_bytes<DotCodes::E4M3, 1, M, false>;
+      break;
     case DotCodes::E5M2: group = rows_bytes<DotCodes::E5M2, R, M>; single = rows_bytes<DotCodes::E5M2, 1, M>; break;
     case DotCodes::F32: group = rows_dense<DotCodes::F32, R, M>; single = rows_dense<DotCodes::F32, 1, M>; break;
     case DotCodes::F16: group = rows_dense<DotCodes::F16, R, M>; single = rows_dense<DotCodes::F16, 1, M>; break;

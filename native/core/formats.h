@@ -54,6 +54,7 @@ struct QuantView {
   const uint8_t* codes;    // rows * row_code_bytes
   const void* scales;      // MX: uint8 E8M0 per block; affine: float16 bits per group
   const uint16_t* biases;  // affine only: float16 bits per group
+  bool fp8_nan_codes = true;  // E4M3: codes may be NaN (magnitude 0x7F); see QTensor
 };
 
 // Writes q[row, k0:k1] as float32 into out (k1 - k0 values). k0 must be a multiple of q.block

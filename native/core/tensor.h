@@ -70,13 +70,19 @@ struct QTensor {
   int block = 32;
   BufferPtr codes, scales, biases;  // biases only for affine formats
   std::shared_ptr<QTensorDeviceView> device_view;  // null: the planes are all there is
+  // FP8 E4M3 only: whether any code may be the NaN code (magnitude 0x7F). False lets the cpu
+  // fused decode kernels skip looking for it in every block (~1.1x from memory with AVX2 or
+  // AVX-512 without VBMI); set by the cpu quantizer (which never writes one) and by
+  // fromQuantized after a scan of the codes. True is always safe.
+  bool fp8_nan_codes = true;
 
   int64_t cols() const { return shape.back(); }
   int64_t rows() const { return shape_numel(shape) / cols(); }
   QuantView view() const {
     return QuantView{format, block, rows(), cols(), static_cast<const uint8_t*>(codes->data()),
                      scales->data(),
-                     biases ? static_cast<const uint16_t*>(biases->data()) : nullptr};
+                     biases ? static_cast<const uint16_t*>(biases->data()) : nullptr,
+                     fp8_nan_codes};
   }
   size_t bytes() const {
     return codes->bytes() + scales->bytes() + (biases ? biases->bytes() : 0);

@@ -38,7 +38,10 @@ bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* ou
   if (v.block <= 0 || v.block % 32 != 0 || v.cols % v.block != 0) return false;
   switch (v.format) {
     case Format::MXINT8: d.kind = mto::simd::DotCodes::Int8; break;
-    case Format::MXFP8_E4M3: d.kind = mto::simd::DotCodes::E4M3; break;
+    case Format::MXFP8_E4M3:
+      d.kind = mto::simd::DotCodes::E4M3;
+      d.nan_codes = v.fp8_nan_codes;
+      break;
     case Format::MXFP8_E5M2: d.kind = mto::simd::DotCodes::E5M2; break;
     case Format::MXFP4:
     case Format::MXINT4:

@@ -48,6 +48,7 @@ void quantize(ThreadPool& pool, const Tensor& x, QTensor& out) {
     }
   };
   pool.parallel_for(rows, step, run, ThreadPool::Schedule::Guided);
+  out.fp8_nan_codes = false;  // the quantizers never write a NaN code (a NaN block's are 0)
 }
 
 void dequantize(ThreadPool& pool, const QTensor& q, float* out) {

@@ -229,6 +229,7 @@ void check_fp8_nan_codes(cpu::ThreadPool& pool, Rng& rng) {
     const int64_t k = (r / 2 * 37 + 5) % K;  // every block, every offset mod 8 and mod 16 over the rows
     codes[r * K + k] = r % 4 ? 0xFF : 0x7F;
   }
+  w->fp8_nan_codes = true;  // codes written here, as fromQuantized's scan would find them
   // 3 rows: the fused kernels; 20: gemm, its weight panels decoded by dequantize_span.
   for (int64_t M : {3, 20}) {
     TensorPtr x = dense({M, K}, DType::Float32, rng);
