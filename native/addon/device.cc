@@ -1,6 +1,5 @@
 #include "device.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -151,9 +150,11 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     copy_plane(info[3], "codes", napi_uint8_array, "Uint8Array", 1, q->codes->data(),
                q->codes->bytes());
     if (f == Format::MXFP8_E4M3) {  // no NaN code: the cpu kernels need not look for one
+      // One pass without an early exit, which the compiler vectorises (a few GB/s more).
       const auto* c = static_cast<const uint8_t*>(q->codes->data());
-      q->fp8_nan_codes = std::any_of(c, c + q->codes->bytes(),
-                                     [](uint8_t b) { return (b & 0x7F) == 0x7F; });
+      uint8_t nan_code = 0;
+      for (size_t i = 0; i < q->codes->bytes(); ++i) nan_code |= uint8_t((c[i] | 0x80) == 0xFF);
+      q->fp8_nan_codes = nan_code != 0;
     }
     if (format_info(f).affine) {
       copy_plane(info[4], "scales", napi_uint16_array, "Uint16Array of float16 bits", 2,
