@@ -150,7 +150,7 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     copy_plane(info[3], "codes", napi_uint8_array, "Uint8Array", 1, q->codes->data(),
                q->codes->bytes());
     if (f == Format::MXFP8_E4M3) {  // no NaN code: the cpu kernels need not look for one
-      // One pass without an early exit, which the compiler vectorises (a few GB/s more).
+      // One pass without an early exit, so that the compiler vectorises it.
       const auto* c = static_cast<const uint8_t*>(q->codes->data());
       uint8_t nan_code = 0;
       for (size_t i = 0; i < q->codes->bytes(); ++i) nan_code |= uint8_t((c[i] | 0x80) == 0xFF);

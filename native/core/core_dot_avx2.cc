@@ -275,9 +275,8 @@ MTO_T256 MTO_INL __m256 e4m3_nan(__m256 w) {
 
 // One block of 32 FP8 codes at c as four registers: for codes 0-15 the 8 even elements, then the
 // 8 odd ones, and the same for codes 16-31 (E4M3 as value / 256, its NaN code as NaN: kNanCheck
-// false when the codes hold none). The
-// codes become float16 bits 32 at a time (the even ones from the low byte of each word, the odd
-// ones from the high byte) and convert 8 at a time.
+// false when the codes hold none). The codes become float16 bits 32 at a time (the even ones from
+// the low byte of each word, the odd ones from the high byte) and convert 8 at a time.
 template <DotCodes KIND, bool kNanCheck = true>
 MTO_T256 MTO_INL void fp8_32(const uint8_t* c, __m256 (&w)[4]) {
   const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(c));
