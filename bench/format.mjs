@@ -33,8 +33,11 @@ function checkCell(check) {
   return `${check.ok ? 'ok' : 'FAIL'}${detail}`;
 }
 
-const HEAD = ['case', 'ours', 'ORT', 'ORT/ours', 'ORT lvl4 (ratio)', 'GFLOP/s', 'GB/s', 'of limit', '1->N threads', 'check', 'targets'];
-const LEFT = new Set([0, 9, 10]);
+const HEAD = ['case', 'ours', 'ORT', 'ORT/ours', 'ORT lvl4 (ratio)', 'OpenBLAS (ratio)', 'ggml (ratio)', 'GFLOP/s', 'GB/s', 'of limit', '1->N threads', 'check', 'targets'];
+const LEFT = new Set([0, 11, 12]);
+
+/** "time (ratio)" of a peer beside the main one, '-' where it did not run, 'error' where it failed. */
+const peerCell = (p, ratio) => (!p ? '-' : p.error ? 'error' : `${fmtMs(p.medianMs)} (${times(ratio)})`);
 
 function rows(doc) {
   return doc.cases.map((c) => [
@@ -42,7 +45,9 @@ function rows(doc) {
     fmtMs(c.ours.medianMs),
     c.peer ? (c.peer.error ? 'error' : fmtMs(c.peer.medianMs)) : '-',
     times(c.ratio),
-    c.peerInt8Activations ? (c.peerInt8Activations.error ? 'error' : `${fmtMs(c.peerInt8Activations.medianMs)} (${times(c.ratioInt8Activations)})`) : '-',
+    peerCell(c.peerInt8Activations, c.ratioInt8Activations),
+    peerCell(c.morePeers?.openblas, c.morePeers?.openblas?.ratio),
+    peerCell(c.morePeers?.ggml, c.morePeers?.ggml?.ratio),
     num(c.ours.gflops),
     num(c.ours.gbps),
     c.fractionOfLimit === null ? '-' : `${pct(c.fractionOfLimit)} ${c.limit === 'fma' ? 'FMA' : 'BW'}`,
@@ -63,8 +68,22 @@ function machineLines(doc) {
     `measured: FMA peak ${p.fmaGflops} GFLOP/s with ${p.threads} threads (${p.fmaIsa}; one thread ${p.oneThread.fmaGflops}), ` +
       `read bandwidth ${p.readGBps} GB/s (one thread ${p.oneThread.readGBps})`,
     `ours: ${doc.threads} threads${p.kernels ? `, ${p.kernels} kernels` : ''}${m.cpuIsaCap ? ` (METAL_TENSOROPS_CPU_ISA=${m.cpuIsaCap})` : ''}; peer: ${peer}`,
+    ...moreLines(doc),
     `${doc.date}, mode ${doc.mode}${doc.source ? `, commit ${doc.source.commit.slice(0, 7)}${doc.source.modified ? ' with local changes' : ''}` : ''}`,
   ];
+}
+
+function moreLines(doc) {
+  const b = doc.morePeers?.openblas;
+  const g = doc.morePeers?.ggml;
+  const lines = [];
+  if (b) {
+    lines.push(b.available
+      ? `OpenBLAS ${b.version} (float32 linear), ${b.core} kernels${b.coretype ? ` (OPENBLAS_CORETYPE=${b.coretype})` : ''}, ${b.threads} threads`
+      : `OpenBLAS: missing (${b.reason})`);
+  }
+  if (g?.available) lines.push(`ggml ${g.commit.slice(0, 12)}, CPU backend, ${g.threads} threads, timed by ${g.tool}`);
+  return lines;
 }
 
 function summaryLine(doc) {
@@ -72,13 +91,20 @@ function summaryLine(doc) {
   return `targets: ${s.targetsMet} met, ${s.targetsMissed} missed, ${s.targetsUnknown} not measurable; checks: ${s.checksFailed === 0 ? 'all ok' : `${s.checksFailed} FAILED`}`;
 }
 
-const peerOps = (doc) => [...new Set(doc.cases.flatMap((c) => [c.peer?.op, c.peerInt8Activations?.op]).filter(Boolean))];
+const peerOps = (doc) => [...new Set(doc.cases.flatMap((c) => [
+  c.peer?.op, c.peerInt8Activations?.op,
+  ...Object.entries(c.morePeers ?? {}).map(([name, p]) => p.op && `${name === 'openblas' ? 'OpenBLAS' : name}: ${p.op}`),
+]).filter(Boolean))];
 
 const LEGEND = [
   "ORT/ours: onnxruntime's median time over ours (above 1: ours is faster); for MatMulNBits at its default",
   'accuracy_level 0, which the targets use. ORT lvl4: the same op at accuracy_level 4 (int8 activations).',
   'of limit: our GFLOP/s over the measured FMA peak (prefill), or our GB/s of weight (K/V) bytes over the',
   'measured read bandwidth (decode). 1->N threads: our 1-thread time over our N-thread time.',
+  "OpenBLAS: its time on the float32 cases (cblas_sgemv for decode, over as many weight copies as ours; cblas_sgemm for prefill) and its median over ours.",
+  "ggml (where run): its mean time from test-backend-ops on the same shape (weights: f32, f16, mxfp4, q8_0 for mxint8, q4_1 for affine4;",
+  'K/V: f32, q8_0 for mxfp8) and its time over ours. It repeats each op on the same tensors, so its decode reads from the caches where',
+  'they fit: its decode ratio is against ours timed on one copy of the data as well (oursFromCache in the JSON).',
 ];
 
 export function renderText(doc) {

@@ -32,7 +32,7 @@ function peerDescription(key, level = ACCURACY_LEVEL) {
 }
 
 export async function runLinear(ctx) {
-  const { dev, dev1, peer, mode, settings, wanted, log, record } = ctx;
+  const { dev, dev1, peer, blas, fromCache, mode, settings, wanted, log, record } = ctx;
   const { shapes, Ms } = linearShapes(mode);
   const out = [];
   for (const [N, K] of shapes) {
@@ -146,9 +146,12 @@ export async function runLinear(ctx) {
         ours.last.dispose();
         delete ours.last;
         await settle();
+        // Decode again on one copy of the weights, as a peer that repeats one op times it (ggml).
+        const oursFromCache = fromCache && M === 1 ? await measure(() => dev.linear(xt, w), { ...settings, release: (y) => y.dispose() }) : null;
 
         const { result: peerResult, y: yPeer } = await timePeer(f, ACCURACY_LEVEL, x, M);
         const { result: peerLevel4 } = await timePeer(f, ACCURACY_LEVEL_INT8, x, M);
+        const blasPeer = f === 'float32' && blas ? await timeBlas(blas, W, x, M, N, K, ref, settings, log) : null;
 
         let scaling = null;
         if (dev1 && M > 1) {
@@ -172,7 +175,11 @@ export async function runLinear(ctx) {
         // every other format against our float32 result, within the format's bound; mxint8 also
         // against the peer, which runs exactly the same weights.
         const relToPeer = check.peerHasOurWeights ? check.oursVsPeerRelRms : 0;
-        check.ok = Number.isFinite(check.oursRelRms) && check.oursRelRms <= check.bound && relToPeer <= 1e-5;
+        // The float32 result is also checked against OpenBLAS's, where it ran.
+        if (blasPeer?.y) check.oursVsOpenBlasRelRms = relRms(yOurs, blasPeer.y);
+        const relToBlas = check.oursVsOpenBlasRelRms ?? 0;
+        check.ok = Number.isFinite(check.oursRelRms) && check.oursRelRms <= check.bound && relToPeer <= 1e-5 && relToBlas <= 1e-5;
+        if (blasPeer) delete blasPeer.y;
 
         out.push(record({
           id, op: 'linear', phase: M === 1 ? 'decode' : 'prefill', weights: f,
@@ -183,8 +190,10 @@ export async function runLinear(ctx) {
           limit: M === 1 ? 'bandwidth' : 'fma',
           ...(M === 1 ? { streaming: layerLoopStreaming(copies, w.bytes) } : {}),
           ours,
+          ...(oursFromCache ? { oursFromCache } : {}),
           peer: peerResult,
           ...(peerLevel4 ? { peerInt8Activations: peerLevel4 } : {}),
+          ...(blasPeer ? { morePeers: { openblas: blasPeer } } : {}),
           scaling,
           check,
         }));
@@ -196,4 +205,29 @@ export async function runLinear(ctx) {
     for (const k of Object.keys(quantized)) delete quantized[k];
   }
   return out;
+}
+
+/**
+ * OpenBLAS (peer-openblas.mjs) on the float32 case: decode as a layer loop over C copies of W, like
+ * ours. Returns its timing and its output y (for the check). Failing is reported, never fatal.
+ */
+async function timeBlas(blas, W, x, M, N, K, ref, settings, log) {
+  const op = blas.op(M);
+  try {
+    const copies = M === 1 ? layerCopies(N * K * 4, settings.layerLoopBytes) : 1;
+    if (copies > 1) log(`linear ${N}x${K}: ${copies} OpenBLAS weight copies for the layer loop`);
+    const ws = [W];
+    while (ws.length < copies) ws.push(Float32Array.from(W));
+    const y = new Float32Array(M * N);
+    const r = await measure((i) => blas.linear(x, ws[i], y, M, N, K), { ...settings, cycle: copies });
+    await settle();
+    return {
+      op, ...r, bytes: N * K * 4, y,
+      ...(copies > 1 ? { streaming: layerLoopStreaming(copies, N * K * 4) } : {}),
+    };
+  } catch (err) {
+    const error = String(err?.message ?? err).split('\n')[0];
+    log(`OpenBLAS failed: ${error}`);
+    return { op, error };
+  }
 }

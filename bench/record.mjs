@@ -24,10 +24,13 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
       if (p.error) return { op: p.op, error: p.error };
       return {
         op: p.op, ...timing(p, c.flops, p.bytes ?? c.bytes), ...(p.bytes ? { bytes: p.bytes } : {}), ...(p.streaming ? { streaming: p.streaming } : {}),
+        ...(p.note ? { note: p.note } : {}),
+        ...(p.check ? { check: Object.fromEntries(Object.entries(p.check).map(([k, v]) => [k, typeof v === 'number' ? round(v, 3) : v])) } : {}),
       };
     };
-    // peer median / our median: above 1, ours is faster.
-    const ratioTo = (p) => (p && !p.error ? round(p.medianMs / c.ours.medianMs, 3) : null);
+    // peer median / our median: above 1, ours is faster. A peer timed on data it reuses from the
+    // caches (fromCache: ggml's decode) is compared with ours timed the same way, where measured.
+    const ratioTo = (p, base = c.ours) => (p && !p.error ? round(p.medianMs / base.medianMs, 3) : null);
     const peer = peerTiming(c.peer);
     const rec = {
       id: c.id,
@@ -48,6 +51,19 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
       ...(c.peerInt8Activations
         ? { peerInt8Activations: peerTiming(c.peerInt8Activations), ratioInt8Activations: ratioTo(c.peerInt8Activations) }
         : {}),
+      // Peers beyond onnxruntime, for information (no target reads them): OpenBLAS on the float32
+      // linear cases (peer-openblas.mjs), ggml's CPU backend where a test-backend-ops binary was
+      // given (peer-ggml.mjs). Each with its own ratio (its median over ours).
+      ...(c.morePeers
+        ? {
+          morePeers: Object.fromEntries(Object.entries(c.morePeers).map(([k, p]) => {
+            const cached = p.fromCache && c.oursFromCache;
+            return [k, { ...peerTiming(p), ratio: ratioTo(p, cached ? c.oursFromCache : c.ours), ...(cached ? { ratioTo: 'oursFromCache' } : {}) }];
+          })),
+        }
+        : {}),
+      // decode, where a peer reuses its data from the caches (ggml): ours on one copy of the data.
+      ...(c.oursFromCache ? { oursFromCache: timing(c.oursFromCache, c.flops, c.bytes) } : {}),
       limit: c.limit,
       // decode: how the data came from memory (layer-loop.mjs): ours here, the peer's in peer.
       ...(c.streaming ? { streaming: c.streaming } : {}),

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// npm run bench [-- options]: the cpu backend against onnxruntime-node on the CPU, in one run,
-// with the machine's FMA peak and read bandwidth measured at the start.
+// npm run bench [-- options]: the cpu backend against onnxruntime-node on the CPU (and OpenBLAS on
+// the float32 linear cases), in one run, with the machine's FMA peak and read bandwidth measured at
+// the start.
 //
 //   --json           print one JSON document (progress goes to stderr)
 //   --filter TEXT    only cases whose id holds every word of TEXT; several filters with commas
@@ -10,6 +11,8 @@
 //   --smoke          tiny shapes, a handful of repetitions: checks that the bench works
 //   --no-peer        run our side only
 //   --out FILE       also write the JSON document to FILE (written once the run is complete)
+//   --ggml DIR       also time ggml's CPU backend on the same shapes with the test-backend-ops built
+//                    in the ggml (or llama.cpp) checkout DIR (peer-ggml.mjs)
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -24,12 +27,14 @@ import { runQuantize } from './quantize.mjs';
 import { renderText } from './format.mjs';
 import { makeRecord } from './record.mjs';
 import { ACCURACY_LEVEL, OrtPeer, loadPeer } from './peer-ort.mjs';
+import { loadOpenBlas } from './peer-openblas.mjs';
+import { loadGgml } from './peer-ggml.mjs';
 
 const require = createRequire(import.meta.url);
-const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer] [--out FILE]';
+const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer] [--out FILE] [--ggml DIR]';
 
 function parseArgs(argv) {
-  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, out: null };
+  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, out: null, ggml: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -42,6 +47,7 @@ function parseArgs(argv) {
     else if (arg === '--no-peer') a.peer = false;
     else if (arg === '--filter') a.filter = value();
     else if (arg === '--out') a.out = value();
+    else if (arg === '--ggml') a.ggml = value();
     else if (arg.startsWith('--filter=')) a.filter = arg.slice(9);
     else if (arg === '--threads' || arg.startsWith('--threads=')) {
       const v = arg === '--threads' ? value() : arg.slice(10);
@@ -80,6 +86,18 @@ function loadPackage() {
   }
 }
 
+/** Times the linear and attention cases on ggml (one run after ours) and adds them as its peer. */
+function attachGgml(ggml, measured, log) {
+  for (const c of measured) {
+    if (c.op === 'linear') ggml.addLinear(c.id, c.shape.M, c.shape.N, c.shape.K, c.weights);
+    if (c.op === 'attention') ggml.addAttention(c.id, c.shape);
+  }
+  const results = ggml.run(log);
+  for (const c of measured) {
+    if (results.has(c.id)) c.morePeers = { ...c.morePeers, ggml: results.get(c.id) };
+  }
+}
+
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const settings = MODES[args.mode];
@@ -95,11 +113,14 @@ async function main() {
   const loaded = args.peer ? loadPeer() : { missing: 'disabled by --no-peer' };
   if (loaded.missing) log(`peer missing: ${loaded.missing}`);
   const peer = loaded.ort ? new OrtPeer(loaded.ort, threads) : null;
+  const blasLoaded = args.peer ? loadOpenBlas(threads, { avx512: peaksAtStart.fmaIsa === 'avx512' }) : { missing: 'disabled by --no-peer' };
+  if (blasLoaded.missing) log(`OpenBLAS peer missing: ${blasLoaded.missing}`);
+  else log(`OpenBLAS ${blasLoaded.blas.version} (${blasLoaded.blas.core} kernels, ${blasLoaded.blas.threads} threads)`);
 
   const dev = await mto.open({ backend: 'cpu', threads });
   const dev1 = threads > 1 ? await mto.open({ backend: 'cpu', threads: 1 }) : null;
   const ctx = {
-    dev, dev1, peer, mode: args.mode, settings, log,
+    dev, dev1, peer, blas: blasLoaded.blas ?? null, fromCache: Boolean(args.ggml), mode: args.mode, settings, log,
     wanted: makeFilter(args.filter),
     record: (c) => c,  // records are made at the end, once the limits are final
   };
@@ -116,6 +137,9 @@ async function main() {
     ...(await runQuantize(ctx)),
   ];
   const seconds = Math.round((Date.now() - started) / 100) / 10;
+  const ggmlLoaded = args.ggml ? loadGgml(args.ggml) : { missing: 'not asked for (--ggml DIR)' };
+  if (args.ggml && ggmlLoaded.missing) log(`ggml peer missing: ${ggmlLoaded.missing}`);
+  if (ggmlLoaded.ggml) attachGgml(ggmlLoaded.ggml, measured, log);
   log('measuring the limits again (the best of both measurements counts)');
   const peaks = combinePeaks([peaksAtStart, measurePeaks(binding, threads, settings.peaks)]);
   const cases = measured.map(makeRecord(peaks, threads, recordOptions));
@@ -133,6 +157,10 @@ async function main() {
     peer: loaded.ort
       ? { name: 'onnxruntime-node', version: loaded.version, available: true, executionProvider: 'cpu', intraOpThreads: threads, matMulNBitsAccuracyLevel: ACCURACY_LEVEL }
       : { name: 'onnxruntime-node', available: false, reason: loaded.missing },
+    morePeers: {
+      openblas: blasLoaded.blas ? blasLoaded.blas.describe() : { name: 'OpenBLAS', available: false, reason: blasLoaded.missing },
+      ggml: ggmlLoaded.ggml ? ggmlLoaded.ggml.describe() : { name: 'ggml', available: false, reason: ggmlLoaded.missing },
+    },
     notes: [
       'Times are medians of the timed repetitions after warm-up, from the call to the resolved Promise, for ours and the peer alike.',
       'ratio = peer median / our median: above 1, ours is faster.',

@@ -13,8 +13,10 @@ const require = createRequire(__filename);
 
 interface Streaming { method: string; copies: number; bytesPerCopy: number }
 interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null; streaming?: Streaming }
+interface MorePeer extends Timing { op: string; ratio: number | null; error?: string; ratioTo?: string }
 interface Case {
   id: string; op: string; phase: string | null; weights: string | null; threads: number;
+  morePeers?: Record<string, MorePeer>; oursFromCache?: Timing;
   ours: Timing; peer: (Timing & { op: string; error?: string }) | null; peerMissing?: string;
   ratio: number | null; limit: string; fractionOfLimit: number | null; streaming?: Streaming;
   scaling: { speedup: number } | null;
@@ -25,6 +27,7 @@ interface Doc {
   mode: string; threads: number;
   machine: { cpu: string; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; kernels: string; oneThread: { fmaGflops: number } } };
   peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number };
+  morePeers: { openblas: { available: boolean; threads?: number; core?: string; reason?: string } };
   cases: Case[];
   summary: { checksFailed: number };
 }
@@ -34,6 +37,16 @@ function bench(args: string[]): Doc {
     cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 100_000, maxBuffer: 64 << 20,
   });
   return JSON.parse(out) as Doc;
+}
+
+/** Whether OpenBLAS loads the way bench/peer-openblas.mjs loads it (koffi, the system library). */
+function openBlasLoads(): boolean {
+  try {
+    require('koffi').load('libopenblas.so.0');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function peerLoads(): boolean {
@@ -126,12 +139,32 @@ describe('npm run bench -- --smoke --json', () => {
     }
   });
 
+  it('compares float32 linear with OpenBLAS in the same run when it loads, and checks ours against it', () => {
+    expect(doc.morePeers.openblas.available).toBe(openBlasLoads());
+    if (!doc.morePeers.openblas.available) return;
+    expect(doc.morePeers.openblas.threads).toBe(2);
+    const f32 = doc.cases.filter((c) => c.op === 'linear' && c.weights === 'float32');
+    expect(f32).toHaveLength(4);
+    for (const c of f32) {
+      const b = c.morePeers?.openblas;
+      expect(b?.error, c.id).toBeUndefined();
+      expect(b?.medianMs, c.id).toBeGreaterThan(0);
+      expect((b?.ratio ?? 0) / ((b?.medianMs ?? 0) / c.ours.medianMs), c.id).toBeCloseTo(1, 2);
+      expect(b?.op, c.id).toMatch(c.phase === 'decode' ? /cblas_sgemv/ : /cblas_sgemm/);
+      if (c.phase === 'decode') expect(b?.streaming?.copies, c.id).toBeGreaterThanOrEqual(2);
+      expect(c.check?.oursVsOpenBlasRelRms, c.id).toBeLessThanOrEqual(1e-5);
+    }
+    for (const c of doc.cases.filter((x) => !(x.op === 'linear' && x.weights === 'float32'))) {
+      expect(c.morePeers?.openblas, c.id).toBeUndefined();
+    }
+  });
+
   it('renders as a Markdown table (bench/table.mjs)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'mto-bench-'));
     const file = join(dir, 'smoke.json');
     writeFileSync(file, JSON.stringify(doc));
     const md = execFileSync(process.execPath, [join(root, 'bench/table.mjs'), file], { encoding: 'utf8' });
-    expect(md).toMatch(/^\| case \| ours \| ORT \|/m);
+    expect(md).toMatch(/^\| case \| ours \| ORT \| ORT\/ours \| ORT lvl4 \(ratio\) \| OpenBLAS \(ratio\) \| ggml \(ratio\) \|/m);
     expect(md.split('\n').filter((l) => l.startsWith('| linear ')).length).toBe(doc.cases.filter((c) => c.op === 'linear').length);
   });
 });
