@@ -130,6 +130,7 @@ export class GgmlPeer {
       try {
         out = execFileSync(this.bin, ['perf', '-b', 'CPU', '--test-file', file, '--output', 'sql'], {
           encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'], cwd: dirname(this.bin),
+          timeout: 30 * 60_000,  // ~1-2 s per case; a tool that hangs must not hang the bench
         });
       } catch (err) {
         const error = `test-backend-ops failed: ${String(err?.stderr || err?.message || err).trim().split('\n').pop()}`;
