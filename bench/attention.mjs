@@ -11,7 +11,7 @@ export const attentionId = ({ B, Hq, Hkv, Lq, Lk, D, kv }) =>
   (kv ? ` ${kv} K/V` : '');
 
 export async function runAttention(ctx) {
-  const { dev, dev1, peer, fromCache, mode, settings, wanted, log, record } = ctx;
+  const { dev, dev1, peer, ggml, mode, settings, wanted, log, record } = ctx;
   const out = [];
   for (const c of attentionCases(mode)) {
     const id = attentionId(c);
@@ -50,8 +50,10 @@ export async function runAttention(ctx) {
     ours.last.dispose();
     delete ours.last;
     await settle();
-    // Decode again on one K/V copy, as a peer that repeats one op times it (ggml).
-    const oursFromCache = fromCache && decode ? await measure(() => run(dev, 0), { ...settings, release: (o) => o.dispose() }) : null;
+    // ggml's CPU backend (peer-ggml.mjs), right after ours; its decode reuses one K/V copy, so ours
+    // is timed that way too.
+    const ggmlPeer = ggml?.attention(c) ?? null;
+    const oursFromCache = ggmlPeer?.fromCache ? await measure(() => run(dev, 0), { ...settings, release: (o) => o.dispose() }) : null;
 
     let peerResult = null;
     let check = { reference: 'onnxruntime GroupQueryAttention output', ok: oOurs.every(Number.isFinite) };
@@ -96,6 +98,7 @@ export async function runAttention(ctx) {
       limit: Lq === Lk ? 'fma' : 'bandwidth',
       ...(decode ? { streaming: layerLoopStreaming(copies, kvBytes) } : {}),
       ours, ...(oursFromCache ? { oursFromCache } : {}), peer: peerResult, scaling, check,
+      ...(ggmlPeer ? { morePeers: { ggml: ggmlPeer } } : {}),
     }));
   }
   return out;

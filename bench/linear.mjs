@@ -32,7 +32,7 @@ function peerDescription(key, level = ACCURACY_LEVEL) {
 }
 
 export async function runLinear(ctx) {
-  const { dev, dev1, peer, blas, fromCache, mode, settings, wanted, log, record } = ctx;
+  const { dev, dev1, peer, blas, ggml, mode, settings, wanted, log, record } = ctx;
   const { shapes, Ms } = linearShapes(mode);
   const out = [];
   for (const [N, K] of shapes) {
@@ -146,8 +146,10 @@ export async function runLinear(ctx) {
         ours.last.dispose();
         delete ours.last;
         await settle();
-        // Decode again on one copy of the weights, as a peer that repeats one op times it (ggml).
-        const oursFromCache = fromCache && M === 1 ? await measure(() => dev.linear(xt, w), { ...settings, release: (y) => y.dispose() }) : null;
+        // ggml's CPU backend (peer-ggml.mjs), right after ours; its decode reuses one copy of the
+        // weights, so ours is timed that way too.
+        const ggmlPeer = ggml?.linear(M, N, K, f) ?? null;
+        const oursFromCache = ggmlPeer?.fromCache ? await measure(() => dev.linear(xt, w), { ...settings, release: (y) => y.dispose() }) : null;
 
         const { result: peerResult, y: yPeer } = await timePeer(f, ACCURACY_LEVEL, x, M);
         const { result: peerLevel4 } = await timePeer(f, ACCURACY_LEVEL_INT8, x, M);
@@ -193,7 +195,7 @@ export async function runLinear(ctx) {
           ...(oursFromCache ? { oursFromCache } : {}),
           peer: peerResult,
           ...(peerLevel4 ? { peerInt8Activations: peerLevel4 } : {}),
-          ...(blasPeer ? { morePeers: { openblas: blasPeer } } : {}),
+          ...(blasPeer || ggmlPeer ? { morePeers: { ...(blasPeer ? { openblas: blasPeer } : {}), ...(ggmlPeer ? { ggml: ggmlPeer } : {}) } } : {}),
           scaling,
           check,
         }));

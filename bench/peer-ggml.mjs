@@ -1,8 +1,8 @@
 // An optional peer: ggml's CPU backend (the kernels of llama.cpp), timed by ggml's own
 // test-backend-ops in perf mode on our exact shapes. Nothing of ggml ships with or is built by
 // this package: `npm run bench -- --ggml DIR` takes a ggml (or llama.cpp) checkout in which the
-// user has built test-backend-ops (DIR/build/bin/test-backend-ops), runs it once after our cases,
-// and attaches its times to them.
+// user has built test-backend-ops (DIR/build/bin/test-backend-ops) and runs it on each linear and
+// decode attention case right after ours (one process per case).
 //
 // The shapes go to test-backend-ops as a --test-file: one line per op, holding the op's number in
 // `enum ggml_op` (read from DIR's ggml.h: it changes as ops are added), the output type and shape,
@@ -77,7 +77,7 @@ export class GgmlPeer {
     this.dir = dir;
     this.bin = bin;
     this.ops = ops;
-    this.lines = new Map();  // our case id -> { line, op }
+    this.count = 0;  // lines written so far: each gets its own name
   }
 
   describe() {
@@ -86,75 +86,64 @@ export class GgmlPeer {
       commit = execFileSync('git', ['-C', this.dir, 'rev-parse', 'HEAD'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     } catch { /* not a git checkout */ }
     return {
-      name: 'ggml', available: true, commit, tool: 'test-backend-ops perf -b CPU --test-file',
+      name: 'ggml', available: true, commit, tool: 'test-backend-ops perf -b CPU --test-file, one case per run, right after ours',
       threads: os.availableParallelism?.() ?? os.cpus().length,
       note: 'its perf mode repeats each op on the same tensors: its decode data comes from the caches where it fits; its decode ratios are against ours timed the same way (oursFromCache)',
     };
   }
 
-  /** Adds the linear case id (y[M, N] = x[M, K] W^T) if ggml has a type for `format`. */
-  addLinear(id, M, N, K, format) {
+  /** ggml's time for y[M, N] = x[M, K] W^T with W of our `format`, or null where ggml has no such type. */
+  linear(M, N, K, format) {
     const t = LINEAR_TYPE[format];
-    if (!t || K % 32) return;
-    const name = `mto-${this.lines.size}`;
+    if (!t || K % 32) return null;
+    const name = `mto-${this.count++}`;
     const line = [this.ops.GGML_OP_MUL_MAT, 0, N, M, 1, 1, 0, 2, source(t[0], [K, N, 1, 1]), source('f32', [K, M, 1, 1]), name].join(' ');
-    this.lines.set(id, { name, line, op: `MUL_MAT, ${t[1]} weights, ${ACTIVATIONS}`, decode: M === 1 });
+    return this.#time({ name, line, op: `MUL_MAT, ${t[1]} weights, ${ACTIVATIONS}`, decode: M === 1 });
   }
 
   /**
-   * Adds the attention case id if it is a decode (Lq = 1, no mask: every key visible, as in ours).
-   * Prefill is left out: our case is causal, and ggml takes causality from a mask tensor, which
-   * test-backend-ops fills with random values (it would time a different, unmasked product).
+   * ggml's time for a decode attention case (Lq = 1, no mask: every key visible, as in ours), or
+   * null. Prefill is left out: our case is causal, and ggml takes causality from a mask tensor,
+   * which test-backend-ops fills with random values (it would time a different, unmasked product).
    */
-  addAttention(id, { B, Hq, Hkv, Lq, Lk, D, kv = 'float32' }) {
+  attention({ B, Hq, Hkv, Lq, Lk, D, kv = 'float32' }) {
     const t = KV_TYPE[kv];
-    if (Lq !== 1 || !t) return;
-    const name = `mto-${this.lines.size}`;
+    if (Lq !== 1 || !t) return null;
+    const name = `mto-${this.count++}`;
     const params = [4, floatBits(1 / Math.sqrt(D)), 0, 0, GGML_PREC_F32];
     const kvSource = source(t, [D, Lk, Hkv, B]);
     const line = [this.ops.GGML_OP_FLASH_ATTN_EXT, 0, D, Hq, Lq, B, ...params, 3,
       source('f32', [D, Lq, Hq, B]), kvSource, kvSource, name].join(' ');
-    this.lines.set(id, { name, line, op: `FLASH_ATTN_EXT, ${t} K/V, f32 precision`, decode: true });
+    return this.#time({ name, line, op: `FLASH_ATTN_EXT, ${t} K/V, f32 precision`, decode: true });
   }
 
-  /** Runs every added case in one test-backend-ops process: case id -> { op, medianMs } or { op, error }. */
-  run(log) {
-    const results = new Map();
-    if (this.lines.size === 0) return results;
+  /**
+   * One test-backend-ops run of one line (~1-2 s): { op, medianMs, ... } or { op, error }. One
+   * case per run, right after ours, so that both sides see the shared machine in the same state.
+   */
+  #time({ name, line, op, decode }) {
     const tmp = mkdtempSync(join(os.tmpdir(), 'mto-ggml-'));
     try {
-      const file = join(tmp, 'cases.txt');
-      writeFileSync(file, [...this.lines.values()].map((l) => l.line).join('\n') + '\n');
-      log(`ggml: test-backend-ops perf on ${this.lines.size} cases`);
+      const file = join(tmp, 'case.txt');
+      writeFileSync(file, `${line}\n`);
       let out;
       try {
         out = execFileSync(this.bin, ['perf', '-b', 'CPU', '--test-file', file, '--output', 'sql'], {
           encoding: 'utf8', maxBuffer: 64 << 20, stdio: ['ignore', 'pipe', 'pipe'], cwd: dirname(this.bin),
-          timeout: 30 * 60_000,  // ~1-2 s per case; a tool that hangs must not hang the bench
+          timeout: 10 * 60_000,  // a tool that hangs must not hang the bench
         });
       } catch (err) {
-        const error = `test-backend-ops failed: ${String(err?.stderr || err?.message || err).trim().split('\n').pop()}`;
-        for (const [id, l] of this.lines) results.set(id, { op: l.op, error });
-        return results;
+        return { op, error: `test-backend-ops failed: ${String(err?.stderr || err?.message || err).trim().split('\n').pop()}` };
       }
-      const byName = new Map();
-      for (const row of parseInserts(out)) {
-        const name = /(?:^|,)name=([^,]+)/.exec(row.op_params ?? '')?.[1];
-        if (name) byName.set(name, row);
+      const row = parseInserts(out).find((r) => /(?:^|,)name=([^,]+)/.exec(r.op_params ?? '')?.[1] === name);
+      const us = Number(row?.time_us);
+      if (!row || row.supported !== '1' || !(us > 0)) {
+        return { op, error: row ? `not supported by ggml's CPU backend (${row.error_message || 'no time'})` : 'no result' };
       }
-      for (const [id, l] of this.lines) {
-        const row = byName.get(l.name);
-        const us = Number(row?.time_us);
-        if (!row || row.supported !== '1' || !(us > 0)) {
-          results.set(id, { op: l.op, error: row ? `not supported by ggml's CPU backend (${row.error_message || 'no time'})` : 'no result' });
-        } else {
-          results.set(id, {
-            op: l.op, medianMs: us / 1e3, minMs: null, maxMs: null, reps: Number(row.n_runs), note: 'mean over its repetitions',
-            ...(l.decode ? { fromCache: true } : {}),
-          });
-        }
-      }
-      return results;
+      return {
+        op, medianMs: us / 1e3, minMs: null, maxMs: null, reps: Number(row.n_runs), note: 'mean over its repetitions',
+        ...(decode ? { fromCache: true } : {}),
+      };
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }

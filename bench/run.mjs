@@ -86,18 +86,6 @@ function loadPackage() {
   }
 }
 
-/** Times the linear and attention cases on ggml (one run after ours) and adds them as its peer. */
-function attachGgml(ggml, measured, log) {
-  for (const c of measured) {
-    if (c.op === 'linear') ggml.addLinear(c.id, c.shape.M, c.shape.N, c.shape.K, c.weights);
-    if (c.op === 'attention') ggml.addAttention(c.id, c.shape);
-  }
-  const results = ggml.run(log);
-  for (const c of measured) {
-    if (results.has(c.id)) c.morePeers = { ...c.morePeers, ggml: results.get(c.id) };
-  }
-}
-
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const settings = MODES[args.mode];
@@ -117,10 +105,13 @@ async function main() {
   if (blasLoaded.missing) log(`OpenBLAS peer missing: ${blasLoaded.missing}`);
   else log(`OpenBLAS ${blasLoaded.blas.version} (${blasLoaded.blas.core} kernels, ${blasLoaded.blas.threads} threads)`);
 
+  const ggmlLoaded = args.ggml ? loadGgml(args.ggml) : { missing: 'not asked for (--ggml DIR)' };
+  if (args.ggml && ggmlLoaded.missing) log(`ggml peer missing: ${ggmlLoaded.missing}`);
+
   const dev = await mto.open({ backend: 'cpu', threads });
   const dev1 = threads > 1 ? await mto.open({ backend: 'cpu', threads: 1 }) : null;
   const ctx = {
-    dev, dev1, peer, blas: blasLoaded.blas ?? null, fromCache: Boolean(args.ggml), mode: args.mode, settings, log,
+    dev, dev1, peer, blas: blasLoaded.blas ?? null, ggml: ggmlLoaded.ggml ?? null, mode: args.mode, settings, log,
     wanted: makeFilter(args.filter),
     record: (c) => c,  // records are made at the end, once the limits are final
   };
@@ -137,9 +128,6 @@ async function main() {
     ...(await runQuantize(ctx)),
   ];
   const seconds = Math.round((Date.now() - started) / 100) / 10;
-  const ggmlLoaded = args.ggml ? loadGgml(args.ggml) : { missing: 'not asked for (--ggml DIR)' };
-  if (args.ggml && ggmlLoaded.missing) log(`ggml peer missing: ${ggmlLoaded.missing}`);
-  if (ggmlLoaded.ggml) attachGgml(ggmlLoaded.ggml, measured, log);
   log('measuring the limits again (the best of both measurements counts)');
   const peaks = combinePeaks([peaksAtStart, measurePeaks(binding, threads, settings.peaks)]);
   const cases = measured.map(makeRecord(peaks, threads, recordOptions));

@@ -1,6 +1,6 @@
 // The bench's ggml peer (bench/peer-ggml.mjs) against a stand-in for ggml's test-backend-ops: a
 // script that reads the --test-file the way ggml's make_test_cases_from_file does, records what it
-// got and answers in test-backend-ops' SQL output format. It checks our side of that interface:
+// got and answers in test-backend-ops' SQL output format (one run per case). It checks our side of that interface:
 // op numbers taken from the checkout's ggml.h, ggml types, shapes and strides per case, the
 // attention parameters, and each result reaching its case with the right ratio. (The real tool was
 // run on these lines by hand: bench/results/linux-x64.json holds such a run.)
@@ -30,15 +30,16 @@ enum ggml_type { GGML_TYPE_F32 = 0 };
 `;
 
 // The stand-in: parses each line (op, type, ne[4], n params, params, n sources, per source type
-// ne[4] nb[4], name), writes them as JSON to LOG, and prints one INSERT per line, with time_us
-// 1000 + the line's index.
+// ne[4] nb[4], name), appends them as JSON to LOG, and prints one INSERT per line, with time_us
+// 1000 + i for the line named mto-i.
 const TOOL = `#!${process.execPath}
 const fs = require('node:fs');
 const args = process.argv.slice(2);
 const file = args[args.indexOf('--test-file') + 1];
 const names = { 3: 'MUL_MAT', 5: 'FLASH_ATTN_EXT' };
-const parsed = [];
-fs.readFileSync(file, 'utf8').split('\\n').filter(Boolean).forEach((line, i) => {
+const log = process.env.MTO_FAKE_GGML_LOG;
+const parsed = fs.existsSync(log) ? JSON.parse(fs.readFileSync(log, 'utf8')) : [];
+fs.readFileSync(file, 'utf8').split('\\n').filter(Boolean).forEach((line) => {
   const t = line.split(' ');
   let j = 0;
   const next = () => t[j++];
@@ -52,10 +53,10 @@ fs.readFileSync(file, 'utf8').split('\\n').filter(Boolean).forEach((line, i) => 
   if (j !== t.length) throw new Error('trailing fields in ' + line);
   parsed.push({ op, type, ne, params, sources, name });
   const fields = 'test_time, build_commit, backend_name, op_name, op_params, test_mode, supported, passed, error_message, time_us, flops, bandwidth_gb_s, memory_kb, n_runs, device_description, backend_reg_name';
-  const values = ['t', 'unknown', 'CPU', names[op] ?? 'NONE', 'name=' + name + ",type=f32,ne=[1,1,1,1],op_params=[],sources=x's", 'perf', '1', '1', '', String(1000 + i), '0', '0', '1', '7', '', ''];
+  const values = ['t', 'unknown', 'CPU', names[op] ?? 'NONE', 'name=' + name + ",type=f32,ne=[1,1,1,1],op_params=[],sources=x's", 'perf', '1', '1', '', String(1000 + Number(name.slice(4))), '0', '0', '1', '7', '', ''];
   console.log('INSERT INTO test_backend_ops (' + fields + ') VALUES (' + values.map((v) => "'" + v.replace(/'/g, "''") + "'").join(', ') + ');');
 });
-fs.writeFileSync(process.env.MTO_FAKE_GGML_LOG, JSON.stringify(parsed));
+fs.writeFileSync(log, JSON.stringify(parsed));
 `;
 
 interface Line { op: number; type: number; ne: number[]; params: number[]; sources: { type: number; ne: number[]; nb: number[] }[]; name: string }
@@ -88,8 +89,8 @@ describe('npm run bench -- --ggml DIR (with a stand-in for test-backend-ops)', (
     lines = JSON.parse(readFileSync(log, 'utf8'));
   }, 110_000);
 
-  // The line a case went out as: the stand-in answers line i with time_us = 1000 + i.
-  const lineOf = (c: Case) => lines[Math.round(c.morePeers!.ggml!.medianMs * 1e3) - 1000];
+  // The line a case went out as: the stand-in answers the line named mto-i with time_us = 1000 + i.
+  const lineOf = (c: Case) => lines.find((l) => l.name === `mto-${Math.round(c.morePeers!.ggml!.medianMs * 1e3) - 1000}`)!;
 
   it('sends every linear case ggml has a type for, and the decode attention cases', () => {
     expect(doc.morePeers.ggml.available).toBe(true);
