@@ -29,7 +29,7 @@ const LINEAR_TYPE = {
   mxint8: ['q8_0', 'q8_0 (int8 codes, a float16 scale per 32)'],
   affine4: ['q4_1', 'q4_1 (uint4 codes, a float16 scale and minimum per 32)'],
 };
-/** K/V types of the decode attention cases (prefill is not run: see attentionLine). */
+/** K/V types of the decode attention cases (prefill is not run: see GgmlPeer.attention). */
 const KV_TYPE = { float32: 'f32', mxfp8: 'q8_0' };
 
 const ACTIVATIONS = 'f32 activations (ggml converts them to its dot-product type per weight type: q8_0 or q8_K for quantized weights)';

@@ -1,5 +1,5 @@
 // A second peer for the float32 linear cases: OpenBLAS (cblas_sgemm for prefill, cblas_sgemv for
-// decode), the BLAS that NumPy and PyTorch's CPU builds link, called in this process through koffi
+// decode), the BLAS that NumPy's wheels ship, called in this process through koffi
 // (a devDependency: a C function interface for Node with prebuilt binaries). Its calls are
 // synchronous (they block the JS thread, which nothing else needs while the bench times them).
 // The library is the system's libopenblas (Debian: libopenblas0-pthread), or the file named by
