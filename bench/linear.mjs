@@ -153,7 +153,7 @@ export async function runLinear(ctx) {
 
         const { result: peerResult, y: yPeer } = await timePeer(f, ACCURACY_LEVEL, x, M);
         const { result: peerLevel4 } = await timePeer(f, ACCURACY_LEVEL_INT8, x, M);
-        const blasPeer = f === 'float32' && blas ? await timeBlas(blas, W, x, M, N, K, ref, settings, log) : null;
+        const { result: blasPeer, y: yBlas } = f === 'float32' && blas ? await timeBlas(blas, W, x, M, N, K, settings, log) : {};
 
         let scaling = null;
         if (dev1 && M > 1) {
@@ -178,10 +178,9 @@ export async function runLinear(ctx) {
         // against the peer, which runs exactly the same weights.
         const relToPeer = check.peerHasOurWeights ? check.oursVsPeerRelRms : 0;
         // The float32 result is also checked against OpenBLAS's, where it ran.
-        if (blasPeer?.y) check.oursVsOpenBlasRelRms = relRms(yOurs, blasPeer.y);
+        if (yBlas) check.oursVsOpenBlasRelRms = relRms(yOurs, yBlas);
         const relToBlas = check.oursVsOpenBlasRelRms ?? 0;
         check.ok = Number.isFinite(check.oursRelRms) && check.oursRelRms <= check.bound && relToPeer <= 1e-5 && relToBlas <= 1e-5;
-        if (blasPeer) delete blasPeer.y;
 
         out.push(record({
           id, op: 'linear', phase: M === 1 ? 'decode' : 'prefill', weights: f,
@@ -211,9 +210,10 @@ export async function runLinear(ctx) {
 
 /**
  * OpenBLAS (peer-openblas.mjs) on the float32 case: decode as a layer loop over C copies of W, like
- * ours. Returns its timing and its output y (for the check). Failing is reported, never fatal.
+ * ours. Returns { result, y } (its output, for the check), as timePeer does. Failing is reported,
+ * never fatal.
  */
-async function timeBlas(blas, W, x, M, N, K, ref, settings, log) {
+async function timeBlas(blas, W, x, M, N, K, settings, log) {
   const op = blas.op(M);
   try {
     const copies = M === 1 ? layerCopies(N * K * 4, settings.layerLoopBytes) : 1;
@@ -223,13 +223,11 @@ async function timeBlas(blas, W, x, M, N, K, ref, settings, log) {
     const y = new Float32Array(M * N);
     const r = await measure((i) => blas.linear(x, ws[i], y, M, N, K), { ...settings, cycle: copies });
     await settle();
-    return {
-      op, ...r, bytes: N * K * 4, y,
-      ...(copies > 1 ? { streaming: layerLoopStreaming(copies, N * K * 4) } : {}),
-    };
+    const result = { op, ...r, bytes: N * K * 4, ...(copies > 1 ? { streaming: layerLoopStreaming(copies, N * K * 4) } : {}) };
+    return { result, y };
   } catch (err) {
     const error = String(err?.message ?? err).split('\n')[0];
     log(`OpenBLAS failed: ${error}`);
-    return { op, error };
+    return { result: { op, error }, y: null };
   }
 }

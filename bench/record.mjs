@@ -25,7 +25,6 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
       return {
         op: p.op, ...timing(p, c.flops, p.bytes ?? c.bytes), ...(p.bytes ? { bytes: p.bytes } : {}), ...(p.streaming ? { streaming: p.streaming } : {}),
         ...(p.note ? { note: p.note } : {}),
-        ...(p.check ? { check: Object.fromEntries(Object.entries(p.check).map(([k, v]) => [k, typeof v === 'number' ? round(v, 3) : v])) } : {}),
       };
     };
     // peer median / our median: above 1, ours is faster. A peer timed on data it reuses from the
