@@ -29,8 +29,19 @@ export interface NativeQTensorHandle {
 
 type Operand = NativeTensorHandle | NativeQTensorHandle;
 
+export interface NativeBufferStats {
+  liveBytes: number;
+  cachedBytes: number;
+  cachedBlocks: number;
+  allocations: number;
+  reuses: number;
+  frees: number;
+}
+
 export interface NativeDeviceHandle {
   info(): import('./backend').NativeInfo;
+  /** Internal, for tests: the counters of the buffer pool tensors come from (null: none). */
+  bufferStats(): NativeBufferStats | null;
   tensor(data: TypedData, shape: readonly number[], dtype: string): NativeTensorHandle;
   fromQuantized(
     format: string, shape: readonly number[], blockSize: number, codes: Uint8Array,

@@ -16,6 +16,7 @@ class AsyncTestBackend final : public Backend {
 
   BackendInfo info() const override { return cpu_->info(); }
   BufferPtr allocate(size_t bytes) override { return cpu_->allocate(bytes); }
+  bool buffer_stats(SizeClassPool::Stats* out) const override { return cpu_->buffer_stats(out); }
   bool runs_on_caller() const override { return false; }
 
   bool quantize(const Tensor& x, QTensor& out, Completion done) override {

@@ -61,6 +61,7 @@ std::string hex16(uint16_t v) {
 Napi::Function NativeDevice::Init(Napi::Env env) {
   return DefineClass(env, "NativeDevice",
                      {InstanceMethod("info", &NativeDevice::Info),
+                      InstanceMethod("bufferStats", &NativeDevice::BufferStats),
                       InstanceMethod("tensor", &NativeDevice::Tensor),
                       InstanceMethod("fromQuantized", &NativeDevice::FromQuantized),
                       InstanceMethod("quantize", &NativeDevice::Quantize),
@@ -103,6 +104,20 @@ Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
   }
   if (!fallback_reason_.empty()) o.Set("fallbackReason", fallback_reason_);
   o.Set("threads", cpu_->info().threads);
+  return o;
+}
+
+Napi::Value NativeDevice::BufferStats(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  SizeClassPool::Stats s;
+  if (!backend_->buffer_stats(&s)) return env.Null();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("liveBytes", double(s.live_bytes));
+  o.Set("cachedBytes", double(s.cached_bytes));
+  o.Set("cachedBlocks", double(s.cached_blocks));
+  o.Set("allocations", double(s.allocations));
+  o.Set("reuses", double(s.reuses));
+  o.Set("frees", double(s.frees));
   return o;
 }
 

@@ -22,6 +22,7 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
  private:
   // device.cc
   Napi::Value Info(const Napi::CallbackInfo& info);
+  Napi::Value BufferStats(const Napi::CallbackInfo& info);  // internal (tests): pool counters or null
   Napi::Value Tensor(const Napi::CallbackInfo& info);        // (data, shape, dtype)
   Napi::Value FromQuantized(const Napi::CallbackInfo& info); // (format, shape, block, codes, scales, biases?)
   // ops.cc

@@ -180,7 +180,7 @@ Napi::Value PoolRun(const Napi::CallbackInfo& info) {
           ++outstanding;
           return reinterpret_cast<void*>(next++);
         },
-        [&](void* h) {
+        [&](void* h, size_t) {
           --outstanding;
           freed.Set(freed.Length(), double(reinterpret_cast<uintptr_t>(h)));
         });

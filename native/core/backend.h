@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "buffer_pool.h"
 #include "capabilities.h"
 #include "ops.h"
 #include "tensor.h"
@@ -47,6 +48,8 @@ class Backend {
   // Storage for a tensor plane of `bytes`, readable and writable by the host (on the metal
   // backend: shared MTLBuffers on unified memory, so reading a result is a plain memcpy).
   virtual BufferPtr allocate(size_t bytes) = 0;
+  // The counters of the pool allocate() draws from (false when it has none).
+  virtual bool buffer_stats(SizeClassPool::Stats* out) const { (void)out; return false; }
 
   // Called once on each quantized tensor just made from allocate()d planes: a backend may keep
   // its own view of them in q.device_view (metal on tensorops-mx: one MTLTensor with a scale

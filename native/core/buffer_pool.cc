@@ -104,7 +104,7 @@ void SizeClassPool::trim_locked(size_t limit) {
 }
 
 void SizeClassPool::free_locked(const Block& b) {
-  free_(b.handle);
+  free_(b.handle, b.bytes);
   stats_.frees += 1;
 }
 

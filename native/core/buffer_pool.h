@@ -1,7 +1,9 @@
-// Size-class buffer pool, as backend-neutral logic. The metal backend will hand it MTLBuffers
-// (as opaque handles) so that a loop that creates and disposes tensors reuses a few buffers
-// instead of creating one per iteration and approaching Metal's limits; tests drive it with fake
-// handles (test/metal-host.test.ts).
+// Size-class buffer pool, as backend-neutral logic. The metal backend hands it MTLBuffers (as
+// opaque handles) so that a loop that creates and disposes tensors reuses a few buffers instead of
+// creating one per iteration and approaching Metal's limits; the cpu backend, host memory, so
+// that such a loop reuses warm pages instead of faulting in new ones (cpu/buffers.h). Tests drive
+// it with fake handles (test/metal-host.test.ts) and through the cpu backend
+// (test/cpu-buffers.test.ts).
 //
 // Why classes: MLX's BufferCache reuses a cached buffer only if it is smaller than
 // min(2 * size, size + 2 pages) (mlx/backend/common/buffer_cache.h), so a growing allocation
@@ -44,7 +46,7 @@ class SizeClassPool {
     size_t allocations = 0, reuses = 0, frees = 0;
   };
   using AllocFn = std::function<void*(size_t bytes)>;  // returns nullptr on failure
-  using FreeFn = std::function<void(void* handle)>;
+  using FreeFn = std::function<void(void* handle, size_t bytes)>;  // bytes: the block's class size
 
   SizeClassPool(size_t cache_limit_bytes, AllocFn alloc, FreeFn free);
   ~SizeClassPool();  // frees every cached block (live ones belong to their holders)

@@ -23,24 +23,30 @@ constexpr size_t kHugePage = size_t(2) << 20;
 size_t alignment_for(size_t bytes) { return bytes >= kHugePage ? kHugePage : 64; }
 }  // namespace
 
-Buffer::Buffer(size_t bytes) : data_(nullptr), bytes_(bytes) {
+void* host_alloc(size_t bytes) {
   // Whole 64-byte lines (or 2 MiB pages: aligned_alloc's size is a multiple of the alignment;
   // the part past `bytes` is never touched, so never committed); never 0 bytes.
   const size_t align = alignment_for(bytes);
   size_t rounded = (bytes + align - 1) / align * align;
   if (rounded == 0) rounded = 64;
-  data_ = aligned_alloc_bytes(align, rounded);
+  void* p = aligned_alloc_bytes(align, rounded);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  // A hint: failure is harmless.
+  if (p && align == kHugePage) madvise(p, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
+#endif
+  return p;
+}
+
+void host_free(void* p, size_t bytes) { aligned_free(p, alignment_for(bytes)); }
+
+Buffer::Buffer(size_t bytes) : data_(host_alloc(bytes)), bytes_(bytes) {
   if (!data_) {
     throw Error(code::OOM, "could not allocate " + std::to_string(bytes) + " bytes of host memory");
   }
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  // A hint: failure is harmless.
-  if (align == kHugePage) madvise(data_, bytes / kHugePage * kHugePage, MADV_HUGEPAGE);
-#endif
 }
 
 Buffer::~Buffer() {
-  if (owned_) aligned_free(data_, alignment_for(bytes_));
+  if (owned_) host_free(data_, bytes_);
 }
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }

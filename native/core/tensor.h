@@ -1,6 +1,7 @@
 // Backend-neutral tensor storage: a dense tensor (shape + dtype + bytes) and a quantized tensor
-// (shape + format + code, scale and bias planes). The cpu backend owns plain aligned host memory;
-// the metal backend will own MTLBuffers behind the same Buffer interface.
+// (shape + format + code, scale and bias planes). The cpu backend's buffers are aligned host
+// memory, the metal backend's MTLBuffers, behind the same Buffer interface (both from a pool:
+// buffer_pool.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -37,6 +38,10 @@ class Buffer {
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 BufferPtr make_buffer(size_t bytes);
+// The host memory behind Buffer(bytes) (64-byte aligned; from 2 MiB on, 2 MiB aligned with huge
+// pages asked for): null when it cannot be had. host_free takes the same `bytes`.
+void* host_alloc(size_t bytes);
+void host_free(void* p, size_t bytes);
 // Where a backend's tensors get their storage (Backend::allocate).
 using Allocator = std::function<BufferPtr(size_t bytes)>;
 

@@ -1,10 +1,11 @@
-// The cpu backend behind core/backend.h: plain aligned host memory and the kernels of this
-// directory, run on the calling thread with the backend's thread pool (the addon calls them from
-// a task it posts to that pool, or inline for tiny ops). Kernels write float32; other output dtypes go through a
-// float32 staging buffer converted at the end.
+// The cpu backend behind core/backend.h: host memory from a buffer pool (buffers.h) and the
+// kernels of this directory, run on the calling thread with the backend's thread pool (the addon
+// calls them from a task it posts to that pool, or inline for tiny ops). Kernels write float32;
+// other output dtypes go through a float32 staging buffer converted at the end.
 #include <vector>
 
 #include "../core/backend.h"
+#include "buffers.h"
 #include "ops.h"
 
 namespace mto::cpu {
@@ -25,14 +26,19 @@ void write_as(Tensor& out, Kernel&& kernel) {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads) : pool_(threads) {}
+  explicit CpuBackend(int threads)
+      : pool_(threads), buffers_(std::make_shared<CpuBufferPool>(kCpuCacheLimit)) {}
 
   BackendInfo info() const override {
     BackendInfo i;
     i.threads = pool_.size();
     return i;
   }
-  BufferPtr allocate(size_t bytes) override { return make_buffer(bytes); }
+  BufferPtr allocate(size_t bytes) override { return buffers_->allocate(bytes); }
+  bool buffer_stats(SizeClassPool::Stats* out) const override {
+    *out = buffers_->stats();
+    return true;
+  }
   bool runs_on_caller() const override { return true; }
   void post(std::function<void()> task) override { pool_.post(std::move(task)); }
 
@@ -68,6 +74,7 @@ class CpuBackend final : public Backend {
   }
 
   ThreadPool pool_;
+  std::shared_ptr<CpuBufferPool> buffers_;
 };
 
 }  // namespace

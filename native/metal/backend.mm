@@ -44,6 +44,10 @@ class MetalBackend final : public Backend {
     return i;
   }
   BufferPtr allocate(size_t bytes) override { return pool_->allocate(bytes); }
+  bool buffer_stats(SizeClassPool::Stats* out) const override {
+    *out = pool_->stats();
+    return true;
+  }
   void attach_device_view(QTensor& q) override { attach_scale_plane_tensor(device_, choice_.tier, q); }
   bool runs_on_caller() const override { return false; }
   void flush() override { stream_.flush(); }

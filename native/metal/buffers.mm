@@ -42,7 +42,7 @@ MetalBufferPool::MetalBufferPool(id<MTLDevice> device, size_t cache_limit)
             // The pool owns one retain count per block until free releases it.
             return b ? (__bridge_retained void*)b : nullptr;
           },
-          [](void* handle) {
+          [](void* handle, size_t) {
             id<MTLBuffer> b = (__bridge_transfer id<MTLBuffer>)handle;  // released at scope end
             (void)b;
           }) {}

@@ -1,0 +1,33 @@
+// Host buffers from the size-class pool (buffers.h).
+#include "buffers.h"
+
+namespace mto::cpu {
+namespace {
+
+// A pooled block seen as a core Buffer: returns the block when the last tensor plane using it
+// goes away.
+class CpuBuffer final : public Buffer {
+ public:
+  CpuBuffer(std::shared_ptr<CpuBufferPool> owner, SizeClassPool* pool, SizeClassPool::Block block,
+            size_t bytes)
+      : Buffer(Adopt{}, block.handle, bytes), owner_(std::move(owner)), pool_(pool), block_(block) {}
+  ~CpuBuffer() override { pool_->release(block_); }
+
+ private:
+  std::shared_ptr<CpuBufferPool> owner_;  // keeps pool_ alive
+  SizeClassPool* pool_;
+  SizeClassPool::Block block_;
+};
+
+}  // namespace
+
+CpuBufferPool::CpuBufferPool(size_t cache_limit)
+    : pool_(cache_limit, host_alloc, host_free) {}
+
+BufferPtr CpuBufferPool::allocate(size_t bytes) {
+  if (bytes < kCpuPoolMinBytes) return make_buffer(bytes);
+  SizeClassPool::Block block = pool_.acquire(bytes);  // throws Error(E_OOM)
+  return std::make_shared<CpuBuffer>(shared_from_this(), &pool_, block, bytes);
+}
+
+}  // namespace mto::cpu
