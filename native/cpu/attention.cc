@@ -186,6 +186,7 @@ MTO_INLINE void apply_mask_row(const Plan& pl, int64_t base, int64_t j0, int64_t
 // gives NaN P, l and O (exp2(NaN - m)); the tile's max skips it (std::max: vectorises), so a tile
 // of only NaN and hidden scores is caught below, and m is made NaN too: a poisoned split must
 // poison the merge.
+template <int W>
 MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
                             float* __restrict orow, int64_t Dp) {
   float mx[kNR];
@@ -203,6 +204,28 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
     return false;
   }
   float sum[kNR];
+#if MTO_GNU_EXTENSIONS
+  // In vectors of the instruction set's width (explicit: GCC did not vectorise the scalar loop
+  // below), with the same bits as that loop: lane c of vector k sums column k * W + c.
+  using V = simd::Vec<W>;
+  constexpr int kV = kNR / W;
+  V vsum[kV];
+  MTO_UNROLL
+  for (int k = 0; k < kV; ++k) simd::splat<W>(vsum[k], 0.f);
+  const V hidden = -V{};  // -0 in every lane (splat's 0 + -0 would be +0)
+  for (int64_t j = 0; j < nc; j += kNR) {
+    MTO_UNROLL
+    for (int k = 0; k < kV; ++k) {
+      V x, e;
+      simd::load<W>(x, s + j + k * W);
+      exp2_nonpos<W>(x - m_new, e);  // 0 for a hidden key (NaN once m is NaN)
+      simd::store<W>(s + j + k * W, x == kNegInf ? hidden : e);
+      vsum[k] += e;
+    }
+  }
+  MTO_UNROLL
+  for (int k = 0; k < kV; ++k) simd::store<W>(sum + k * W, vsum[k]);
+#else
   for (int c = 0; c < kNR; ++c) sum[c] = 0.f;
   for (int64_t j = 0; j < nc; j += kNR)
     for (int c = 0; c < kNR; ++c) {
@@ -211,6 +234,7 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
       s[j + c] = x == kNegInf ? -0.f : e;
       sum[c] += e;
     }
+#endif
   float tsum = 0.f;
   for (int c = 0; c < kNR; ++c) tsum += sum[c];
   if (m_new != *m) {
@@ -382,7 +406,7 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
         const int64_t base = b * p.mask_stride[0] + h * p.mask_stride[1] + i * p.mask_stride[2];
         apply_mask_row(pl, base, j0, visible, srow, sc.masktmp.data());
       }
-      any_live |= softmax_row(srow, nc, m + r, l + r, O + r * Dp, Dp);
+      any_live |= softmax_row<W>(srow, nc, m + r, l + r, O + r * Dp, Dp);
     }
     if (!any_live) continue;
 
