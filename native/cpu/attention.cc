@@ -205,8 +205,8 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
   }
   float sum[kNR];
 #if MTO_GNU_EXTENSIONS
-  // In vectors of the instruction set's width (explicit: GCC did not vectorise the scalar loop
-  // below), with the same bits as that loop: lane c of vector k sums column k * W + c.
+  // In vectors of the instruction set's width (explicit: GCC vectorised the scalar loop below for
+  // AVX-512 only), with the same bits as that loop: lane c of vector k sums column k * W + c.
   using V = simd::Vec<W>;
   constexpr int kV = kNR / W;
   V vsum[kV];
