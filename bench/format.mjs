@@ -71,7 +71,7 @@ function machineLines(doc) {
     ? `onnxruntime-node ${doc.peer.version}, CPU, intra-op threads ${doc.peer.intraOpThreads}, MatMulNBits accuracy_level ${doc.peer.matMulNBitsAccuracyLevel}`
     : `missing (${doc.peer.reason})`;
   return [
-    `${m.cpu}, ${m.cores} cores, ${m.os}, Node ${m.node}; load average ${m.loadAverage1m} at start, ${m.loadAverage1mAtEnd ?? '?'} at end`,
+    `${m.cpu}${m.cpuId ? ` (family ${m.cpuId.family} model ${m.cpuId.model})` : ''}, ${m.cores} cores, ${m.os}, Node ${m.node}; load average ${m.loadAverage1m} at start, ${m.loadAverage1mAtEnd ?? '?'} at end`,
     `measured: FMA peak ${p.fmaGflops} GFLOP/s with ${p.threads} threads (${p.fmaIsa}; one thread ${p.oneThread.fmaGflops}), ` +
       `read bandwidth ${p.readGBps} GB/s (one thread ${p.oneThread.readGBps})`,
     `ours: ${doc.threads} threads${p.kernels ? `, ${p.kernels} kernels` : ''}${m.cpuIsaCap ? ` (METAL_TENSOROPS_CPU_ISA=${m.cpuIsaCap})` : ''}; peer: ${peer}`,

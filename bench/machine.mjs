@@ -12,10 +12,27 @@ function osName() {
   return `${os.type()} ${os.release()}`;
 }
 
+// x86 family / model / stepping from Linux's /proc/cpuinfo (null elsewhere): a virtual machine's
+// model name can be as bare as "AMD EPYC" for Zen 3 and Zen 5 alike.
+function cpuId() {
+  try {
+    const info = fs.readFileSync('/proc/cpuinfo', 'utf8');
+    const field = (name) => {
+      const m = new RegExp(`^${name}\\s*:\\s*(\\d+)`, 'm').exec(info);
+      return m ? Number(m[1]) : null;
+    };
+    const family = field('cpu family');
+    return family === null ? null : { family, model: field('model'), stepping: field('stepping') };
+  } catch {
+    return null;
+  }
+}
+
 export function describeMachine() {
   const cpus = os.cpus();
   return {
     cpu: cpus[0]?.model?.trim() || `${process.arch} cpu`,
+    cpuId: cpuId(),
     cores: os.availableParallelism?.() ?? cpus.length,
     arch: process.arch,
     platform: process.platform,

@@ -2,7 +2,7 @@
 // here and its JSON document is checked for structure and for the correctness checks it makes
 // against the peer. Nothing here judges speed: speed is what `npm run bench` reports.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -25,7 +25,7 @@ interface Case {
 }
 interface Doc {
   mode: string; threads: number;
-  machine: { cpu: string; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; kernels: string; oneThread: { fmaGflops: number } } };
+  machine: { cpu: string; cpuId: { family: number; model: number; stepping: number | null } | null; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; kernels: string; oneThread: { fmaGflops: number } } };
   peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number };
   morePeers: { openblas: { available: boolean; threads?: number; core?: string; reason?: string } };
   cases: Case[];
@@ -76,6 +76,13 @@ describe('npm run bench -- --smoke --json', () => {
     expect(typeof doc.machine.peaks.fmaIsa).toBe('string');
     // The kernels ours ran with (conversion/fused dot), as the addon chose them for this CPU.
     expect(doc.machine.peaks.kernels).toMatch(/^(baseline|avx2|avx512|avx512vbmi|neon)\/(none|avx2|avx512|avx512vbmi|neon)$/);
+    // x86 Linux: family and model as /proc/cpuinfo's first processor gives them (a virtual
+    // machine's model name may not tell Zen 3 from Zen 5).
+    if (process.platform === 'linux' && process.arch === 'x64' && existsSync('/proc/cpuinfo')) {
+      const info = readFileSync('/proc/cpuinfo', 'utf8').split('\n\n')[0];
+      const field = (name: string) => Number(info.split('\n').find((l) => l.startsWith(name))!.split(':')[1]);
+      expect(doc.machine.cpuId).toEqual({ family: field('cpu family'), model: field('model\t'), stepping: field('stepping') });
+    }
   });
 
   it('runs every case of issue 6 (at tiny shapes), each with our timing', () => {
