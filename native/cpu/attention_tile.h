@@ -265,13 +265,15 @@ MTO_INLINE void pv_block(int64_t n, const float* __restrict P, int64_t ldp,
     for (int c = 0; c < NC; ++c) simd::store<W>(O + r * ldo + c * W, acc[r][c]);
 }
 
-// Dp (a multiple of kNR) columns: 4 vectors at a time, then kNR at a time.
+// Dp (a multiple of kNR) columns: kNC vectors at a time, then kNR at a time. AVX2's 16 registers
+// take 4 rows x 2 vectors (with 4 x 4 accumulators GCC spilled two of them to the stack every
+// step); AVX-512's and NEON's 32 take 4 x 4.
 template <int RR, int W>
 MTO_INLINE void pv_rows(int64_t n, int64_t Dp, const float* P, int64_t ldp, const float* V,
                         int64_t ldv, float* O, int64_t ldo) {
-  constexpr int kWide = 4 * W;
+  constexpr int kNC = W == 8 ? 2 : 4, kWide = kNC * W;
   int64_t d = 0;
-  for (; d + kWide <= Dp; d += kWide) pv_block<RR, 4, W>(n, P, ldp, V + d, ldv, O + d, ldo);
+  for (; d + kWide <= Dp; d += kWide) pv_block<RR, kNC, W>(n, P, ldp, V + d, ldv, O + d, ldo);
   for (; d < Dp; d += kNR) pv_block<RR, kNR / W, W>(n, P, ldp, V + d, ldv, O + d, ldo);
 }
 
