@@ -58,6 +58,19 @@ describe('cpu buffer pool', () => {
     b.dispose();
   });
 
+  it('is one pool for every cpu device of the process: its cache is bounded per process', () => {
+    const other: NativeDeviceHandle = new NativeDevice(1, 'cpu', '');
+    const n = 200_000;
+    const a = other.tensor(new Float32Array(n), [n], 'float32');
+    expect(other.bufferStats()).toEqual(stats());
+    a.dispose();
+    const before = stats();
+    const b = nd.tensor(new Float32Array(n), [n], 'float32');  // the other device's block
+    expect(stats().reuses).toBe(before.reuses + 1);
+    expect(stats().allocations).toBe(before.allocations);
+    b.dispose();
+  });
+
   it('leaves tensors under 64 KiB to malloc (the pool would round each up to a 16 KiB page)', () => {
     const before = stats();
     const t = nd.tensor(new Float32Array(4000), [4000], 'float32');

@@ -27,7 +27,7 @@ void write_as(Tensor& out, Kernel&& kernel) {
 class CpuBackend final : public Backend {
  public:
   explicit CpuBackend(int threads)
-      : pool_(threads), buffers_(std::make_shared<CpuBufferPool>(kCpuCacheLimit)) {}
+      : pool_(threads), buffers_(CpuBufferPool::process_pool()) {}
 
   BackendInfo info() const override {
     BackendInfo i;

@@ -1,6 +1,8 @@
 // Host buffers from the size-class pool (buffers.h).
 #include "buffers.h"
 
+#include <mutex>
+
 namespace mto::cpu {
 namespace {
 
@@ -23,6 +25,18 @@ class CpuBuffer final : public Buffer {
 
 CpuBufferPool::CpuBufferPool(size_t cache_limit)
     : pool_(cache_limit, host_alloc, host_free) {}
+
+std::shared_ptr<CpuBufferPool> CpuBufferPool::process_pool() {
+  static std::mutex mutex;
+  static std::weak_ptr<CpuBufferPool> current;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<CpuBufferPool> pool = current.lock();
+  if (!pool) {
+    pool = std::make_shared<CpuBufferPool>(kCpuCacheLimit);
+    current = pool;
+  }
+  return pool;
+}
 
 BufferPtr CpuBufferPool::allocate(size_t bytes) {
   if (bytes < kCpuPoolMinBytes) return make_buffer(bytes);

@@ -14,8 +14,8 @@
 
 namespace mto::cpu {
 
-// Released buffers kept for reuse: at most this many bytes (kPoolLargeBytes, the largest block
-// the pool caches, so one such block fits).
+// Released buffers kept for reuse: at most this many bytes per process (kPoolLargeBytes, the
+// largest block the pool caches, so one such block fits).
 constexpr size_t kCpuCacheLimit = kPoolLargeBytes;
 // Smaller requests skip the pool: it rounds every block up to whole 16 KiB pages (Metal's
 // granularity), where malloc packs small blocks tightly and keeps them in its heap, warm.
@@ -26,6 +26,9 @@ constexpr size_t kCpuPoolMinBytes = size_t(64) << 10;
 class CpuBufferPool : public std::enable_shared_from_this<CpuBufferPool> {
  public:
   explicit CpuBufferPool(size_t cache_limit);
+  // The process's pool, shared by every cpu device (worker threads' included), so that the cache
+  // is bounded per process, not per device; made again once no device or buffer holds it.
+  static std::shared_ptr<CpuBufferPool> process_pool();
 
   // A Buffer of `bytes` (its contents undefined, as a fresh allocation's): from the pool from
   // kCpuPoolMinBytes on. Throws Error(E_OOM).
