@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/ops.h"
 #include "errors.h"
+#include "internal.h"
 #include "tensors.h"
 
 namespace mto::addon {
@@ -111,14 +112,7 @@ Napi::Value NativeDevice::BufferStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   SizeClassPool::Stats s;
   if (!backend_->buffer_stats(&s)) return env.Null();
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("liveBytes", double(s.live_bytes));
-  o.Set("cachedBytes", double(s.cached_bytes));
-  o.Set("cachedBlocks", double(s.cached_blocks));
-  o.Set("allocations", double(s.allocations));
-  o.Set("reuses", double(s.reuses));
-  o.Set("frees", double(s.frees));
-  return o;
+  return pool_stats_to_js(env, s);
 }
 
 Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {

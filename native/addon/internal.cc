@@ -160,6 +160,21 @@ Napi::Value SizeClass(const Napi::CallbackInfo& info) {
   });
 }
 
+}  // namespace
+
+Napi::Object pool_stats_to_js(Napi::Env env, const SizeClassPool::Stats& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("liveBytes", double(s.live_bytes));
+  o.Set("cachedBytes", double(s.cached_bytes));
+  o.Set("cachedBlocks", double(s.cached_blocks));
+  o.Set("allocations", double(s.allocations));
+  o.Set("reuses", double(s.reuses));
+  o.Set("frees", double(s.frees));
+  return o;
+}
+
+namespace {
+
 // poolRun({ cacheLimit, maxOutstanding? }, script) where script items are { acquire: bytes } or
 // { release: i } (i = the script index of the acquire). A fake allocator hands out numbered
 // handles and fails once maxOutstanding handles exist. Returns { steps: [{ handle, bytes, reused }
@@ -209,17 +224,9 @@ Napi::Value PoolRun(const Napi::CallbackInfo& info) {
       }
       steps.Set(i, step);
     }
-    const SizeClassPool::Stats s = pool.stats();
-    Napi::Object stats = Napi::Object::New(env);
-    stats.Set("liveBytes", double(s.live_bytes));
-    stats.Set("cachedBytes", double(s.cached_bytes));
-    stats.Set("cachedBlocks", double(s.cached_blocks));
-    stats.Set("allocations", double(s.allocations));
-    stats.Set("reuses", double(s.reuses));
-    stats.Set("frees", double(s.frees));
     Napi::Object out = Napi::Object::New(env);
     out.Set("steps", steps);
-    out.Set("stats", stats);
+    out.Set("stats", pool_stats_to_js(env, pool.stats()));
     out.Set("freed", freed);
     return out;
   });

@@ -4,8 +4,13 @@
 #pragma once
 #include <napi.h>
 
+#include "core/buffer_pool.h"
+
 namespace mto::addon {
 Napi::Object InitInternal(Napi::Env env);
+// A buffer pool's counters as { liveBytes, cachedBytes, cachedBlocks, allocations, reuses, frees }
+// (poolRun here; the native device's bufferStats()).
+Napi::Object pool_stats_to_js(Napi::Env env, const SizeClassPool::Stats& s);
 // internal_plans.cc: planLibraries() -> [{ op, tier, library, kernel }].
 Napi::Value PlanLibraries(const Napi::CallbackInfo& info);
 // internal_scale_plane.cc: scalePlaneLayout(format, block, shape, tier), quantizedView(q).
