@@ -11,7 +11,7 @@ export const attentionId = ({ B, Hq, Hkv, Lq, Lk, D, kv }) =>
   (kv ? ` ${kv} K/V` : '');
 
 export async function runAttention(ctx) {
-  const { dev, dev1, peer, ggml, mode, settings, wanted, log, record } = ctx;
+  const { dev, dev1, peer, ggml, mode, settings, wanted, log, record, kernelTimes } = ctx;
   const out = [];
   for (const c of attentionCases(mode)) {
     const id = attentionId(c);
@@ -45,7 +45,7 @@ export async function runAttention(ctx) {
       v = await held(kvs[0][1]);
     }
     const run = (d, i = 0) => d.attention(qt, kvs[i][0], kvs[i][1], { causal: true });
-    const ours = await measure((i) => run(dev, i), { ...settings, cycle: copies, release: (o) => o.dispose(), keepLast: true });
+    const ours = await measure((i) => run(dev, i), { ...settings, cycle: copies, release: (o) => o.dispose(), keepLast: true, kernelTimes });
     const oOurs = await ours.last.toFloat32();
     ours.last.dispose();
     delete ours.last;

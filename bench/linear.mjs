@@ -32,7 +32,7 @@ function peerDescription(key, level = ACCURACY_LEVEL) {
 }
 
 export async function runLinear(ctx) {
-  const { dev, dev1, peer, blas, ggml, mode, settings, wanted, log, record } = ctx;
+  const { dev, dev1, peer, blas, ggml, mode, settings, wanted, log, record, kernelTimes } = ctx;
   const { shapes, Ms } = linearShapes(mode);
   const out = [];
   for (const [N, K] of shapes) {
@@ -138,7 +138,7 @@ export async function runLinear(ctx) {
         let ours;
         try {
           while (ws.length < copies) ws.push(await makeWeights(f));
-          ours = await measure((i) => dev.linear(xt, ws[i]), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true });
+          ours = await measure((i) => dev.linear(xt, ws[i]), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true, kernelTimes });
         } finally {
           for (const extra of ws.slice(1)) extra.dispose();
         }

@@ -12,8 +12,16 @@ function timing(r, flops, bytes) {
     gbps: bytes ? round(bytes / s / 1e9) : null,
   };
   if (r.medianMs < 1) out.medianUs = round(r.medianMs * 1e3);
+  // ours: the median time in the kernel alone (timing.mjs: kernelTimes), without the trips
+  // between the JS thread and the pool threads that the median above includes.
+  if (r.kernelMedianMs) out.kernel = timing({ medianMs: r.kernelMedianMs, minMs: null, maxMs: null }, flops, bytes);
   return out;
 }
+
+// Throughput t over the machine's limit: GFLOP/s over the FMA peak, or GB/s over read bandwidth.
+const fraction = (limit, t, peaks) =>
+  limit === 'fma' && t.gflops ? round(t.gflops / peaks.fmaGflops, 3)
+    : limit === 'bandwidth' && t.gbps ? round(t.gbps / peaks.readGBps, 3) : null;
 
 /** record(c) for a run with `threads` threads and measured `peaks` (machine.mjs). */
 export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnxruntime-node not available' } = {}) {
@@ -66,9 +74,9 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
       limit: c.limit,
       // decode: how the data came from memory (layer-loop.mjs): ours here, the peer's in peer.
       ...(c.streaming ? { streaming: c.streaming } : {}),
-      fractionOfLimit:
-        c.limit === 'fma' && ours.gflops ? round(ours.gflops / peaks.fmaGflops, 3)
-          : c.limit === 'bandwidth' && ours.gbps ? round(ours.gbps / peaks.readGBps, 3) : null,
+      fractionOfLimit: fraction(c.limit, ours, peaks),
+      // The same for the kernel alone (for information: the targets read fractionOfLimit).
+      ...(ours.kernel ? { kernelFractionOfLimit: fraction(c.limit, ours.kernel, peaks) } : {}),
       scaling: c.scaling
         ? { threads: 1, medianMs: round(c.scaling.medianMs), pairedMedianMs: round(c.scaling.pairedMedianMs), pairs: c.scaling.pairs, speedup: round(c.scaling.speedup, 3) }
         : null,

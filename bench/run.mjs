@@ -25,6 +25,7 @@ import { runLinear } from './linear.mjs';
 import { runOverhead } from './overhead.mjs';
 import { runQuantize } from './quantize.mjs';
 import { renderText } from './format.mjs';
+import { hostKernelTimes } from './timing.mjs';
 import { makeRecord } from './record.mjs';
 import { ACCURACY_LEVEL, OrtPeer, loadPeer } from './peer-ort.mjs';
 import { loadOpenBlas } from './peer-openblas.mjs';
@@ -112,6 +113,7 @@ async function main() {
   const dev1 = threads > 1 ? await mto.open({ backend: 'cpu', threads: 1 }) : null;
   const ctx = {
     dev, dev1, peer, blas: blasLoaded.blas ?? null, ggml: ggmlLoaded.ggml ?? null, mode: args.mode, settings, log,
+    kernelTimes: hostKernelTimes(binding),
     wanted: makeFilter(args.filter),
     record: (c) => c,  // records are made at the end, once the limits are final
   };

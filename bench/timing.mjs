@@ -16,8 +16,11 @@ export function median(xs) {
  * With `cycle` = C > 1 (a decode case's layer loop, layer-loop.mjs), `fn(i)` gets the copy to run,
  * i = 0, 1, ..., C - 1, 0, ...: the warm-up makes at least one full pass (first runs do one-time
  * work, per onnxruntime session too), and at least one full pass is timed.
+ * `kernelTimes` (ours: { start(), take() }, hostKernelTimes below) records what each timed run
+ * spent in the kernel on the pool thread; their median comes back as kernelMedianMs when every
+ * run recorded exactly one (an op run inline on the JS thread records none).
  */
-export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targetMs = 1000, release = () => {}, keepLast = false, cycle = 1 } = {}) {
+export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targetMs = 1000, release = () => {}, keepLast = false, cycle = 1, kernelTimes = null } = {}) {
   let estimate = Infinity;
   let warmed = 0;
   // Up to `warmup` runs, and a full cycle; a big case stops once it has spent half the target.
@@ -32,6 +35,7 @@ export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targe
   const reps = Math.max(minReps, cycle, Math.min(maxReps, wanted));
   const times = [];
   let last;
+  kernelTimes?.start();
   // Back to back: between two runs only the release of the previous output.
   for (let i = 0; i < reps; i++) {
     const t0 = now();
@@ -40,13 +44,24 @@ export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targe
     if (keepLast && i === reps - 1) last = r;
     else release(r);
   }
+  const kernelUs = kernelTimes?.take() ?? [];
   return {
     medianMs: median(times),
     minMs: Math.min(...times),
     maxMs: Math.max(...times),
     reps,
+    ...(kernelUs.length === reps ? { kernelMedianMs: median(kernelUs) / 1e3 } : {}),
     ...(keepLast ? { last } : {}),
   };
+}
+
+/**
+ * The kernel-time recorder of our cpu backend (the addon's internal hostOpTimes) for measure(),
+ * or null where the addon has none.
+ */
+export function hostKernelTimes(binding) {
+  const record = binding?._internal?.hostOpTimes;
+  return typeof record === 'function' ? { start: () => record(true), take: () => record(false) } : null;
 }
 
 /** A short pause so that threads of the side just measured go idle before the other side runs. */

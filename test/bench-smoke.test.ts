@@ -12,13 +12,13 @@ const root = resolve(__dirname, '..');
 const require = createRequire(__filename);
 
 interface Streaming { method: string; copies: number; bytesPerCopy: number }
-interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null; streaming?: Streaming }
+interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null; streaming?: Streaming; kernel?: Timing }
 interface MorePeer extends Timing { op: string; ratio: number | null; error?: string; ratioTo?: string }
 interface Case {
   id: string; op: string; phase: string | null; weights: string | null; threads: number;
   morePeers?: Record<string, MorePeer>; oursFromCache?: Timing;
   ours: Timing; peer: (Timing & { op: string; error?: string }) | null; peerMissing?: string;
-  ratio: number | null; limit: string; fractionOfLimit: number | null; streaming?: Streaming;
+  ratio: number | null; limit: string; fractionOfLimit: number | null; kernelFractionOfLimit?: number | null; streaming?: Streaming;
   scaling: { speedup: number } | null;
   check: Record<string, number | string | boolean> | null;
   targets: unknown[];
@@ -121,6 +121,17 @@ describe('npm run bench -- --smoke --json', () => {
       }
     }
     for (const c of doc.cases.filter((x) => x.phase === 'prefill')) expect(c.streaming, c.id).toBeUndefined();
+  });
+
+  it('reports our time in the kernel alone for ops run on the pool, within our round trip', () => {
+    // Linear decode at the smoke shapes (1 x 256 x 256 and up) runs on the pool threads.
+    const decode = doc.cases.filter((c) => c.op === 'linear' && c.phase === 'decode');
+    expect(decode.length).toBe(12);
+    for (const c of decode) {
+      expect(c.ours.kernel?.medianMs, c.id).toBeGreaterThan(0);
+      expect(c.ours.kernel!.medianMs, c.id).toBeLessThanOrEqual(c.ours.medianMs);
+      expect(c.kernelFractionOfLimit, c.id).toBeGreaterThanOrEqual(c.fractionOfLimit!);
+    }
   });
 
   it('our results pass every check (float32 and mxint8 linear equal the peer on the same weights)', () => {

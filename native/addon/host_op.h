@@ -7,6 +7,7 @@
 #include <napi.h>
 
 #include <functional>
+#include <vector>
 
 #include "core/backend.h"
 
@@ -24,5 +25,12 @@ using OpStart = std::function<bool(Backend& backend, Completion done)>;
 // finish(), built on the JS thread, or with the op's coded error.
 Napi::Promise run_host_op(Napi::Env env, const BackendPtr& backend, double work_estimate,
                           OpStart start, std::function<Napi::Value(Napi::Env)> finish);
+
+// Kernel times of the ops run_host_op posts (internal.cc: hostOpTimes, for the bench): from the
+// pool thread taking an op to the op's completion being sent, in microseconds, i.e. an op without
+// its trips between the JS thread and the pool. Recorded process-wide, and only between a start
+// and the take that ends it.
+void start_host_op_times();
+std::vector<double> take_host_op_times();
 
 }  // namespace mto::addon
