@@ -73,6 +73,7 @@ MTO_INLINE void prefetch(const void* p, bool write = false) {
     __builtin_prefetch(p, 1, 3);
   else
     __builtin_prefetch(p, 0, 3);
+  MTO_KEEP_PREFETCH(p);
 #else
   (void)write;
   mto::prefetch(p);
@@ -83,6 +84,7 @@ MTO_INLINE void prefetch(const void* p, bool write = false) {
 MTO_INLINE void prefetch_l2(const void* p) {
 #if MTO_GNU_EXTENSIONS
   __builtin_prefetch(p, 0, 2);
+  MTO_KEEP_PREFETCH(p);
 #else
   mto::prefetch(p);
 #endif
