@@ -190,9 +190,28 @@ template <int W>
 MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
                             float* __restrict orow, int64_t Dp) {
   float mx[kNR];
+#if MTO_GNU_EXTENSIONS
+  {  // in vectors (GCC left the scalar loop below scalar): lane c of vector k is column k * W + c
+    using V = simd::Vec<W>;
+    constexpr int kV = kNR / W;
+    V vmx[kV];
+    MTO_UNROLL
+    for (int k = 0; k < kV; ++k) simd::splat<W>(vmx[k], kNegInf);
+    for (int64_t j = 0; j < nc; j += kNR)
+      MTO_UNROLL
+      for (int k = 0; k < kV; ++k) {
+        V x;
+        simd::load<W>(x, s + j + k * W);
+        vmx[k] = vmx[k] < x ? x : vmx[k];  // std::max lane by lane: a NaN x is skipped
+      }
+    MTO_UNROLL
+    for (int k = 0; k < kV; ++k) simd::store<W>(mx + k * W, vmx[k]);
+  }
+#else
   for (int c = 0; c < kNR; ++c) mx[c] = kNegInf;
   for (int64_t j = 0; j < nc; j += kNR)
     for (int c = 0; c < kNR; ++c) mx[c] = std::max(mx[c], s[j + c]);
+#endif
   float tmax = kNegInf;
   for (int c = 0; c < kNR; ++c) tmax = std::max(tmax, mx[c]);
   const float m_new = max_nan(*m, tmax);  // a NaN m stays

@@ -181,6 +181,11 @@ MTO_INLINE void dots_block(int64_t D, const float* __restrict Q, const float* __
     reduce_all<W>(all, kN);
     float sums[W];
     simd::store<W>(sums, all[0]);
+    if (Dv == D) {  // row r's KB sums are adjacent lanes: one copy each
+      MTO_UNROLL
+      for (int r = 0; r < RR; ++r) std::memcpy(S + r * lds, sums + r * KB, KB * sizeof(float));
+      return;
+    }
     MTO_UNROLL
     for (int r = 0; r < RR; ++r)
       MTO_UNROLL
