@@ -191,7 +191,7 @@ MTO_INLINE bool softmax_row(float* __restrict s, int64_t nc, float* m, float* l,
                             float* __restrict orow, int64_t Dp) {
   float mx[kNR];
 #if MTO_GNU_EXTENSIONS
-  // In vectors (GCC did not vectorise the scalar form below): lane c of vector k is column k * W + c.
+  // In vectors (GCC did not vectorise the form below): lane c of vector k is column k * W + c.
   {
     using V = simd::Vec<W>;
     constexpr int kV = kNR / W;
