@@ -10,6 +10,7 @@
 #include "errors.h"
 #include "internal.h"
 #include "tensors.h"
+#include "typed_arrays.h"
 
 namespace mto::addon {
 namespace {
@@ -18,7 +19,7 @@ DType read_dtype(Napi::Value v, const char* arg) {
   DType t;
   if (!v.IsString() || !parse_dtype(v.As<Napi::String>().Utf8Value(), &t)) {
     throw_error(v.Env(), code::DType, std::string(arg) + " must be one of 'float32', 'float16', "
-                                      "'bfloat16', 'bool'; got " + v.ToString().Utf8Value());
+                                      "'bfloat16', 'bool'; got " + describe_value(v));
   }
   return t;
 }
@@ -29,32 +30,44 @@ Format read_format(Napi::Value v) {
     throw_error(v.Env(), code::Format,
                 "format must be one of 'mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', "
                 "'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8'; got " +
-                    v.ToString().Utf8Value());
+                    describe_value(v));
   }
   return f;
 }
 
-// Copies a typed array's bytes into `dst`, checking its byte length is exactly `bytes`.
-void copy_plane(Napi::Value v, const char* arg, napi_typedarray_type type, const char* type_name,
-                size_t elem_size, void* dst, size_t bytes) {
-  Napi::Env env = v.Env();
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != type) {
-    throw_error(env, code::Arg, std::string(arg) + " must be a " + type_name);
+// A typed array of `type` holding exactly `bytes` (checked before anything is allocated).
+TypedBytes plane_of(Napi::Value v, const char* arg, napi_typedarray_type type, const char* type_name,
+                    size_t elem_size, size_t bytes) {
+  TypedBytes t = typed_bytes_of(v, type, arg, type_name);
+  if (t.bytes != bytes) {
+    throw_error(v.Env(), code::Shape, std::string(arg) + " has " + std::to_string(t.length) +
+                                          " elements; the shape needs " +
+                                          std::to_string(bytes / elem_size));
   }
-  Napi::TypedArray a = v.As<Napi::TypedArray>();
-  if (a.ByteLength() != bytes) {
-    throw_error(env, code::Shape, std::string(arg) + " has " + std::to_string(a.ElementLength()) +
-                                      " elements; the shape needs " +
-                                      std::to_string(bytes / elem_size));
-  }
-  const uint8_t* src = static_cast<const uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset();
-  std::memcpy(dst, src, bytes);
+  return t;
 }
 
 std::string hex16(uint16_t v) {
   char b[8];
   std::snprintf(b, sizeof b, "0x%04x", unsigned(v));
   return b;
+}
+
+// Affine groups are finite float16 scale and bias pairs, or the NaN group (both NaN: what the
+// quantizer writes for a group holding NaN or infinity; it decodes to NaN, as an MX block with
+// scale byte 0xFF). An infinite scale or bias, or a lone NaN, would silently poison every product.
+void check_affine_groups(Napi::Env env, const TypedBytes& scales, const TypedBytes& biases) {
+  const auto* s = reinterpret_cast<const uint16_t*>(scales.data);
+  const auto* b = reinterpret_cast<const uint16_t*>(biases.data);
+  auto is_nan = [](uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x03ff) != 0; };
+  auto finite = [](uint16_t h) { return (h & 0x7c00) != 0x7c00; };
+  for (size_t i = 0; i < scales.length; ++i) {
+    if ((finite(s[i]) && finite(b[i])) || (is_nan(s[i]) && is_nan(b[i]))) continue;
+    throw_error(env, code::Format,
+                "group " + std::to_string(i) + " has scale " + hex16(s[i]) + " and bias " +
+                    hex16(b[i]) + " (float16 bits); accepted: a finite scale and bias, or both "
+                    "NaN (a group that decodes to NaN)");
+  }
 }
 
 }  // namespace
@@ -65,6 +78,7 @@ Napi::Function NativeDevice::Init(Napi::Env env) {
                       InstanceMethod("bufferStats", &NativeDevice::BufferStats),
                       InstanceMethod("tensor", &NativeDevice::Tensor),
                       InstanceMethod("fromQuantized", &NativeDevice::FromQuantized),
+                      InstanceMethod("close", &NativeDevice::Close),
                       InstanceMethod("quantize", &NativeDevice::Quantize),
                       InstanceMethod("dequantize", &NativeDevice::Dequantize),
                       InstanceMethod("cast", &NativeDevice::Cast),
@@ -90,8 +104,21 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   });
 }
 
+void NativeDevice::require_open(Napi::Env env) const {
+  if (!backend_) {
+    throw_error(env, code::Disposed, "the device was closed (dev.close()); open() a new one");
+  }
+}
+
+Napi::Value NativeDevice::Close(const Napi::CallbackInfo& info) {
+  backend_.reset();
+  cpu_.reset();
+  return info.Env().Undefined();
+}
+
 Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  require_open(env);
   const BackendInfo b = backend_->info();
   Napi::Object o = Napi::Object::New(env);
   o.Set("backend", b.backend);
@@ -110,6 +137,7 @@ Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
 
 Napi::Value NativeDevice::BufferStats(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  require_open(env);
   SizeClassPool::Stats s;
   if (!backend_->buffer_stats(&s)) return env.Null();
   return pool_stats_to_js(env, s);
@@ -118,31 +146,28 @@ Napi::Value NativeDevice::BufferStats(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     Shape shape = read_shape(info[1], "shape");
     DType dtype = read_dtype(info[2], "dtype");
-    if (!info[0].IsTypedArray()) throw_error(env, code::Arg, "data must be a TypedArray");
-    Napi::TypedArray a = info[0].As<Napi::TypedArray>();
+    const TypedBytes a = typed_bytes(info[0], "data", "a TypedArray");
     const size_t n = size_t(shape_numel(shape));
-    if (a.ElementLength() != n) {
-      throw_error(env, code::Shape, "data has " + std::to_string(a.ElementLength()) +
-                                        " elements; shape " + shape_string(shape) + " needs " +
-                                        std::to_string(n));
+    if (a.length != n) {
+      throw_error(env, code::Shape, "data has " + std::to_string(a.length) + " elements; shape " +
+                                        shape_string(shape) + " needs " + std::to_string(n));
     }
-    TensorPtr t = make_tensor(shape, dtype, allocator_of(backend_));
-    const uint8_t* src = static_cast<const uint8_t*>(a.ArrayBuffer().Data()) + a.ByteOffset();
-    const napi_typedarray_type type = a.TypedArrayType();
-    if (type == napi_float32_array && dtype != DType::Bool) {
-      from_float32(dtype, reinterpret_cast<const float*>(src), t->buffer->data(), n);
-    } else if ((type == napi_uint16_array &&
-                (dtype == DType::Float16 || dtype == DType::BFloat16)) ||
-               (type == napi_uint8_array && dtype == DType::Bool)) {
-      std::memcpy(t->buffer->data(), src, t->bytes());  // raw bits of the storage type
-    } else {
+    const bool f32 = a.type == napi_float32_array && dtype != DType::Bool;
+    const bool bits = (a.type == napi_uint16_array &&
+                       (dtype == DType::Float16 || dtype == DType::BFloat16)) ||
+                      (a.type == napi_uint8_array && dtype == DType::Bool);
+    if (!f32 && !bits) {
       throw_error(env, code::DType,
                   std::string("data of this TypedArray type cannot make a '") + dtype_name(dtype) +
                       "' tensor; accepted: Float32Array (any float dtype), Uint16Array of raw "
                       "bits (float16, bfloat16), Uint8Array (bool)");
     }
+    TensorPtr t = make_tensor(shape, dtype, allocator_of(backend_));
+    if (f32) from_float32(dtype, reinterpret_cast<const float*>(a.data), t->buffer->data(), n);
+    else std::memcpy(t->buffer->data(), a.data, t->bytes());  // raw bits of the storage type
     return NativeTensor::Wrap(env, t);
   });
 }
@@ -150,49 +175,40 @@ Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     Format f = read_format(info[0]);
     Shape shape = read_shape(info[1], "shape");
     int block = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
     check_quantize(shape, f, block);
+    const bool affine = format_info(f).affine;
+    // Every plane's length is checked before anything is allocated: a wrong shape is E_SHAPE,
+    // never a huge allocation first.
+    const int64_t cols = shape.back(), rows = shape_numel(shape) / cols;
+    const TypedBytes codes = plane_of(info[3], "codes", napi_uint8_array, "a Uint8Array", 1,
+                                      size_t(rows) * row_code_bytes(f, cols));
+    const size_t scale_bytes = size_t(rows) * row_scale_bytes(f, cols, block);
+    const TypedBytes scales =
+        affine ? plane_of(info[4], "scales", napi_uint16_array, "a Uint16Array of float16 bits", 2,
+                          scale_bytes)
+               : plane_of(info[4], "scales", napi_uint8_array, "a Uint8Array of E8M0 bytes", 1,
+                          scale_bytes);
+    TypedBytes biases;
+    if (affine) {
+      biases = plane_of(info[5], "biases", napi_uint16_array, "a Uint16Array of float16 bits", 2,
+                        scale_bytes);
+      check_affine_groups(env, scales, biases);
+    }
     QTensorPtr q = make_qtensor(shape, f, block, allocator_of(backend_));
     backend_->attach_device_view(*q);
-    copy_plane(info[3], "codes", napi_uint8_array, "Uint8Array", 1, q->codes->data(),
-               q->codes->bytes());
+    std::memcpy(q->codes->data(), codes.data, codes.bytes);
+    std::memcpy(q->scales->data(), scales.data, scales.bytes);
+    if (affine) std::memcpy(q->biases->data(), biases.data, biases.bytes);
     if (f == Format::MXFP8_E4M3) {  // no NaN code: the cpu kernels need not look for one
       // One pass without an early exit, so that the compiler vectorises it.
       const auto* c = static_cast<const uint8_t*>(q->codes->data());
       uint8_t nan_code = 0;
       for (size_t i = 0; i < q->codes->bytes(); ++i) nan_code |= uint8_t((c[i] | 0x80) == 0xFF);
       q->fp8_nan_codes = nan_code != 0;
-    }
-    if (format_info(f).affine) {
-      copy_plane(info[4], "scales", napi_uint16_array, "Uint16Array of float16 bits", 2,
-                 q->scales->data(), q->scales->bytes());
-      copy_plane(info[5], "biases", napi_uint16_array, "Uint16Array of float16 bits", 2,
-                 q->biases->data(), q->biases->bytes());
-      // A scale or bias that is not finite would silently poison every product.
-      for (const auto* plane : {&q->scales, &q->biases}) {
-        const auto* h = static_cast<const uint16_t*>((*plane)->data());
-        for (size_t i = 0; i < (*plane)->bytes() / 2; ++i) {
-          if ((h[i] & 0x7c00) == 0x7c00) {
-            throw_error(env, code::Format,
-                        std::string(plane == &q->scales ? "scales" : "biases") + "[" +
-                            std::to_string(i) + "] is not a finite float16 (bits " +
-                            hex16(h[i]) + "); accepted: finite float16 values");
-          }
-        }
-      }
-    } else {
-      copy_plane(info[4], "scales", napi_uint8_array, "Uint8Array of E8M0 bytes", 1,
-                 q->scales->data(), q->scales->bytes());
-      const auto* s = static_cast<const uint8_t*>(q->scales->data());
-      for (size_t i = 0; i < q->scales->bytes(); ++i) {
-        if (s[i] == 0xFF) {
-          throw_error(env, code::Format,
-                      "scales[" + std::to_string(i) +
-                          "] is 0xFF, the E8M0 NaN; accepted: scale bytes 0 to 254");
-        }
-      }
     }
     return NativeQTensor::Wrap(env, q);
   });

@@ -25,6 +25,12 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value BufferStats(const Napi::CallbackInfo& info);  // internal (tests): pool counters or null
   Napi::Value Tensor(const Napi::CallbackInfo& info);        // (data, shape, dtype)
   Napi::Value FromQuantized(const Napi::CallbackInfo& info); // (format, shape, block, codes, scales, biases?)
+  // Drops the device's backends: their threads are joined here when no op holds them (lib/
+  // waits for the ops it started first), else by the last op to finish. Later calls throw
+  // E_DISPOSED; closing twice is a no-op.
+  Napi::Value Close(const Napi::CallbackInfo& info);
+  // Throws E_DISPOSED once the device is closed.
+  void require_open(Napi::Env env) const;
   // ops.cc
   Napi::Value Quantize(const Napi::CallbackInfo& info);      // (x, format, block)
   Napi::Value Dequantize(const Napi::CallbackInfo& info);    // (q, dtype)

@@ -23,7 +23,7 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
   if (!v.IsString() || !parse_dtype(v.As<Napi::String>().Utf8Value(), &t) || t == DType::Bool) {
     throw_error(v.Env(), code::DType, std::string(arg) +
                                           " must be 'float32', 'float16' or 'bfloat16'; got " +
-                                          v.ToString().Utf8Value());
+                                          describe_value(v));
   }
   return t;
 }
@@ -72,10 +72,11 @@ void NativeDevice::schedule_flush(Napi::Env env) {
 Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     TensorPtr x = NativeTensor::Get(info[0], "x");
     Format f;
     if (!info[1].IsString() || !parse_format(info[1].As<Napi::String>().Utf8Value(), &f)) {
-      throw_error(env, code::Format, "format is not a known format: " + info[1].ToString().Utf8Value());
+      throw_error(env, code::Format, "format is not a known format: " + describe_value(info[1]));
     }
     int block = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
     if (x->dtype == DType::Bool) throw_error(env, code::DType, "x has dtype 'bool'; quantize takes float tensors");
@@ -92,6 +93,7 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     QTensorPtr q = NativeQTensor::Get(info[0], "tensor");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     TensorPtr out = make_tensor(q->shape, dtype, allocator_of(backend_));
@@ -105,6 +107,7 @@ Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     TensorPtr x = NativeTensor::Get(info[0], "x");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     TensorPtr out = make_tensor(x->shape, dtype, allocator_of(backend_));
@@ -118,6 +121,7 @@ Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     HeldOperand x = unwrap_operand(info[0], "x");
     HeldOperand w = unwrap_operand(info[1], "w");
     TensorPtr bias = is_absent(info[2]) ? nullptr : NativeTensor::Get(info[2], "bias");
@@ -136,6 +140,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     TensorPtr a = NativeTensor::Get(info[0], "a");
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
@@ -150,6 +155,7 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
 Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
+    require_open(env);
     HeldOperand q = unwrap_operand(info[0], "q");
     HeldOperand k = unwrap_operand(info[1], "k");
     HeldOperand v = unwrap_operand(info[2], "v");

@@ -6,19 +6,28 @@
 
 #include "addon_data.h"
 #include "errors.h"
+#include "typed_arrays.h"
 
 namespace mto::addon {
 namespace {
 
-// Copies bytes into a new (non-external) ArrayBuffer: Electron's memory cage forbids external ones.
-Napi::ArrayBuffer copy_out(Napi::Env env, const void* src, size_t bytes) {
-  Napi::ArrayBuffer ab = Napi::ArrayBuffer::New(env, bytes);
-  if (bytes) std::memcpy(ab.Data(), src, bytes);
-  return ab;
+// Copies `bytes` from src into the typed array `dst` (allocated by lib/ in JavaScript, of the
+// type `expected` names, holding exactly `bytes`).
+void copy_into(Napi::Value dst, napi_typedarray_type type, const char* expected, const void* src,
+               size_t bytes) {
+  TypedBytes out = typed_bytes_of(dst, type, "out", expected);
+  if (out.bytes != bytes) {
+    throw_error(dst.Env(), code::Shape, "out has " + std::to_string(out.bytes) +
+                                            " bytes; the tensor has " + std::to_string(bytes));
+  }
+  if (bytes) std::memcpy(out.data, src, bytes);
 }
 
+// Runs in destructors (finalizers, also while a worker's environment is torn down): it must not
+// throw, so it calls Node-API directly and ignores a failure (the environment is going away).
 void adjust_memory(Napi::Env env, int64_t delta) {
-  if (delta) Napi::MemoryManagement::AdjustExternalMemory(env, delta);
+  int64_t total = 0;
+  if (delta) (void)napi_adjust_external_memory(env, delta, &total);
 }
 
 }  // namespace
@@ -27,8 +36,8 @@ void adjust_memory(Napi::Env env, int64_t delta) {
 
 Napi::Function NativeTensor::Init(Napi::Env env) {
   return DefineClass(env, "NativeTensor",
-                     {InstanceMethod("read", &NativeTensor::Read),
-                      InstanceMethod("toFloat32", &NativeTensor::ToFloat32),
+                     {InstanceMethod("readInto", &NativeTensor::ReadInto),
+                      InstanceMethod("toFloat32Into", &NativeTensor::ToFloat32Into),
                       InstanceMethod("dispose", &NativeTensor::Dispose),
                       InstanceAccessor("disposed", &NativeTensor::Disposed, nullptr),
                       InstanceAccessor("bytes", &NativeTensor::Bytes, nullptr),
@@ -73,27 +82,39 @@ TensorPtr NativeTensor::Get(Napi::Value v, const char* arg) {
   return self->tensor_;
 }
 
-Napi::Value NativeTensor::Read(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  TensorPtr t = Get(Value(), "tensor");
-  Napi::ArrayBuffer ab = copy_out(env, t->buffer->data(), t->bytes());
-  const size_t n = size_t(t->numel());
-  switch (t->dtype) {
-    case DType::Float32: return Napi::Float32Array::New(env, n, ab, 0);
+static napi_typedarray_type storage_array_type(DType t) {
+  switch (t) {
+    case DType::Float32: return napi_float32_array;
     case DType::Float16:
-    case DType::BFloat16: return Napi::Uint16Array::New(env, n, ab, 0);
-    case DType::Bool: return Napi::Uint8Array::New(env, n, ab, 0);
+    case DType::BFloat16: return napi_uint16_array;
+    case DType::Bool: return napi_uint8_array;
   }
-  return env.Undefined();
+  return napi_uint8_array;
 }
 
-Napi::Value NativeTensor::ToFloat32(const Napi::CallbackInfo& info) {
+Napi::Value NativeTensor::ReadInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  TensorPtr t = Get(Value(), "tensor");
-  const size_t n = size_t(t->numel());
-  Napi::Float32Array out = Napi::Float32Array::New(env, n);
-  to_float32(t->dtype, t->buffer->data(), out.Data(), n);
-  return out;
+  return guard(env, [&]() -> Napi::Value {
+    TensorPtr t = Get(Value(), "tensor");
+    copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
+              t->buffer->data(), t->bytes());
+    return env.Undefined();
+  });
+}
+
+Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorPtr t = Get(Value(), "tensor");
+    const size_t n = size_t(t->numel());
+    TypedBytes out = typed_bytes_of(info[0], napi_float32_array, "out", "a Float32Array");
+    if (out.length != n) {
+      throw_error(env, code::Shape, "out has " + std::to_string(out.length) +
+                                        " elements; the tensor has " + std::to_string(n));
+    }
+    to_float32(t->dtype, t->buffer->data(), reinterpret_cast<float*>(out.data), n);
+    return env.Undefined();
+  });
 }
 
 Napi::Value NativeTensor::Dispose(const Napi::CallbackInfo& info) {
@@ -122,9 +143,10 @@ Napi::Value NativeTensor::DTypeJs(const Napi::CallbackInfo& info) {
 
 Napi::Function NativeQTensor::Init(Napi::Env env) {
   return DefineClass(env, "NativeQTensor",
-                     {InstanceMethod("codes", &NativeQTensor::Codes),
-                      InstanceMethod("scales", &NativeQTensor::Scales),
-                      InstanceMethod("biases", &NativeQTensor::Biases),
+                     {InstanceMethod("planeLengths", &NativeQTensor::PlaneLengths),
+                      InstanceMethod("codesInto", &NativeQTensor::CodesInto),
+                      InstanceMethod("scalesInto", &NativeQTensor::ScalesInto),
+                      InstanceMethod("biasesInto", &NativeQTensor::BiasesInto),
                       InstanceMethod("dispose", &NativeQTensor::Dispose),
                       InstanceAccessor("disposed", &NativeQTensor::Disposed, nullptr),
                       InstanceAccessor("bytes", &NativeQTensor::Bytes, nullptr),
@@ -173,26 +195,49 @@ QTensorPtr NativeQTensor::Get(Napi::Value v, const char* arg) {
   return self->tensor_;
 }
 
-Napi::Value NativeQTensor::Codes(const Napi::CallbackInfo& info) {
-  QTensorPtr t = Get(Value(), "tensor");
-  Napi::ArrayBuffer ab = copy_out(info.Env(), t->codes->data(), t->codes->bytes());
-  return Napi::Uint8Array::New(info.Env(), t->codes->bytes(), ab, 0);
+Napi::Value NativeQTensor::PlaneLengths(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    QTensorPtr t = Get(Value(), "tensor");
+    const size_t scale_elem = format_info(t->format).affine ? 2 : 1;
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("codes", double(t->codes->bytes()));
+    o.Set("scales", double(t->scales->bytes() / scale_elem));
+    o.Set("biases", double(t->biases ? t->biases->bytes() / 2 : 0));
+    return o;
+  });
 }
 
-Napi::Value NativeQTensor::Scales(const Napi::CallbackInfo& info) {
-  QTensorPtr t = Get(Value(), "tensor");
-  Napi::ArrayBuffer ab = copy_out(info.Env(), t->scales->data(), t->scales->bytes());
-  if (format_info(t->format).affine) {
-    return Napi::Uint16Array::New(info.Env(), t->scales->bytes() / 2, ab, 0);
-  }
-  return Napi::Uint8Array::New(info.Env(), t->scales->bytes(), ab, 0);
+Napi::Value NativeQTensor::CodesInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    QTensorPtr t = Get(Value(), "tensor");
+    copy_into(info[0], napi_uint8_array, "a Uint8Array", t->codes->data(), t->codes->bytes());
+    return env.Undefined();
+  });
 }
 
-Napi::Value NativeQTensor::Biases(const Napi::CallbackInfo& info) {
-  QTensorPtr t = Get(Value(), "tensor");
-  if (!t->biases) return info.Env().Null();
-  Napi::ArrayBuffer ab = copy_out(info.Env(), t->biases->data(), t->biases->bytes());
-  return Napi::Uint16Array::New(info.Env(), t->biases->bytes() / 2, ab, 0);
+Napi::Value NativeQTensor::ScalesInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    QTensorPtr t = Get(Value(), "tensor");
+    if (format_info(t->format).affine) {
+      copy_into(info[0], napi_uint16_array, "a Uint16Array", t->scales->data(), t->scales->bytes());
+    } else {
+      copy_into(info[0], napi_uint8_array, "a Uint8Array", t->scales->data(), t->scales->bytes());
+    }
+    return env.Undefined();
+  });
+}
+
+Napi::Value NativeQTensor::BiasesInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    QTensorPtr t = Get(Value(), "tensor");
+    if (!t->biases) throw_error(env, code::Format, "biases() exists only for affine formats");
+    copy_into(info[0], napi_uint16_array, "a Uint16Array", t->biases->data(), t->biases->bytes());
+    return env.Undefined();
+  });
 }
 
 Napi::Value NativeQTensor::Dispose(const Napi::CallbackInfo& info) {
@@ -239,21 +284,22 @@ Shape read_shape(Napi::Value v, const char* arg) {
   Napi::Env env = v.Env();
   if (!v.IsArray()) throw_error(env, code::Shape, std::string(arg) + " must be an array of integers");
   Napi::Array a = v.As<Napi::Array>();
-  if (a.Length() > 8) {
-    throw_error(env, code::Shape, std::string(arg) + " has rank " + std::to_string(a.Length()) +
+  const uint32_t rank = a.Length();  // read once: each element below is read once too
+  if (rank > 8) {
+    throw_error(env, code::Shape, std::string(arg) + " has rank " + std::to_string(rank) +
                                       "; accepted: rank 0 to 8");
   }
   Shape s;
-  for (uint32_t i = 0; i < a.Length(); ++i) {
+  for (uint32_t i = 0; i < rank; ++i) {
     Napi::Value e = a.Get(i);
     double d = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : -1;
     if (!(d >= 1 && d <= 9007199254740991.0 && std::floor(d) == d)) {
       throw_error(env, code::Shape, std::string(arg) + "[" + std::to_string(i) +
-                                        "] must be a positive integer; got " +
-                                        e.ToString().Utf8Value());
+                                        "] must be a positive integer; got " + describe_value(e));
     }
     s.push_back(int64_t(d));
   }
+  guard(env, [&] { check_shape(s, arg); });
   return s;
 }
 

@@ -20,8 +20,9 @@ class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
   ~NativeTensor() override;
 
  private:
-  Napi::Value Read(const Napi::CallbackInfo& info);       // copy in the storage type
-  Napi::Value ToFloat32(const Napi::CallbackInfo& info);  // new Float32Array
+  // Reads copy into a typed array that lib/ allocated (typed_arrays.h says why).
+  Napi::Value ReadInto(const Napi::CallbackInfo& info);       // (out: storage-type array)
+  Napi::Value ToFloat32Into(const Napi::CallbackInfo& info);  // (out: Float32Array)
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Disposed(const Napi::CallbackInfo& info);
   Napi::Value Bytes(const Napi::CallbackInfo& info);
@@ -47,9 +48,10 @@ class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
   ~NativeQTensor() override;
 
  private:
-  Napi::Value Codes(const Napi::CallbackInfo& info);
-  Napi::Value Scales(const Napi::CallbackInfo& info);
-  Napi::Value Biases(const Napi::CallbackInfo& info);
+  Napi::Value PlaneLengths(const Napi::CallbackInfo& info);  // { codes, scales, biases } elements
+  Napi::Value CodesInto(const Napi::CallbackInfo& info);     // (out: Uint8Array)
+  Napi::Value ScalesInto(const Napi::CallbackInfo& info);    // (out: Uint8Array | Uint16Array)
+  Napi::Value BiasesInto(const Napi::CallbackInfo& info);    // (out: Uint16Array)
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Disposed(const Napi::CallbackInfo& info);
   Napi::Value Bytes(const Napi::CallbackInfo& info);

@@ -57,6 +57,21 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
+void check_shape(const Shape& s, const std::string& what) {
+  int64_t n = 1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] < 1) {
+      throw Error(code::Shape, what + "[" + std::to_string(i) + "] must be a positive integer; got " +
+                                   std::to_string(s[i]));
+    }
+    if (s[i] > kMaxElements / n) {  // n * s[i] > kMaxElements, without computing the product
+      throw Error(code::Shape, what + " " + shape_string(s) +
+                                   " has more elements than the 2^53 - 1 a tensor may hold");
+    }
+    n *= s[i];
+  }
+}
+
 std::string shape_string(const Shape& s) {
   std::string out = "[";
   for (size_t i = 0; i < s.size(); ++i) {
@@ -71,6 +86,7 @@ QTensorPtr make_qtensor(const Shape& shape, Format f, int block) {
 }
 
 QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator& alloc) {
+  check_shape(shape, "the quantized tensor's shape");
   auto q = std::make_shared<QTensor>();
   q->shape = shape;
   q->format = f;
@@ -83,6 +99,7 @@ QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator
 }
 
 TensorPtr make_tensor(const Shape& shape, DType dtype, const Allocator& alloc) {
+  check_shape(shape, "the tensor's shape");
   auto t = std::make_shared<Tensor>();
   t->shape = shape;
   t->dtype = dtype;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "dtype.h"
@@ -46,7 +47,15 @@ void host_free(void* p, size_t bytes);
 using Allocator = std::function<BufferPtr(size_t bytes)>;
 
 using Shape = std::vector<int64_t>;
+// The most elements a tensor may have: 2^53 - 1, the largest count JavaScript holds exactly, which
+// also keeps every byte count (at most 8 bytes an element) far from int64_t / size_t overflow.
+inline constexpr int64_t kMaxElements = (int64_t(1) << 53) - 1;
+// The product of the dimensions, for shapes check_shape accepted (no overflow check).
 int64_t shape_numel(const Shape& s);
+// Throws Error(E_SHAPE) naming `what` unless every dimension is >= 1 and the product, computed
+// without overflow, is at most kMaxElements. Every shape that reaches a tensor passes here:
+// those from JS (addon read_shape), from a file header, and every op output (make_tensor).
+void check_shape(const Shape& s, const std::string& what);
 std::string shape_string(const Shape& s);  // "[2, 3, 4]"
 
 struct Tensor {
@@ -95,11 +104,12 @@ struct QTensor {
 };
 using QTensorPtr = std::shared_ptr<QTensor>;
 
-// Allocates the planes of a quantized tensor of `shape` (validated by the caller), in host memory
-// or from `alloc`.
+// Allocates the planes of a quantized tensor of `shape` (its format rules validated by the
+// caller; its size is checked here, before any allocation), in host memory or from `alloc`.
 QTensorPtr make_qtensor(const Shape& shape, Format f, int block);
 QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator& alloc);
-// A dense tensor with storage from `alloc`.
+// A dense tensor with storage from `alloc`; throws E_SHAPE before allocating when the shape is
+// too large (an op's output shape combines its inputs' dimensions, so it can overflow alone).
 TensorPtr make_tensor(const Shape& shape, DType dtype, const Allocator& alloc);
 
 }  // namespace mto

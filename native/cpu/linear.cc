@@ -7,6 +7,7 @@
 // and formats with a fused kernel (core_dot.h: most quantized ones, float16, bfloat16, float32)
 // skip the float32 spans altogether.
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "../core/core_dot.h"
@@ -103,6 +104,19 @@ const float* x_float32(ThreadPool& pool, const Operand& x, int64_t M, int64_t K,
   return out;
 }
 
+// The fused kernels multiply x by a block's raw element codes and apply the block scale to the
+// sum (E5M2 codes reach 57344, E4M3 codes are taken as value / 256 against x * 256), so from
+// |x| ~ 2^106 on an intermediate can overflow although every true product x * w is finite.
+// Rows like that (and rows holding NaN or infinity, which come out the same either way) take the
+// decode-then-dot path, whose products are x * w itself. One compare per element of x: nothing
+// next to reading w.
+bool fits_fused_kernels(const float* x, int64_t M, int64_t K) {
+  constexpr float kLimit = 0x1p100f;
+  bool fits = true;
+  for (int64_t i = 0; i < M * K; ++i) fits &= std::fabs(x[i]) < kLimit;
+  return fits;
+}
+
 }  // namespace
 
 void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* bias,
@@ -135,7 +149,7 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     mto::simd::DotWeights dw;
     float lut[16];
     if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
-        kern->supports(dw)) {
+        kern->supports(dw) && fits_fused_kernels(xf, M, K)) {
       gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
       return;
     }

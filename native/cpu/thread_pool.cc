@@ -7,7 +7,9 @@
 #include <deque>
 #include <exception>
 #include <mutex>
+#include <string>
 
+#include "../core/error.h"
 #include "../core/portable.h"
 
 namespace mto::cpu {
@@ -170,8 +172,24 @@ void ThreadPool::State::run() {
 
 ThreadPool::ThreadPool(int threads) : state_(std::make_shared<State>()) {
   if (threads <= 0) threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  size_ = threads;
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([s = state_] { s->run(); });
+  // A process may not be allowed as many threads as asked for (a pids cgroup limit in a
+  // container, RLIMIT_NPROC): run with the threads it got. An exception escaping here with
+  // threads already started would end the process (std::thread's destructor on a joinable
+  // thread calls std::terminate), so none does.
+  std::string failure;
+  for (int i = 0; i < threads; ++i) {
+    try {
+      threads_.emplace_back([s = state_] { s->run(); });
+    } catch (const std::exception& e) {
+      failure = e.what();
+      break;
+    }
+  }
+  size_ = int(threads_.size());
+  if (size_ == 0) {
+    throw Error(code::Backend, "the cpu backend could not start a thread (" + failure +
+                                   "); the process may be at its thread or memory limit");
+  }
 }
 
 ThreadPool::~ThreadPool() {

@@ -20,7 +20,8 @@ namespace mto::cpu {
 
 class ThreadPool {
  public:
-  // `threads` threads (<= 0: one per hardware thread).
+  // `threads` threads (<= 0: one per hardware thread), or as many as the system lets the
+  // process start (size() says how many); throws Error(E_BACKEND) when it cannot start one.
   explicit ThreadPool(int threads);
   // Runs the tasks already posted, then stops the threads. Safe from one of the pool's own
   // threads (a task that drops the last reference to the pool's owner): that thread is detached
