@@ -7,7 +7,7 @@ import type {
   AnyDType, AttentionOptions, DType, DeviceInfo, FromQuantizedOptions, LinearOptions,
   QuantizeOptions, TypedData,
 } from './types';
-import { checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe } from './validate';
+import { checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from './validate';
 
 type Operand = Tensor | QuantizedTensor;
 
@@ -22,9 +22,13 @@ function operandHandle(value: unknown, arg: string): NativeTensorHandle | Native
 }
 
 function toTypedData(data: unknown, dtype: AnyDType): TypedData {
+  // SharedArrayBuffer-backed arrays are accepted: the addon copies whatever backs them.
   if (data instanceof Float32Array || data instanceof Uint16Array || data instanceof Uint8Array) return data;
-  if (Array.isArray(data) && data.every((x) => typeof x === 'number' || typeof x === 'boolean')) {
-    return dtype === 'bool' ? Uint8Array.from(data, Number) : Float32Array.from(data, Number);
+  if (Array.isArray(data)) {
+    const values = readOnce(() => Array.from(data as unknown[]), 'data');  // read once
+    if (values.every((x) => typeof x === 'number' || typeof x === 'boolean')) {
+      return dtype === 'bool' ? Uint8Array.from(values, Number) : Float32Array.from(values, Number);
+    }
   }
   throw new TensorOpsError(
     'E_ARG',
@@ -36,11 +40,53 @@ function toTypedData(data: unknown, dtype: AnyDType): TypedData {
 export class Device implements TensorOwner {
   readonly info: Readonly<DeviceInfo>;
   readonly #native: NativeDeviceHandle;
+  #closing: Promise<void> | undefined;
+  #pending = 0;                  // ops started and not yet settled
+  #drained: (() => void) | undefined;
 
   /** @internal Use open(). */
   constructor(native: NativeDeviceHandle, info: DeviceInfo) {
     this.#native = native;
     this.info = Object.freeze({ ...info });
+  }
+
+  /** True once close() was called. */
+  get closed(): boolean {
+    return this.#closing !== undefined;
+  }
+
+  /**
+   * Waits for the ops already started, then releases the device's threads, queues and caches at
+   * once (without close(), that happens when the device is garbage-collected). Calls made after
+   * close() throw E_DISPOSED; tensors made by the device stay readable. Closing twice is safe.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      if (this.#pending > 0) await new Promise<void>((resolve) => { this.#drained = resolve; });
+      this.#native.close();
+    })();
+    return this.#closing;
+  }
+
+  /** `await using dev = await open()` (TypeScript 5.2+, or JavaScript where the runtime has it). */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+
+  /** Throws E_DISPOSED once close() was called. */
+  #checkOpen(): void {
+    if (this.#closing) throw new TensorOpsError('E_DISPOSED', 'the device was closed (dev.close()); open() a new one');
+  }
+
+  /** Runs an op's native call, counting it until it settles so that close() can wait for it. */
+  async #op<T>(start: () => Promise<T>): Promise<T> {
+    this.#checkOpen();
+    this.#pending++;
+    try {
+      return await awaitNative(start);
+    } finally {
+      if (--this.#pending === 0 && this.#drained) this.#drained();
+    }
   }
 
   #wrap = (h: NativeTensorHandle): Tensor => new Tensor(h, this);
@@ -51,6 +97,7 @@ export class Device implements TensorOwner {
    * Uint16Array carries float16/bfloat16 bits as they are; Uint8Array makes a 'bool' mask.
    */
   tensor(data: TypedData | readonly number[], shape: readonly number[], dtype: AnyDType = 'float32'): Tensor {
+    this.#checkOpen();
     const dt = checkDType(dtype, 'dtype', true);
     const dims = checkShape(shape, 'shape');
     const typed = toTypedData(data, dt);
@@ -63,11 +110,12 @@ export class Device implements TensorOwner {
     const format = checkFormat(opts.format, 'options.format');
     const block = checkBlockSize(format, opts.blockSize);
     const h = tensorHandle(x, 'x');
-    return this.#wrapQ(await awaitNative(() => this.#native.quantize(h, format, block)));
+    return this.#wrapQ(await this.#op(() => this.#native.quantize(h, format, block)));
   }
 
   /** Imports already-quantized weights (for example a published model's MXFP4 tensors). */
   fromQuantized(options: FromQuantizedOptions): QuantizedTensor {
+    this.#checkOpen();
     const opts = checkOptions(options, 'options', ['format', 'shape', 'codes', 'scales', 'biases', 'blockSize']);
     const format = checkFormat(opts.format, 'options.format');
     const block = checkBlockSize(format, opts.blockSize);
@@ -91,13 +139,13 @@ export class Device implements TensorOwner {
       throw new TensorOpsError('E_ARG', `q must be a QuantizedTensor; got ${describe(q)}`);
     }
     const h = q[handleOf];
-    return this.#wrap(await awaitNative(() => this.#native.dequantize(h, dt)));
+    return this.#wrap(await this.#op(() => this.#native.dequantize(h, dt)));
   }
 
   async cast(x: Tensor, dtype: DType): Promise<Tensor> {
     const dt = checkDType(dtype, 'dtype');
     const h = tensorHandle(x, 'x');
-    return this.#wrap(await awaitNative(() => this.#native.cast(h, dt)));
+    return this.#wrap(await this.#op(() => this.#native.cast(h, dt)));
   }
 
   /** y = x @ w^T (+ bias). x [..., K] dense or quantized; w [N, K] dense or quantized. */
@@ -107,14 +155,15 @@ export class Device implements TensorOwner {
     const wh = operandHandle(w, 'w');
     const bias = opts.bias === undefined ? null : tensorHandle(opts.bias, 'options.bias');
     const out = opts.outDtype === undefined ? null : (checkDType(opts.outDtype, 'options.outDtype') as DType);
-    return this.#wrap(await awaitNative(() => this.#native.linear(xh, wh, bias, out)));
+    return this.#wrap(await this.#op(() => this.#native.linear(xh, wh, bias, out)));
   }
 
   /** c = a @ b for dense a [..., M, K] and b [K, N] (or b with a's batch dimensions). */
-  async matmul(a: Tensor, b: Tensor): Promise<Tensor> {
+  async matmul(a: Tensor, b: Tensor, options?: Record<string, never>): Promise<Tensor> {
+    checkOptions(options, 'options', []);
     const ah = tensorHandle(a, 'a');
     const bh = tensorHandle(b, 'b');
-    return this.#wrap(await awaitNative(() => this.#native.matmul(ah, bh)));
+    return this.#wrap(await this.#op(() => this.#native.matmul(ah, bh)));
   }
 
   /** FlashAttention: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
@@ -132,7 +181,7 @@ export class Device implements TensorOwner {
     const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
     const scale = (opts.scale as number | undefined) ?? null;
     return this.#wrap(
-      await awaitNative(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)),
+      await this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)),
     );
   }
 }

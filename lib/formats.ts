@@ -1,5 +1,6 @@
 // Format metadata and the element codecs (the same native routines the quantizer uses).
 import { TensorOpsError, callNative } from './errors';
+import { allocateArray } from './host-arrays';
 import { loadBinding } from './native';
 import type { Element, Format } from './types';
 import { describe } from './validate';
@@ -30,7 +31,9 @@ export function encodeElements(element: Element, values: Float32Array): Uint8Arr
   if (!(values instanceof Float32Array)) {
     throw new TensorOpsError('E_ARG', `values must be a Float32Array; got ${describe(values)}`);
   }
-  return callNative(() => loadBinding().encodeElements(element, values));
+  const out = allocateArray(Uint8Array, values.length, 'encodeElements()');
+  callNative(() => loadBinding().encodeElements(element, values, out));
+  return out;
 }
 
 /** Decodes element codes (or E8M0 scale bytes) to float32. */
@@ -38,5 +41,7 @@ export function decodeElements(element: Element, codes: Uint8Array): Float32Arra
   if (!(codes instanceof Uint8Array)) {
     throw new TensorOpsError('E_ARG', `codes must be a Uint8Array; got ${describe(codes)}`);
   }
-  return callNative(() => loadBinding().decodeElements(element, codes));
+  const out = allocateArray(Float32Array, codes.length, 'decodeElements()');
+  callNative(() => loadBinding().decodeElements(element, codes, out));
+  return out;
 }

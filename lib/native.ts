@@ -8,8 +8,9 @@ import type { TypedData } from './types';
 export interface NativeTensorHandle {
   readonly shape: number[];
   readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
-  read(): TypedData;
-  toFloat32(): Float32Array;
+  /** Copies into `out`, allocated by lib/ (host-arrays.ts says why). */
+  readInto(out: TypedData): void;
+  toFloat32Into(out: Float32Array): void;
   dispose(): void;
   readonly disposed: boolean;
   readonly bytes: number;
@@ -19,9 +20,11 @@ export interface NativeQTensorHandle {
   readonly shape: number[];
   readonly format: import('./types').Format;
   readonly blockSize: number;
-  codes(): Uint8Array;
-  scales(): Uint8Array | Uint16Array;
-  biases(): Uint16Array | null;
+  /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
+  planeLengths(): { codes: number; scales: number; biases: number };
+  codesInto(out: Uint8Array): void;
+  scalesInto(out: Uint8Array | Uint16Array): void;
+  biasesInto(out: Uint16Array): void;
   dispose(): void;
   readonly disposed: boolean;
   readonly bytes: number;
@@ -40,6 +43,8 @@ export interface NativeBufferStats {
 
 export interface NativeDeviceHandle {
   info(): import('./backend').NativeInfo;
+  /** Drops the backends (threads joined when idle); later calls throw E_DISPOSED. */
+  close(): void;
   /** Internal, for tests: the counters of the buffer pool tensors come from (null: none). */
   bufferStats(): NativeBufferStats | null;
   tensor(data: TypedData, shape: readonly number[], dtype: string): NativeTensorHandle;
@@ -77,8 +82,9 @@ export interface NativeBinding {
     /** The kernels ops use here, decode-conversion/fused-dot ("avx512vbmi/avx512vbmi", "avx2/avx2", "neon/neon"). */
     kernels: string;
   };
-  encodeElements(element: string, values: Float32Array): Uint8Array;
-  decodeElements(element: string, codes: Uint8Array): Float32Array;
+  /** Fill `out` (one code / value per input element, allocated by lib/). */
+  encodeElements(element: string, values: Float32Array, out: Uint8Array): void;
+  decodeElements(element: string, codes: Uint8Array, out: Float32Array): void;
   napiVersion: number;
 }
 

@@ -1,14 +1,13 @@
 // Tensor and QuantizedTensor: thin JS objects over native handles. Storage is native memory,
 // freed by dispose() (or `using`), with a finalizer as the safety net.
 import { TensorOpsError, callNative } from './errors';
+import { allocateArray } from './host-arrays';
 import type { NativeQTensorHandle, NativeTensorHandle } from './native';
 import type { AnyDType, DType, Format, TypedData } from './types';
-import { checkDType } from './validate';
+import { checkDType, elementCount } from './validate';
 
 /** @internal The native handle behind a public tensor object. */
 export const handleOf = Symbol('metal-tensorops.handle');
-
-const disposeSymbol: symbol = (Symbol as { dispose?: symbol }).dispose ?? Symbol.for('nodejs.dispose');
 
 /** Dequantizes or casts through the device that made the tensor. */
 export interface TensorOwner {
@@ -42,12 +41,22 @@ export class Tensor {
 
   /** A copy in the storage type: Float32Array, Uint16Array (float16/bfloat16 bits) or Uint8Array (bool). */
   async data(): Promise<TypedData> {
-    return callNative(() => this[handleOf].read());
+    const h = liveHandle(this[handleOf]);
+    const n = elementCount(this.shape);
+    const out: TypedData =
+      this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
+      : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
+      : allocateArray(Uint16Array, n, 'tensor.data()');
+    callNative(() => h.readInto(out));
+    return out;
   }
 
   /** A new Float32Array with the values. */
   async toFloat32(): Promise<Float32Array> {
-    return callNative(() => this[handleOf].toFloat32());
+    const h = liveHandle(this[handleOf]);
+    const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
+    callNative(() => h.toFloat32Into(out));
+    return out;
   }
 
   /** A new tensor of another dtype (round-to-nearest-even). */
@@ -60,7 +69,8 @@ export class Tensor {
     callNative(() => this[handleOf].dispose());
   }
 
-  [disposeSymbol](): void {
+  /** `using t = ...` (TypeScript 5.2+, or JavaScript where the runtime has `using`). */
+  [Symbol.dispose](): void {
     if (!this.disposed) this.dispose();
   }
 
@@ -96,21 +106,30 @@ export class QuantizedTensor {
 
   /** The packed data plane, row-major (API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
-    return callNative(() => this[handleOf].codes());
+    const h = liveHandle(this[handleOf]);
+    const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
+    callNative(() => h.codesInto(out));
+    return out;
   }
 
   /** MX formats: E8M0 bytes, one per block. affine: float16 bits, one per group. */
   async scales(): Promise<Uint8Array | Uint16Array> {
-    return callNative(() => this[handleOf].scales());
+    const h = liveHandle(this[handleOf]);
+    const n = callNative(() => h.planeLengths()).scales;
+    const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
+    callNative(() => h.scalesInto(out));
+    return out;
   }
 
   /** affine formats: float16 bits, one per group. */
   async biases(): Promise<Uint16Array> {
-    const b = callNative(() => this[handleOf].biases());
-    if (!b) {
+    const h = liveHandle(this[handleOf]);
+    if (!this.format.startsWith('affine')) {
       throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
     }
-    return b;
+    const out = allocateArray(Uint16Array, callNative(() => h.planeLengths()).biases, 'biases()');
+    callNative(() => h.biasesInto(out));
+    return out;
   }
 
   async dequantize(dtype: DType = 'float32'): Promise<Tensor> {
@@ -121,11 +140,18 @@ export class QuantizedTensor {
     callNative(() => this[handleOf].dispose());
   }
 
-  [disposeSymbol](): void {
+  /** `using q = ...` (TypeScript 5.2+, or JavaScript where the runtime has `using`). */
+  [Symbol.dispose](): void {
     if (!this.disposed) this.dispose();
   }
 
   toString(): string {
     return `QuantizedTensor(${this.format}, [${this.shape.join(', ')}]${this.disposed ? ', disposed' : ''})`;
   }
+}
+
+/** The handle, or E_DISPOSED before anything is allocated for a read. */
+function liveHandle<H extends { readonly disposed: boolean }>(h: H): H {
+  if (h.disposed) throw new TensorOpsError('E_DISPOSED', 'the tensor was disposed and cannot be read');
+  return h;
 }

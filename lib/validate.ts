@@ -9,11 +9,19 @@ export const FORMATS: readonly Format[] = [
   'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8',
 ];
 
+/** A short description of a value for error messages; never throws, whatever the value. */
 export function describe(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  if (value === null || value === undefined || typeof value !== 'object') return String(value);
-  if (Array.isArray(value)) return `[${value.map(describe).join(', ')}]`;
-  return value.constructor?.name ?? 'object';
+  try {
+    if (typeof value === 'string') return `'${value}'`;
+    if (typeof value === 'symbol') return value.toString();
+    if (typeof value === 'bigint') return `${value}n`;
+    if (value === null || value === undefined || typeof value !== 'object') return String(value);
+    if (Array.isArray(value)) return value.length > 16 ? `an array of ${value.length}` : `[${value.map(describe).join(', ')}]`;
+    const name: unknown = value.constructor?.name;
+    return typeof name === 'string' && name ? name : 'object';
+  } catch {
+    return 'a value that cannot be read';
+  }
 }
 
 function list(values: readonly string[]): string {
@@ -35,19 +43,56 @@ export function checkFormat(value: unknown, arg = 'format'): Format {
   return value as Format;
 }
 
+/**
+ * A shape as a fresh array of positive safe integers whose product is a safe integer too. The
+ * value is copied once (a getter or Proxy is read once per element) and the copy is checked and
+ * returned, so nothing can change between the check and the use.
+ */
 export function checkShape(value: unknown, arg = 'shape'): number[] {
   if (!Array.isArray(value)) {
     throw new TensorOpsError('E_SHAPE', `${arg} must be an array of positive integers; got ${describe(value)}`);
   }
-  if (value.length > 8) {
-    throw new TensorOpsError('E_SHAPE', `${arg} has rank ${value.length}; accepted: rank 0 to 8`);
+  const dims = readOnce(() => Array.from(value as unknown[]), arg);
+  if (dims.length > 8) {
+    throw new TensorOpsError('E_SHAPE', `${arg} has rank ${dims.length}; accepted: rank 0 to 8`);
   }
-  value.forEach((d, i) => {
+  let elements = 1;
+  dims.forEach((d, i) => {
     if (!Number.isSafeInteger(d) || (d as number) < 1) {
       throw new TensorOpsError('E_SHAPE', `${arg}[${i}] must be a positive integer; got ${describe(d)}`);
     }
+    elements *= d as number;
+    if (!Number.isSafeInteger(elements)) {
+      throw new TensorOpsError(
+        'E_SHAPE',
+        `${arg} ${describe(dims)} has more elements than the 2^53 - 1 a tensor may hold`,
+      );
+    }
   });
-  return [...(value as number[])];
+  return dims as number[];
+}
+
+/** The number of elements of a shape checkShape accepted. */
+export function elementCount(shape: readonly number[]): number {
+  return shape.reduce((n, d) => n * d, 1);
+}
+
+/** Runs fn, which reads a user value; whatever it throws (a getter, a Proxy trap) becomes E_ARG. */
+export function readOnce<T>(fn: () => T, arg: string): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof TensorOpsError) throw err;
+    throw new TensorOpsError('E_ARG', `${arg} could not be read: ${errorText(err)}`, { cause: err });
+  }
+}
+
+function errorText(err: unknown): string {
+  try {
+    return err instanceof Error ? err.message : String(err);
+  } catch {
+    return 'it threw a value that cannot be printed';
+  }
 }
 
 export function checkBlockSize(format: Format, value: unknown): number {
@@ -63,16 +108,29 @@ export function checkBlockSize(format: Format, value: unknown): number {
   return value;
 }
 
-/** Rejects option keys the function does not know (a typo must not be silently ignored). */
+/**
+ * Options as a fresh plain object holding only the accepted keys, each read once. Rejects keys the
+ * function does not know (a typo must not be silently ignored) and values that are not plain
+ * objects (a Map, Date or array has no own enumerable keys and would read as "no options").
+ */
 export function checkOptions(value: unknown, arg: string, keys: readonly string[]): Record<string, unknown> {
   if (value === undefined) return {};
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new TensorOpsError('E_ARG', `${arg} must be an object; got ${describe(value)}`);
+  if (!readOnce(() => isPlainObject(value), arg)) {
+    throw new TensorOpsError('E_ARG', `${arg} must be a plain object; got ${describe(value)}`);
   }
-  for (const key of Object.keys(value)) {
-    if (!keys.includes(key)) {
-      throw new TensorOpsError('E_ARG', `${arg}.${key} is not an option; accepted: ${list(keys)}`);
+  return readOnce(() => {
+    const copy: Record<string, unknown> = {};
+    for (const key of Object.keys(value as object)) {
+      if (!keys.includes(key)) {
+        const accepted = keys.length ? `accepted: ${list(keys)}` : 'this function takes none';
+        throw new TensorOpsError('E_ARG', `${arg}.${key} is not an option; ${accepted}`);
+      }
+      copy[key] = (value as Record<string, unknown>)[key];
     }
-  }
-  return value as Record<string, unknown>;
+    return copy;
+  }, arg);
+}
+
+function isPlainObject(value: unknown): value is object {
+  return Object.prototype.toString.call(value) === '[object Object]';
 }

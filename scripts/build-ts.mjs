@@ -23,5 +23,9 @@ writeFileSync(
   join(root, 'dist/esm/index.js'),
   `import cjs from '../cjs/index.js';\nexport const { ${names.join(', ')} } = cjs;\nexport default cjs;\n`,
 );
-writeFileSync(join(root, 'dist/esm/index.d.ts'), `export * from '../cjs/index.js';\n`);
+// `import mto from 'metal-tensorops'` works at run time (the default export above): type it too.
+writeFileSync(
+  join(root, 'dist/esm/index.d.ts'),
+  `export * from '../cjs/index.js';\nimport * as cjs from '../cjs/index.js';\nexport default cjs;\n`,
+);
 console.log(`dist/ built (${names.length} exports: ${names.join(', ')})`);
