@@ -25,14 +25,27 @@ const stats = () => {
   return s;
 };
 const bytesOf = (t: NativeTensorHandle) => {
-  const d = t.read();
-  return Buffer.from(d.buffer, d.byteOffset, d.byteLength);
+  const d = new Uint8Array(t.bytes);
+  t.readInto(t.dtype === 'float32' ? new Float32Array(d.buffer) : t.dtype === 'bool' ? d : new Uint16Array(d.buffer));
+  return Buffer.from(d.buffer);
 };
 type Result = NativeTensorHandle | NativeQTensorHandle;
-const planes = (r: Result): Buffer[] =>
-  'format' in r
-    ? [r.codes(), r.scales(), r.biases()].filter((p) => p !== null).map((p) => Buffer.from(p!.buffer, p!.byteOffset, p!.byteLength))
-    : [bytesOf(r)];
+const planes = (r: Result): Buffer[] => {
+  if (!('format' in r)) return [bytesOf(r)];
+  const n = r.planeLengths();
+  const affine = r.format.startsWith('affine');
+  const codes = new Uint8Array(n.codes);
+  r.codesInto(codes);
+  const scales = affine ? new Uint16Array(n.scales) : new Uint8Array(n.scales);
+  r.scalesInto(scales);
+  const out = [codes, scales];
+  if (affine) {
+    const biases = new Uint16Array(n.biases);
+    r.biasesInto(biases);
+    out.push(biases);
+  }
+  return out.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));
+};
 
 /** Leaves a dropped block full of NaN bytes in the pool for each of `sizes` (bytes). */
 function poison(sizes: number[]) {

@@ -67,12 +67,77 @@ describe('errors', () => {
       'E_SHAPE', 'codes', '31', '32');
   });
 
-  it('NaN scale in fromQuantized', async () => {
-    await rejects(() => dev.fromQuantized({ format: 'mxfp4', shape: [1, 64], codes: new Uint8Array(32), scales: new Uint8Array([127, 255]) }),
-      'E_FORMAT', 'scales[1]', '0xFF');
-    const nanHalf = new Uint16Array([0x3c00, 0x7e00]);
-    await rejects(() => dev.fromQuantized({ format: 'affine4', blockSize: 32, shape: [1, 64], codes: new Uint8Array(32), scales: nanHalf, biases: new Uint16Array(2) }),
-      'E_FORMAT', 'scales[1]');
+  it('NaN blocks in fromQuantized: the encodings quantize writes import and decode to NaN; other non-finite scales are E_FORMAT', async () => {
+    // MX: scale byte 0xFF is the E8M0 NaN: its block decodes to NaN, the other block is finite.
+    const mx = dev.fromQuantized({ format: 'mxfp4', shape: [1, 64], codes: new Uint8Array(32).fill(0x22), scales: new Uint8Array([127, 255]) });
+    const mxValues = await (await mx.dequantize()).toFloat32();
+    expect(mxValues.slice(0, 32).every((v) => v === 1)).toBe(true);
+    expect(mxValues.slice(32).every(Number.isNaN)).toBe(true);
+    // affine: a group whose scale and bias are both NaN decodes to NaN.
+    const nanGroup = dev.fromQuantized({ format: 'affine4', blockSize: 32, shape: [1, 64], codes: new Uint8Array(32).fill(0x11),
+      scales: new Uint16Array([0x3c00, 0x7e00]), biases: new Uint16Array([0, 0x7e00]) });
+    const affineValues = await (await nanGroup.dequantize()).toFloat32();
+    expect(affineValues.slice(0, 32).every((v) => v === 1)).toBe(true);
+    expect(affineValues.slice(32).every(Number.isNaN)).toBe(true);
+    // A lone NaN or an infinite scale or bias is not an encoding the library makes.
+    for (const [scales, biases, bad] of [[[0x3c00, 0x7e00], [0, 0], '0x7e00'], [[0x7c00, 0x3c00], [0, 0], '0x7c00'], [[0x3c00, 0x3c00], [0, 0xfc00], '0xfc00']]) {
+      await rejects(() => dev.fromQuantized({ format: 'affine4', blockSize: 32, shape: [1, 64], codes: new Uint8Array(32),
+        scales: new Uint16Array(scales), biases: new Uint16Array(biases) }), 'E_FORMAT', 'group', bad);
+    }
+  });
+
+  it('shapes whose element count overflows are E_SHAPE before anything is allocated or run', async () => {
+    await rejects(() => dev.tensor(new Float32Array(0), [2 ** 32, 2 ** 32]), 'E_SHAPE', 'shape', '2^53');
+    await rejects(() => dev.tensor(f(1), [67280421310721, 1, 1, 274177]), 'E_SHAPE', 'shape', '2^53');  // wraps to 1 in 64 bits
+    await rejects(() => dev.tensor(f(4), [2 ** 53, 2]), 'E_SHAPE', 'shape[0]');
+    // fromQuantized checks its planes' lengths before allocating them (E_SHAPE, not E_OOM).
+    await rejects(() => dev.fromQuantized({ format: 'mxfp4', shape: [2 ** 40, 32], codes: new Uint8Array(1), scales: new Uint8Array(1) }),
+      'E_SHAPE', 'codes');
+    await rejects(() => dev.fromQuantized({ format: 'mxfp4', shape: [2 ** 32, 2 ** 32], codes: new Uint8Array(1), scales: new Uint8Array(1) }),
+      'E_SHAPE', '2^53');
+  });
+
+  it('a shape is read once and the copy is what gets checked and used', async () => {
+    let reads = 0;
+    const shifty = [2, 2];
+    Object.defineProperty(shifty, 0, { get: () => (reads++ === 0 ? 2 : 2 ** 40), enumerable: true });
+    const t = dev.tensor(f(4), shifty);
+    expect(t.shape).toEqual([2, 2]);
+    expect(reads).toBe(1);
+    await rejects(() => dev.tensor(f(4), [2, Symbol('d') as never]), 'E_SHAPE', 'shape[1]', 'Symbol(d)');
+    await rejects(() => dev.tensor(f(4), [2, 2n as never]), 'E_SHAPE', 'shape[1]', '2n');
+    const trap = new Proxy([2, 2], { get() { throw new Error('trap says no'); } });
+    await rejects(() => dev.tensor(f(4), trap), 'E_ARG', 'shape', 'trap says no');
+  });
+
+  it('SharedArrayBuffer-backed data is accepted (copied) like any other', async () => {
+    const shared = new Float32Array(new SharedArrayBuffer(16));
+    shared.set([1, -2, 3.5, 4]);
+    const t = dev.tensor(shared, [2, 2]);
+    shared[0] = 99;  // the tensor took a copy
+    expect(Array.from(await t.toFloat32())).toEqual([1, -2, 3.5, 4]);
+    const bits = new Uint16Array(new SharedArrayBuffer(4));
+    bits.set([0x3c00, 0xc000]);
+    expect(Array.from(await dev.tensor(bits, [2], 'float16').toFloat32())).toEqual([1, -2]);
+    const codes = new Uint8Array(new SharedArrayBuffer(16)).fill(0x22);
+    const scales = new Uint8Array(new SharedArrayBuffer(1)).fill(127);
+    const q = dev.fromQuantized({ format: 'mxfp4', shape: [1, 32], codes, scales });
+    expect(Array.from(await (await q.dequantize()).toFloat32())).toEqual(new Array(32).fill(1));
+  });
+
+  it('options that are not plain objects are E_ARG (a Map, Date or array would read as no options)', async () => {
+    const x = dev.tensor(f(32), [1, 32]);
+    const bias = dev.tensor(f(1), [1]);
+    for (const options of [new Map([['bias', bias]]), new Date(), [bias], 'bias', 7, () => ({ bias })]) {
+      await rejects(dev.linear(x, x, options as never), 'E_ARG', 'options must be a plain object');
+    }
+    await rejects(dev.quantize(x, new Map([['format', 'mxfp4']]) as never), 'E_ARG', 'options');
+    // matmul takes no options: one given is named, not ignored.
+    const a = dev.tensor(f(4), [2, 2]);
+    await rejects(dev.matmul(a, a, { transposeB: true } as never), 'E_ARG', 'options.transposeB', 'takes none');
+    // An option whose getter throws is E_ARG carrying the getter's message.
+    const getter = Object.defineProperty({}, 'bias', { get() { throw new Error('getter says no'); }, enumerable: true });
+    await rejects(dev.linear(x, x, getter as never), 'E_ARG', 'getter says no');
   });
 
   it('unknown options are rejected by name', async () => {

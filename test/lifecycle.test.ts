@@ -76,6 +76,36 @@ describe('lifecycle', () => {
     expect(grown).toBeLessThan(64 * 1024 * 1024);  // 200 MiB allocated in all
   });
 
+  it('close() waits for the ops already started, then later calls throw E_DISPOSED; closing twice is safe', async () => {
+    const own = await open({ backend: 'cpu', threads: 2 });
+    const M = 64, N = 256, K = 1024;
+    const xs = randn(M * K, 7), ws = randn(N * K, 8);
+    const x = own.tensor(xs, [M, K]);
+    const w = own.tensor(ws, [N, K]);
+    const pending = own.linear(x, w);
+    const closing = own.close();
+    expect(own.closed).toBe(true);
+    expect(() => own.tensor(xs, [M, K])).toThrow(expect.objectContaining({ code: 'E_DISPOSED' }));
+    await expect(own.linear(x, w)).rejects.toMatchObject({ code: 'E_DISPOSED' });
+    const y = await pending;  // started before close(): it completes
+    await closing;
+    await own.close();
+    // Tensors outlive their device's close(): the result and the inputs are still readable.
+    const want = await (await dev.linear(dev.tensor(xs, [M, K]), dev.tensor(ws, [N, K]))).toFloat32();
+    expect(await y.toFloat32()).toEqual(want);
+    expect(await x.toFloat32()).toEqual(xs);
+  });
+
+  it('`await using` closes a device at the end of its scope', async () => {
+    let seen: Device | undefined;
+    {
+      await using own = await open({ backend: 'cpu', threads: 1 });
+      seen = own;
+      expect(own.closed).toBe(false);
+    }
+    expect(seen!.closed).toBe(true);
+  });
+
   it('toString says what a tensor is', async () => {
     const t = dev.tensor(randn(64, 5), [2, 32], 'bfloat16');
     expect(String(t)).toBe('Tensor(bfloat16, [2, 32])');

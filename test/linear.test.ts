@@ -114,6 +114,24 @@ describe('linear against float64', () => {
     await check(dev.fromQuantized({ format: 'mxfp8', shape: [N, K], codes, scales: new Uint8Array((N * K) / 32).fill(127) }), 1, 'mxfp8 NaN code');
   });
 
+  it('huge activations (2^100 to 2^120) give the same finite results through the quantized weights as through their dequantized values', async () => {
+    const N = 8, K = 64;
+    const formats: Format[] = ['mxfp8', 'mxfp8_e5m2', 'mxfp4', 'mxint8', 'mxint4', 'affine4', 'affine8'];
+    for (const format of formats) {
+      const w = await dev.quantize(dev.tensor(randn(N * K, 11).map((v) => v / 64), [N, K]), { format });
+      const wd = await (await w.dequantize()).toFloat32();
+      for (const M of [1, 2, 9]) {
+        for (const e of [100, 108, 114, 120]) {
+          const x = randn(M * K, e + M).map((v) => v * 2 ** e / 8);
+          const ref = linearRef(x, wd, M, N, K);  // float64: finite for every case here
+          expect(ref.every(Number.isFinite), `${format} 2^${e} reference`).toBe(true);
+          const y = await (await dev.linear(dev.tensor(x, [M, K]), w)).toFloat32();
+          expectClose(y, ref, 1e-4, `${format} M=${M} |x| ~ 2^${e}`);
+        }
+      }
+    }
+  });
+
   for (const dtype of ['float16', 'bfloat16'] as DType[]) {
     it(`${dtype} x and w: float32 accumulation, ${dtype} output`, async () => {
       const M = 5, N = 23, K = 70;  // K: not a whole number of vectors

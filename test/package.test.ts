@@ -29,6 +29,29 @@ describe('build files', () => {
   });
 });
 
+describe('the npm package', () => {
+  it('ships every script its install and build steps run (a build from the tarball needs them)', () => {
+    const packed = JSON.parse(execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: root, encoding: 'utf8' })) as
+      { files: { path: string }[] }[];
+    const files = new Set(packed[0].files.map((f) => f.path));
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    const used = new Set<string>();
+    for (const text of [readFileSync(join(root, 'binding.gyp'), 'utf8'), readFileSync(join(root, 'CMakeLists.txt'), 'utf8'), pkg.scripts.install]) {
+      for (const m of text.matchAll(/scripts\/[\w-]+\.mjs/g)) used.add(m[0]);
+    }
+    // and what those scripts import from each other
+    for (const script of [...used]) {
+      for (const m of readFileSync(join(root, script), 'utf8').matchAll(/from '\.\/([\w-]+\.mjs)'/g)) used.add(`scripts/${m[1]}`);
+    }
+    expect(used.size).toBeGreaterThanOrEqual(3);
+    for (const script of used) expect(files.has(script), script).toBe(true);
+    for (const file of ['package.json', 'binding.gyp', 'sources.json', 'dist/cjs/index.js', 'dist/esm/index.d.ts']) {
+      expect(files.has(file), file).toBe(true);
+    }
+    expect([...files].filter((f) => f.startsWith('test/'))).toEqual([]);
+  });
+});
+
 describe('entry points', () => {
   it('require() and import() load the built package and share one set of classes', () => {
     const script = `

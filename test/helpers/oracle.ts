@@ -1,8 +1,8 @@
-// Reads ../shared/oracle (golden data from ml_dtypes and PyTorch; see its README.md).
+// Reads test/oracle: golden data made by ml_dtypes and PyTorch (see its README.md).
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
-export const ORACLE_DIR = resolve(__dirname, '..', '..', '..', 'shared', 'oracle');
+export const ORACLE_DIR = resolve(__dirname, '..', 'oracle');
 
 export interface ArrayRef {
   file: string;

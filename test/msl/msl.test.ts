@@ -4,6 +4,7 @@
 // about a minute and a half on two cores).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { fullSuite } from '../helpers/suite';
 import { build, driverPath, faults, root } from './build.mjs';
 
 interface CaseResult {
@@ -23,8 +24,11 @@ const haveCompiler = (() => {
     return false;
   }
 })();
-// CI (.ci/run) installs clang-19 on Linux, where a missing compiler is a failure, not a skip.
-const skip = !haveCompiler && process.platform !== 'linux';
+// The full suite (CI: .ci/run installs clang-19) fails on Linux without the compiler; the quick
+// one skips. The quick suite runs every case once; the full one adds other cooperative-layout
+// seeds, the fallback branches and every planted fault.
+const skip = !haveCompiler && (!fullSuite || process.platform !== 'linux');
+const variants = it.runIf(fullSuite);
 
 function runDriver(args: string[], env: Record<string, string> = {}): Report {
   // A kernel stuck in a loop never reaches a rendezvous the harness could check: time out instead.
@@ -39,7 +43,7 @@ function runDriver(args: string[], env: Record<string, string> = {}): Report {
 const failures = (cases: CaseResult[]) =>
   cases.filter((c) => !c.ok).map((c) => `${c.name}: ${c.error?.kind}: ${c.error?.message}`);
 
-describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
+describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (skipped: ${compiler} not found)`}`, () => {
   let report: Report;
   beforeAll(async () => {
     if (!haveCompiler) throw new Error(`${compiler} not found: install clang-19 (apt-get install -y clang-19) or set MSL_CXX`);
@@ -176,7 +180,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
 
   // The cooperative-tensor element-to-thread order is scrambled by a seed: correct kernels pass
   // under any seed, and is_compatible_as_left_input may answer either way.
-  it('tensorops: the scrambled cooperative-tensor layout under two other seeds, and left-input reuse both ways', () => {
+  variants('tensorops: the scrambled cooperative-tensor layout under two other seeds, and left-input reuse both ways', () => {
     const filter = ['--filter', 'linear-tensorops/,harness/tensorops/,matmul-tensorops/,linear-tensorops-mx/'];
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(filter, { MTOH_COOP_SEED: seed });
@@ -213,7 +217,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
   // Both ways of feeding P into the second matmul2d, and layouts that differ from the default seed.
   // The threadgroup-memory branch is what macOS 26 runs, so it gets every case; the seeds a sample
   // with every head dim, dtype and K/V format.
-  it('tensorops attention: the threadgroup-memory branch when is_compatible_as_left_input says no, and other layout seeds', () => {
+  variants('tensorops attention: the threadgroup-memory branch when is_compatible_as_left_input says no, and other layout seeds', () => {
     const all = runDriver(['--filter', 'attention-tensorops/'], { MTOH_COOP_LEFT_COMPATIBLE: '0' });
     expect(all.cases.length).toBe(group('attention-tensorops/').length);
     expect(failures(all.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
@@ -227,14 +231,14 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
     }
   });
 
-  it('tensorops attention: by default the scores go directly into the second matmul2d (a fault in the threadgroup-memory branch goes unnoticed there)', () => {
+  variants('tensorops attention: by default the scores go directly into the second matmul2d (a fault in the threadgroup-memory branch goes unnoticed there)', () => {
     const fault = (faults as Fault[]).find((f) => f.name === 'tensorops_attn_fallback_no_barrier')!;
     const r = runDriver(['--variant', fault.name, '--filter', fault.filter]);
     expect(r.cases.length).toBeGreaterThan(0);
     expect(failures(r.cases)).toEqual([]);
   });
 
-  it('tensorops: the layout-assuming kernel fails under other seeds too', () => {
+  variants('tensorops: the layout-assuming kernel fails under other seeds too', () => {
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(['--variant', 'coop_layout', '--filter', 'linear-tensorops/mxfp4/M33/'], { MTOH_COOP_SEED: seed });
       expect(r.cases.length).toBeGreaterThan(0);
@@ -287,7 +291,7 @@ describe.skipIf(skip)('MSL kernels on the CPU harness', () => {
 
   for (const fault of faults as Fault[]) {
     const under = fault.env ? ` under ${Object.entries(fault.env).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';
-    it(`planted fault '${fault.name}' is caught (${fault.expect})${under}: ${fault.why}`, () => {
+    variants(`planted fault '${fault.name}' is caught (${fault.expect})${under}: ${fault.why}`, () => {
       const r = runDriver(['--variant', fault.name, '--filter', fault.filter], fault.env);
       expect(r.cases.length, `no case matches '${fault.filter}'`).toBeGreaterThan(0);
       for (const c of r.cases) {

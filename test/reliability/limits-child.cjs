@@ -1,0 +1,74 @@
+// Probes run under limits the parent applies while they wait (limits.test.ts): it warms up, prints
+// a `ready` line, waits for `go` on stdin, then runs its probe and prints one JSON line.
+// Usage: node limits-child.cjs <dist/cjs/index.js> threads|memory
+'use strict';
+const fs = require('node:fs');
+const readline = require('node:readline');
+const [dist, probe] = process.argv.slice(2);
+const { open } = require(dist);
+
+const codeOf = (e) => (e && e.code) || String(e);
+const tasks = () => fs.readdirSync('/proc/self/task').length;
+const vmSize = () => Number(/VmSize:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+
+function waitForGo() {
+  return new Promise((resolve) => {
+    readline.createInterface({ input: process.stdin }).on('line', (l) => { if (l === 'go') resolve(); });
+  });
+}
+
+async function threads() {
+  await fs.promises.readFile(__filename);  // libuv's pool is started before the limit applies
+  process.stdout.write(JSON.stringify({ ready: true, tasks: tasks() }) + '\n');
+  await waitForGo();
+  const devices = [], opened = [];
+  for (let i = 0; i < 4; i++) {
+    try {
+      const d = await open({ backend: 'cpu', threads: 8 });
+      devices.push(d);
+      opened.push(d.info.threads);
+    } catch (e) {
+      opened.push(codeOf(e));
+    }
+  }
+  // A device that got fewer threads than asked computes like any other (a [4,256] x [64,256]^T
+  // linear: each output is 256 * 1 * 0.5).
+  const d = devices[0];
+  const y = await d.linear(d.tensor(new Float32Array(4 * 256).fill(1), [4, 256]), d.tensor(new Float32Array(64 * 256).fill(0.5), [64, 256]));
+  const values = [...new Set(await y.toFloat32())];
+  // Closing returns the threads at once, so a new device gets them again.
+  await Promise.all(devices.map((x) => x.close()));
+  const again = await open({ backend: 'cpu', threads: 2 });
+  const reopened = again.info.threads;
+  await again.close();
+  return { opened, values, reopened };
+}
+
+async function memory() {
+  const dev = await open({ backend: 'cpu', threads: 2 });
+  // Made on the device from small inputs, so that no large JS array is freed after the limit applies.
+  const ones = dev.tensor(new Float32Array(2 ** 13).fill(1), [2 ** 13, 1]);
+  const big = await dev.matmul(ones, dev.tensor(new Float32Array(2 ** 13).fill(1), [1, 2 ** 13]));  // 256 MiB
+  const q = await dev.quantize(big, { format: 'mxfp8' });  // 64 MiB of codes
+  process.stdout.write(JSON.stringify({ ready: true, vmSize: vmSize() }) + '\n');
+  await waitForGo();
+  const reads = {};
+  for (const [name, read] of [['data', () => big.data()], ['toFloat32', () => big.toFloat32()], ['codes', () => q.codes()]]) {
+    try {
+      const out = await read();
+      reads[name] = `read ${out.length}`;
+    } catch (e) {
+      reads[name] = codeOf(e);
+    }
+  }
+  // The device and the tensors are still usable: a small op and a small read work.
+  const y = await dev.linear(dev.tensor([1, 2], [1, 2]), dev.tensor([3, 4], [1, 2]));
+  const small = Array.from(await y.toFloat32());
+  return { reads, small };
+}
+
+(async () => {
+  const result = probe === 'threads' ? await threads() : await memory();
+  process.stdout.write(JSON.stringify(result) + '\n');
+  process.exit(0);
+})().catch((e) => { process.stdout.write(JSON.stringify({ fatal: String(e && e.stack || e) }) + '\n'); process.exit(3); });
