@@ -94,7 +94,7 @@ export class QuantizedTensor {
     return this[handleOf].bytes;
   }
 
-  /** The packed data plane, row-major (API.md "Packing"). */
+  /** The packed data plane, row-major (docs/design/API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
     return callNative(() => this[handleOf].codes());
   }
