@@ -12,7 +12,7 @@ export interface FormatSpec {
   blockSizes: readonly number[];
 }
 
-/** API.md's formats table. */
+/** docs/design/API.md's formats table. */
 export const formats: Readonly<Record<Format, FormatSpec>> = Object.freeze({
   mxfp8: { element: 'fp8_e4m3', bits: 8, scale: 'e8m0', blockSizes: [32] },
   mxfp8_e5m2: { element: 'fp8_e5m2', bits: 8, scale: 'e8m0', blockSizes: [32] },

@@ -104,7 +104,7 @@ export class QuantizedTensor {
     return this[handleOf].bytes;
   }
 
-  /** The packed data plane, row-major (API.md "Packing"). */
+  /** The packed data plane, row-major (docs/design/API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
     const h = liveHandle(this[handleOf]);
     const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');

@@ -4,7 +4,7 @@ export type DType = 'float32' | 'float16' | 'bfloat16';
 export type MaskDType = 'bool';
 export type AnyDType = DType | MaskDType;
 
-/** Quantized formats (API.md). Block size 32 for MX formats; 32/64/128 for affine. */
+/** Quantized formats (docs/design/API.md). Block size 32 for MX formats; 32/64/128 for affine. */
 export type Format =
   | 'mxfp8'
   | 'mxfp8_e5m2'

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // `npm run check:metal`: type-checks the Objective-C++ Metal host code (native/metal/*.mm) on a
-// machine without Apple's SDK, following ../shared/design/VERIFY.md: clang targets macOS 14 on
+// machine without Apple's SDK, following docs/design/VERIFY.md: clang targets macOS 14 on
 // arm64, compiles against our declarations of the Metal and Foundation subset we use
 // (test/metal-sdk/, each declaration with its macOS availability), and turns the two mistakes
 // that otherwise only show on a Mac into errors: a selector that does not exist

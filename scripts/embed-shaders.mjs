@@ -24,7 +24,7 @@ export function shaderFiles() {
 // tensor_blockwise) exist only from MSL 4.1 (macOS 27), TensorOps (`#include <metal_tensor>`) from
 // MSL 4.0 (macOS 26); everything else needs bfloat, MSL 3.1 (macOS 14). A file compiled below its
 // version does not fail: its `#if` guards leave a library without those kernels, so the version
-// must be set, never left to the compiler's default (METAL.md).
+// must be set, never left to the compiler's default (docs/design/METAL.md).
 export function libraryStd(text) {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');  // comments do not count
   if (/\b__HAVE_TENSOR_MULTIPLANE__\b/.test(code)) return 'metal4.1';

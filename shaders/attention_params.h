@@ -2,7 +2,7 @@
 // geometry and parameters, declared once for the kernels and the host (native/core/dispatch_plan.cc,
 // plan_attention).
 //
-// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v with FlashAttention semantics (API.md):
+// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v, FlashAttention as in docs/design/API.md:
 // bottom-right causal, bool or additive mask broadcast by element strides, GQA (query head h reads
 // kv head h / G), a row that sees no key is zeros. q, k, v are dense and contiguous [B, H, L, D];
 // k/v may instead be mxfp8 (E4M3/E5M2) codes [B*Hkv*Lk, D] bytes with E8M0 scales [B*Hkv*Lk, D/32].

@@ -26,7 +26,7 @@
 // supports): q may be float16/bfloat16 and K/V mxfp8, and a cooperative left input must have the
 // element type of the destination it came from (float, for an exact softmax). The mx tier's
 // scale planes do not apply: a scaled right operand must be transposed (V is not) and the
-// quantized pairs are half x fp8, not float x fp8 (METAL.md). Masked scores are -inf and
+// quantized pairs are half x fp8, not float x fp8 (docs/design/METAL.md). Masked scores are -inf;
 // exp2(-inf) = 0 is relied on: compile without fast math, as for attention.metal.
 // NaN (the rule of check_attention, native/core/ops.h): every per-row step here is element by
 // element, so NaN may flow through O; but reduce_rows' max need not propagate NaN, so a NaN score

@@ -1,7 +1,7 @@
 // Dense matmul y[batch, M, N] = a[batch, M, K] @ b[K, N] (or b[batch, K, N]) for the tensorops
 // tier (MSL 4.0, TensorOps): a and b float32, float16 or bfloat16 (T, one dtype for both: mixed
 // bfloat x half operands are refused by macOS 26.2+, llama.cpp #17986), float32 output. Compiled
-// only at MSL 4.0 (METAL.md).
+// only at MSL 4.0 (docs/design/METAL.md).
 //
 // Dense operands need no staging: each threadgroup views its rows of a, its columns of b and its
 // tile of y in device memory, and one matmul2d over the threadgroup's SIMD-groups computes the

@@ -42,7 +42,7 @@ constexpr int mto_format_emax(int f) {
 }
 
 #if defined(__METAL_VERSION__)
-// Code of element i of a packed row (API.md "Packing").
+// Code of element i of a packed row (docs/design/API.md "Packing").
 template <int FMT, typename P>
 inline uint mto_packed_code(P row, uint i) {
   const int bits = mto_format_bits(FMT);

@@ -1,5 +1,5 @@
 // Scalar decoding of quantized element codes and E8M0 scales, shared by the MSL kernels and the
-// C++ cpu backend so that both read the same bits the same way (API.md, "Quantized formats").
+// C++ cpu backend so that both read the bits the same way (docs/design/API.md "Quantized formats").
 //
 // This header compiles as C++17 and as Metal Shading Language (C++14 based: no standard library,
 // no exceptions). Values are built from bit operations and exact power-of-two products, never
@@ -147,7 +147,7 @@ inline float mto_decode_element(int elem, mto_u32 code) {
   }
 }
 
-// ---- Code extraction from a packed row (API.md "Packing"); `i` is the element index in the row.
+// ---- Code extraction from a packed row (docs/design/API.md "Packing"); `i` indexes the row.
 // 4-bit: element 2j in the low nibble of byte j, element 2j+1 in the high nibble.
 template <typename P>
 inline mto_u32 mto_code4(P row, mto_u32 i) {

@@ -1,5 +1,5 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the simdgroup tier (Apple7+),
-// every format of API.md, float32/float16/bfloat16 activations (T), float32 accumulation and
+// every docs/design/API.md format, float32/float16/bfloat16 activations T, float32 accumulation and
 // output. Activations are converted to float32 as they are read (exact for all three) and weights
 // are dequantized to float32, not to T: an MX scale spans 2^-127..2^127, beyond float16's range,
 // and bfloat16 would round the decoded values. Weights are dequantized inside the kernel by

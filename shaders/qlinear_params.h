@@ -42,7 +42,7 @@
 // whose element type Metal knows (mxfp8, mxfp8_e5m2, mxfp4) and float16 x: one matmul2d per
 // BM x BN tile of y over the whole K, x and the weights with their E8M0 scale plane viewed in
 // device memory. The weight rows must be a multiple of QLINEAR_MX_ROW_ALIGN bytes (the rule for
-// buffer-backed format tensors, assumed for inline views: METAL.md, test/msl/README.md).
+// buffer-backed format tensors, assumed for inline views: docs/design/METAL.md, test/msl/README.md)
 #define QLINEAR_MX_BM 32
 #define QLINEAR_MX_BN 32
 #define QLINEAR_MX_SIMDGROUPS 4

@@ -1,7 +1,7 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops tier (MSL 4.0,
-// TensorOps): every format of API.md, float32/float16/bfloat16 activations (T, converted to
+// TensorOps): each docs/design/API.md format, float32/float16/bfloat16 activations (T, converted to
 // float32 as they are staged, as in qlinear.metal), float32 accumulation and output. Compiled only
-// at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; METAL.md).
+// at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; docs/design/METAL.md).
 //
 // The route WWDC26 talk 330 gives for weight formats the hardware path does not know: each step
 // dequantizes a BN x BK tile of w (mx_dequant.h, the decoders the cpu backend uses) and stages the

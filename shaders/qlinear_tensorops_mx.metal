@@ -1,7 +1,7 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops-mx tier (MSL 4.1,
 // macOS 27): the MX formats whose element type Metal knows -- mxfp8 (metal_fp8_e4m3_format),
 // mxfp8_e5m2 (metal_fp8_e5m2_format), mxfp4 (metal_fp4_e2m1_format) -- with float16 x, the only
-// activation type those formats pair with (METAL.md). Every other format, dtype or row size runs
+// activation type they take (docs/design/METAL.md). Any other format, dtype or row size runs
 // the tensorops kernels instead (native/core/dispatch_plan.cc says why in fallback_reason).
 //
 // No dequantization in the kernel: the weight codes and their E8M0 scales are one multi-plane
@@ -9,7 +9,7 @@
 // plain half view, both straight in device memory, and one matmul2d per BM x BN tile of y over
 // the whole K decodes and scales as it multiplies. The weights are the right operand as stored,
 // [N, K] with the blocks along K, which is the transposed form a scaled right operand requires.
-// The API.md packing is what Metal reads (fp4: element 2i in the low nibble of byte i; scales
+// Metal reads docs/design/API.md's packing (fp4: element 2i in the low nibble of byte i; scales
 // [N, K/32]); the harness models that layout as inferred (test/msl/README.md). The destination is
 // a cooperative tensor: the epilogue adds the bias and writes each element the thread holds where
 // get_multidimensional_index says, inside y only. Shapes and slots: qlinear_params.h.

@@ -1,5 +1,5 @@
 // MX quantization on the GPU: float32/float16/bfloat16 rows -> packed codes + E8M0 scales, bit
-// for bit what the cpu quantizer produces (API.md "Quantized formats"; rules in mx_encode.h).
+// for bit what the cpu quantizer produces (docs/design/API.md "Quantized formats"; mx_encode.h).
 //
 // One SIMD-group per 32-element block, one lane per element: the block's amax is a simd_max of
 // magnitude bits (NaN and inf sort above every finite value, so one integer max finds them), each

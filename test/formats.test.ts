@@ -19,7 +19,7 @@ const MAX_NORMAL: Record<string, number> = {
   fp8_e4m3: 448, fp8_e5m2: 57344, fp6_e3m2: 28, fp6_e2m3: 7.5, fp4_e2m1: 6,
 };
 
-/** Unpacks our packed codes into one code per element (API.md "Packing"). */
+/** Unpacks our packed codes into one code per element (docs/design/API.md "Packing"). */
 function unpack(codes: Uint8Array, bits: number, n: number): Uint8Array {
   if (bits === 8) return codes;
   const out = new Uint8Array(n);
@@ -51,7 +51,7 @@ describe('element casts (oracle)', () => {
       const got = encodeElements(c.format as Element, input);
       let checked = 0;
       for (let i = 0; i < input.length; i++) {
-        // Overflow and NaN follow ml_dtypes' own rules there; ours saturate (API.md).
+        // Overflow and NaN follow ml_dtypes' own rules there; ours saturate (docs/design/API.md).
         if (!Number.isFinite(input[i]) || !Number.isFinite(decoded[i]) ||
             Math.abs(decoded[i]) > MAX_NORMAL[c.format as string]) continue;
         if (got[i] !== want[i]) expect.fail(`${c.format} input ${input[i]}: code ${got[i]}, want ${want[i]}`);
@@ -161,7 +161,7 @@ describe('affine (MLX-compatible)', () => {
         for (let i = 0; i < data.length; i++) {
           const g = Math.floor(i / blockSize);
           // MLX's own test (python/tests/test_quantized.py): |w - w_hat| <= |scale| + 1e-6 with
-          // float32 scale and bias; ours are stored as float16 (API.md), which adds half an ulp of
+          // float32 scale and bias; ours are float16 (docs/design/API.md): that adds half an ulp of
           // the bias and of up to 2^bits - 1 steps of the scale.
           const halfUlp = 2 ** -11;
           const bound = Math.abs(scaleOf[g]) * (1 + (2 ** BITS[format] - 1) * halfUlp) +

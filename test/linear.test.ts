@@ -15,7 +15,7 @@ const MX_FORMAT: Record<string, Format> = {
   mxfp8_e4m3: 'mxfp8', mxfp8_e5m2: 'mxfp8_e5m2', mxfp6_e2m3: 'mxfp6_e2m3', mxfp4_e2m1: 'mxfp4',
 };
 
-/** Packs one code per element into our layout (API.md "Packing"). */
+/** Packs one code per element into our layout (docs/design/API.md "Packing"). */
 function pack(codes: Uint8Array, bits: number): Uint8Array {
   if (bits === 8) return codes;
   const out = new Uint8Array((codes.length * bits) / 8);

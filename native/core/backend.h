@@ -1,4 +1,4 @@
-// The interface every compute backend implements (ARCHITECTURE.md "One op, two backends"):
+// The interface every backend implements (docs/design/ARCHITECTURE.md "One op, two backends"):
 // tensor storage and the ops, each started on the JS thread and finished through a completion
 // callback. native/addon talks only to this; native/cpu/backend.cc and native/metal/backend.mm
 // implement it. Plain C++ (no Node-API, no Objective-C) so both sides compile everywhere they must.
@@ -27,7 +27,7 @@ struct OpStatus {
 // before returning; the metal backend from the command buffer's completed handler).
 using Completion = std::function<void(OpStatus)>;
 
-// What dev.info reports about the backend that open() chose (API.md DeviceInfo).
+// What dev.info reports about the backend that open() chose (docs/design/API.md DeviceInfo).
 struct BackendInfo {
   std::string backend = "cpu";  // "metal" | "cpu"
   Tier tier = Tier::Cpu;

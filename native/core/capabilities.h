@@ -7,7 +7,7 @@
 
 namespace mto {
 
-// The metal tiers, fastest first in the order tiers.cc tries them (ARCHITECTURE.md "Metal backend
+// The metal tiers, fastest first as tiers.cc tries them (docs/design/ARCHITECTURE.md "Metal backend
 // tiers"); Cpu means the cpu backend.
 enum class Tier : uint8_t { Cpu = 0, Simdgroup = 1, TensorOps = 2, TensorOpsMx = 3 };
 constexpr int kTierCount = 4;
@@ -24,10 +24,10 @@ std::string os_version_string(const OsVersion& v);  // "26.2" or "26.2.1"
 
 // MSL version a tier's kernels and probe compile with. MTLCompileOptions.languageVersion is
 // always set explicitly from this: left unset it defaults to the SDK's version and the TensorOps
-// headers expand to nothing ("use of undeclared identifier 'mpp'", METAL.md).
+// headers expand to nothing ("use of undeclared identifier 'mpp'", docs/design/METAL.md).
 struct MslVersion {
   int major = 0, minor = 0;
-  // MTLLanguageVersion's raw value: (major << 16) + minor, e.g. 4.0 -> 0x40000 (METAL.md).
+  // MTLLanguageVersion's raw value: (major << 16) + minor, 4.0 -> 0x40000 (docs/design/METAL.md).
   uint32_t raw() const { return (uint32_t(major) << 16) + uint32_t(minor); }
 };
 // simdgroup 3.1 (bfloat needs 3.1; macOS 14), tensorops 4.0 (macOS 26), tensorops-mx 4.1
@@ -68,7 +68,7 @@ struct Capabilities {
 int architecture_generation(const std::string& arch);
 
 // Whether the GPU has neural accelerators (the matrix units TensorOps lower to). Either signal
-// suffices: family Apple10 (raw 1010, M5/A19; METAL.md, PyTorch GemmMetal gate), or MLX's
+// suffices: family Apple10 (raw 1010, M5/A19; docs/design/METAL.md; PyTorch GemmMetal), or MLX's
 // is_nax_available rule (device.cpp): generation >= 17, or >= 18 for a phone-class GPU (name
 // ending in 'p': the A18 Pro is applegpu_g17p but family Apple9, without them).
 bool gpu_has_neural_accelerators(const Capabilities& caps);

@@ -51,7 +51,7 @@ const char* dtype_suffix(DType t) {
 
 // Why the tensorops-mx scale-plane kernel cannot run this linear ("" when it can): Metal has
 // element types for fp8 e4m3/e5m2 and fp4 e2m1 only, pairs them with half activations only, and
-// format tensors need rows of a multiple of 128 bytes (METAL.md).
+// format tensors need rows of a multiple of 128 bytes (docs/design/METAL.md).
 std::string linear_mx_refusal(Format f, DType x, int64_t K) {
   if (f != Format::MXFP8_E4M3 && f != Format::MXFP8_E5M2 && f != Format::MXFP4) {
     return std::string("Metal has no scale-plane element type for ") + format_info(f).name;

@@ -83,7 +83,7 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
 Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
                      Tier tier);
 
-// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (FlashAttention, API.md), from the validated
+// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (docs/design/API.md), from the validated
 // parameters of check_attention (core/ops.h). q dense float32/float16/bfloat16; k/v dense of q's
 // dtype (kv_format empty) or mxfp8 (Format::MXFP8_E4M3 / MXFP8_E5M2, blocks of 32 along D); the
 // mask's dtype when p.mask is set. o is float32. Lq <= 8 runs the decode kernel, as one pass or,

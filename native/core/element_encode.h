@@ -74,7 +74,7 @@ MTO_FORCE_INLINE U32<W> encode_int(const U32<W>& u) {
 inline bool is_nan_bits(uint32_t u) { return int32_t(u & 0x7FFFFFFFu) > 0x7F800000; }
 
 // One encoder per element: `finite` for values that are not NaN (W lanes), `enc` for any one value
-// (NaN -> the element's NaN code, or 0 where it has none: API.md).
+// (NaN -> the element's NaN code, or 0 where it has none: docs/design/API.md).
 template <int EBITS, int MBITS, uint32_t MAXCODE, uint32_t NAN_CODE>
 struct Minifloat {
   static constexpr int kBits = 1 + EBITS + MBITS;

@@ -6,7 +6,7 @@
 
 namespace mto {
 
-// Stable error codes (API.md "Errors"). Never rename one: users switch on them.
+// Stable error codes (docs/design/API.md "Errors"). Never rename one: users switch on them.
 namespace code {
 inline constexpr const char* Shape = "E_SHAPE";
 inline constexpr const char* DType = "E_DTYPE";

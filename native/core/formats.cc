@@ -1,7 +1,7 @@
 // Quantized formats: the format table, element encoding and decoding (encoders:
 // element_encode.h; decoders: the shared shader helpers) and table-driven dequantization (vector
 // kernels from core_simd.h where the CPU has them). The quantizers: quantize_rows.cc. Rules:
-// API.md "Quantized formats"; golden data: test/oracle.
+// docs/design/API.md "Quantized formats"; golden data: test/oracle.
 #include "formats.h"
 
 #include <algorithm>

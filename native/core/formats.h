@@ -16,7 +16,7 @@ enum class Element : uint8_t {
   INT8 = 5, INT4 = 6, INT2 = 7, E8M0 = 8,
 };
 
-// Public formats (API.md table). Values are stable: they cross the addon boundary.
+// Public formats (docs/design/API.md table). Values are stable: they cross the addon boundary.
 enum class Format : uint8_t {
   MXFP8_E4M3 = 0, MXFP8_E5M2 = 1, MXFP6_E3M2 = 2, MXFP6_E2M3 = 3, MXFP4 = 4,
   MXINT8 = 5, MXINT4 = 6, MXINT2 = 7, AFFINE4 = 8, AFFINE8 = 9,

@@ -34,7 +34,7 @@ struct MatmulParams {
 };
 MatmulParams check_matmul(const Tensor& a, const Tensor& b);
 
-// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v, FlashAttention semantics of API.md.
+// o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v, FlashAttention as in docs/design/API.md.
 // NaN and inf, identical on every backend and kernel: a key that query row i does not see (hidden
 // by causal, a false bool mask or an additive -inf: any score of -inf) is never read, so a NaN in
 // its K or V changes nothing (unlike PyTorch's math path, where NaN + -inf and 0 * NaN are NaN;

@@ -3,7 +3,7 @@
 // MTLTensorDescriptor.auxiliaryPlanes), and with which extents. Backend-neutral so the whole rule
 // table runs on Linux (test/scale-plane.test.ts); native/metal/qtensor.mm creates the MTLTensor.
 //
-// Rules, from Apple's macOS 27 MTLTensor.h (see ../shared/design/METAL.md "Scale planes"):
+// Rules, from Apple's macOS 27 MTLTensor.h (see docs/design/METAL.md "Scale planes"):
 //   - data types: MetalFloat8E4M3 (mxfp8), MetalFloat8E5M2 (mxfp8_e5m2), MetalFloat4E2M1 (mxfp4);
 //     the scales plane only takes MetalFloat8UE8M0 with block factors {32, 1, ...}; no other of
 //     our formats has a Metal data type (mxfp6, the affine int formats).
@@ -24,7 +24,7 @@
 
 namespace mto {
 
-// The Metal element type of the data plane (raw MTLTensorDataType values, METAL.md).
+// The Metal element type of the data plane (raw MTLTensorDataType values, docs/design/METAL.md).
 enum class ScalePlaneData : int { None = 0, Fp8E5M2 = 141, Fp8E4M3 = 142, Fp4E2M1 = 148 };
 
 struct ScalePlaneLayout {

@@ -1,4 +1,4 @@
-// The tier rules (ARCHITECTURE.md "Metal backend tiers", METAL.md "Capability detection"):
+// Tier rules (docs/design/ARCHITECTURE.md "Metal backend tiers", METAL.md "Capability detection"):
 //   tensorops-mx  macOS 27 + family Metal4 + probe         (MSL 4.1 scale planes)
 //   tensorops     macOS 26.2 + family Metal4 + probe       (MSL 4.0 matmul2d)
 //   simdgroup     family Apple7 + probe                    (simdgroup_matrix, M1 and later)

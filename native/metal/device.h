@@ -9,7 +9,7 @@
 namespace mto::metal {
 
 // MTLCreateSystemDefaultDevice, else the first of MTLCopyAllDevices (the default device may be
-// nil in headless contexts, METAL.md); nil when the machine has no Metal device.
+// nil in headless contexts, docs/design/METAL.md); nil when the machine has no Metal device.
 id<MTLDevice> pick_device();
 
 // Everything but the probes (probe.mm fills those). `device` may be nil: then has_device is

@@ -16,14 +16,14 @@ namespace mto::metal {
 class PipelineArchive;
 
 // Compiles `source` as MSL `version`, with languageVersion always set explicitly (left unset, the
-// TensorOps headers silently expand to nothing, METAL.md) and fast math off (softmax relies on
+// TensorOps headers silently expand to nothing: docs/design/METAL.md), no fast math (softmax needs
 // -inf and exact exp; MLX compiles with fast math off too). Returns nil and sets *error to the
 // compiler's message on failure, or when this process cannot ask for `version`.
 id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
                                std::string* error);
 
 // Pipelines of one library, created on first use and kept for the process (a first compile costs
-// tens of ms per kernel, METAL.md). With an archive, pipelines are looked up in it first and
+// tens of ms per kernel, docs/design/METAL.md). With an archive, pipelines come from it first and
 // added to it after, so the next process starts warm. Thread-safe.
 class PipelineCache {
  public:

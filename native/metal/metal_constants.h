@@ -1,4 +1,4 @@
-// Metal enum values by their raw numbers (METAL.md). The builds must compile with SDKs that
+// Metal enum values by their raw numbers (docs/design/METAL.md). Builds must compile with SDKs that
 // predate the named constants (the macos-14 runner's Xcode 15 has no MTLGPUFamilyMetal4 or
 // MTLLanguageVersion4_0; only the macOS 27 SDK has MTLLanguageVersion4_1), so, as llama.cpp (ggml-metal-device.m: MTLGPUFamilyMetal4_GGML = 5002)
 // and PyTorch (GemmMetal.mm: static_cast<MTLGPUFamily>(1010)) do, we spell them as numbers.

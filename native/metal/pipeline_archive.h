@@ -1,5 +1,5 @@
 // An MTLBinaryArchive in the user's cache directory, so the second process that uses a kernel
-// skips the back-end compile (tens of ms per kernel, METAL.md). Objective-C++ only.
+// skips the back-end compile (tens of ms per kernel, docs/design/METAL.md). Objective-C++ only.
 #pragma once
 #import <Metal/Metal.h>
 

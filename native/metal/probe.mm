@@ -1,6 +1,6 @@
 // Tier probes (probe.h): a tier is used only if its tiny kernel compiles and yields a pipeline
 // on this device, because a GPU family or OS version says what should work, not what does
-// (hosted runners' paravirtual GPUs fail TensorOps pipelines, METAL.md).
+// (hosted runners' paravirtual GPUs fail TensorOps pipelines, docs/design/METAL.md).
 #include "probe.h"
 
 #include <string>

@@ -50,7 +50,7 @@ kernel void probe(device half* a [[buffer(0)]],
 )msl";
 
 // msl-source: probe_tensorops_mx std=metal4.1
-// half x (FP8 E4M3 with an E8M0 scale plane, blocks of (32, 1)). Written from METAL.md's
+// half x (FP8 E4M3 with an E8M0 scale plane, blocks of (32, 1)). From docs/design/METAL.md's
 // secondary facts about the macOS 27 headers (a scaled right operand must be transposed; the
 // destination has no scales); unverified until a macOS 27 machine compiles it. If it is wrong
 // the tier drops to tensorops with the compiler's message in fallbackReason.

@@ -170,7 +170,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         expect(c!.kernel).toBe(`qlinear_tensorops_mx_gemm_${format}_f16`);
       }
     }
-    // Every format of API.md runs on this tier (dequantizing kernels where Metal has no element type).
+    // Each docs/design/API.md format runs on this tier (dequantizing if Metal has no element type).
     for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8']) {
       expect(cases.some((c) => c.name.startsWith(`linear-tensorops-mx/${format}`) && /_gemm_/.test(c.kernel ?? '')), format).toBe(true);
     }

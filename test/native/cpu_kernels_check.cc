@@ -56,7 +56,7 @@ std::vector<double> as_double(const Tensor& t) {
   return {f.begin(), f.end()};
 }
 
-// Dequantizes with the scalar element codec and the block-scale rule of API.md, independently of
+// Dequantizes by the scalar element codec and docs/design/API.md's block scale rule, independent of
 // dequantize_span and the vector decoders the kernels use.
 std::vector<double> reference_dequant(const QTensor& q) {
   const QuantView v = q.view();
@@ -333,7 +333,7 @@ int dump(const char* path) {
       t->shape = {rows, cols};
       t->buffer = make_buffer(t->bytes());
       std::vector<float> xf = x;
-      // Affine groups need finite inputs (API.md); MX takes everything.
+      // Affine groups need finite inputs (docs/design/API.md); MX takes everything.
       if (format_info(fmt).affine)
         for (auto& e : xf) if (!std::isfinite(e) || std::fabs(e) > 1e4f) e = 1.f;
       std::memcpy(t->buffer->data(), xf.data(), t->bytes());

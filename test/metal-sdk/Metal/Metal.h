@@ -1,6 +1,6 @@
 // Declarations of the Metal subset native/metal/*.mm uses, for `npm run check:metal` on Linux
 // (test/metal-sdk/README.md). Written from Apple's Metal documentation and the public headers'
-// signatures, each with the macOS version it was introduced in (METAL.md lists the raw values).
+// signatures, each with the macOS version it was introduced in (docs/design/METAL.md: raw values).
 // Not Apple's headers; add a declaration here, with its availability, before using it.
 #pragma once
 #include <Foundation/Foundation.h>
@@ -46,7 +46,7 @@ MTO_SDK_MACOS(14.0)
 @end
 
 // MTLLibrary.h: MTLLanguageVersion raw values are (major << 16) + minor. 4.0 with macOS 26, 4.1
-// (scale planes) with macOS 27 (METAL.md; the macOS 27 SDK's MTLLibrary.h).
+// (scale planes) with macOS 27 (docs/design/METAL.md; the macOS 27 SDK's MTLLibrary.h).
 NS_ENUM(NSUInteger, MTLLanguageVersion) {
   MTLLanguageVersion2_4 MTO_SDK_MACOS(12.0) = (2 << 16) + 4,
   MTLLanguageVersion3_0 MTO_SDK_MACOS(13.0) = (3 << 16) + 0,

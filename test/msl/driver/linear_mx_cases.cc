@@ -1,7 +1,7 @@
 // Quantized linear on the tensorops-mx tier: mxfp8, mxfp8_e5m2 and mxfp4 weights with float16 x
 // through scale-plane matmul2d (shaders/qlinear_tensorops_mx.metal, the harness's model of
 // tensor_blockwise), and every other format, dtype and row size through the tensorops kernels the
-// plan falls back to, so every format of API.md runs on this tier. Against the cpu backend.
+// plan falls back to: every docs/design/API.md format runs on this tier. Against the cpu backend.
 // Also plan/linear-mx: which plans take the scale-plane kernel and why the others do not.
 #include "cases.h"
 

@@ -2,7 +2,7 @@
 // extents and strides innermost-first, slice, execution scopes, and cooperative tensors whose
 // element-to-thread order is scrambled with a seed.
 //
-// Documented behaviour modelled here (Apple's MetalPerformancePrimitives headers; METAL.md):
+// Documented behaviour modelled (Apple's MetalPerformancePrimitives headers; docs/design/METAL.md):
 //   - `tensor<device T, dextents<int32_t, 2>, tensor_inline>(ptr, dextents(cols, rows),
 //     array<int32_t, 2>{1, row_stride})`: extent(0) and stride(0) are the innermost dimension.
 //   - `t.slice(x, y)` shifts the origin (innermost offset first) and keeps the remaining extents;

@@ -1,7 +1,7 @@
 // MSL 4.1 multi-plane tensors for the MSL-on-CPU harness: the format element types of the
 // quantized TensorOps path and `tensor_blockwise` scale planes (the tensorops-mx tier).
 //
-// Modelled from what the sources say (../shared/design/METAL.md, "Scale planes"; test/msl/README.md
+// Modelled from what the sources say (docs/design/METAL.md, "Scale planes"; test/msl/README.md
 // marks which rules are inferred):
 //   - `tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1>` as the last
 //     template argument of `tensor<device metal_fp8_e4m3_format | metal_fp8_e5m2_format |
@@ -133,7 +133,7 @@ struct operand_element<T, std::void_t<typename T::value_type>> {
   using type = typename T::value_type;
 };
 
-// The rules of matmul2d for format-typed and scaled operands (METAL.md "matmul2d", "Scale planes").
+// matmul2d on format-typed and scaled operands (docs/design/METAL.md "matmul2d", "Scale planes").
 template <class L, class R, class Dst, bool TransposeLeft, bool TransposeRight>
 constexpr bool check_scaled_operands() {
   using LE = typename operand_element<L>::type;

@@ -1,6 +1,6 @@
 // <MetalPerformancePrimitives/MetalPerformancePrimitives.h> for the MSL-on-CPU harness: the
 // mpp::tensor_ops subset kernels use, written from the documented behaviour (Apple's header
-// comments, METAL.md), not from Apple's implementation.
+// comments, docs/design/METAL.md), not from Apple's implementation.
 //
 //   matmul2d_descriptor(m, n, k = dynamic, transpose_left, transpose_right, relaxed_precision, mode)
 //   matmul2d<desc, execution_simdgroups<N> | execution_simdgroup>::run(left, right, destination)
@@ -317,7 +317,7 @@ void reduce_rows(metal::cooperative_tensor<E, SExt, SL>& src, metal::cooperative
 template <class T>
 struct mtoh_dependent_false : std::false_type {};
 
-// Without the identity: a compile error here (METAL.md: "always pass the identity").
+// Without the identity: a compile error here (docs/design/METAL.md: "always pass the identity").
 template <class E, class SExt, class DExt, class SL, class DL>
 void reduce_rows(metal::cooperative_tensor<E, SExt, SL>&, metal::cooperative_tensor<E, DExt, DL>&,
                  reduction_operation = reduction_operation::sum) {
