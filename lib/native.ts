@@ -77,6 +77,8 @@ export interface NativeBinding {
     /** The kernels ops use here, decode-conversion/fused-dot ("avx512vbmi/avx512vbmi", "avx2/avx2", "neon/neon"). */
     kernels: string;
   };
+  /** The kernels the cpu ops use here, as measureRoofline's `kernels` says, without measuring. */
+  cpuKernels(): string;
   encodeElements(element: string, values: Float32Array): Uint8Array;
   decodeElements(element: string, codes: Uint8Array): Float32Array;
   napiVersion: number;
