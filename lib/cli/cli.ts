@@ -5,9 +5,10 @@
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from './command';
 import { info } from './commands/info';
+import { selftest } from './commands/selftest';
 import { packageVersion } from './package-version';
 
-const COMMANDS: readonly Command[] = [info];
+const COMMANDS: readonly Command[] = [info, selftest];
 const DEFAULT = info;
 
 const USAGE = `usage: metal-tensorops [command] [options]
