@@ -4,11 +4,12 @@
 // Exit codes: 0 success, 1 a failure while running (or a failed self-test), 2 a usage error.
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from './command';
+import { bench } from './commands/bench';
 import { info } from './commands/info';
 import { selftest } from './commands/selftest';
 import { packageVersion } from './package-version';
 
-const COMMANDS: readonly Command[] = [info, selftest];
+const COMMANDS: readonly Command[] = [info, selftest, bench];
 const DEFAULT = info;
 
 const USAGE = `usage: metal-tensorops [command] [options]
