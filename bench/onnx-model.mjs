@@ -1,6 +1,8 @@
 // Builds ONNX models (ModelProto bytes) for the peer, with protobufjs and the part of onnx.proto
-// (IR version 7+, field numbers as in onnx/onnx.proto3) that a one-node graph needs.
-import protobuf from 'protobufjs';
+// (IR version 7+, field numbers as in onnx/onnx.proto3) that a one-node graph needs. protobufjs is
+// one of the bench's optional peers (peers.mjs): loaded on the first model, which only a run with
+// onnxruntime-node builds.
+import { loadPeerModule } from './peers.mjs';
 
 const ONNX_PROTO = `
 syntax = "proto3";
@@ -54,8 +56,17 @@ message TypeProto {
 message OperatorSetIdProto { string domain = 1; int64 version = 2; }
 `;
 
-const root = protobuf.parse(ONNX_PROTO, { keepCase: true }).root;
-const ModelProto = root.lookupType('onnx.ModelProto');
+let modelProto = null;
+
+/** onnx.ModelProto, parsed once protobufjs is needed. */
+function ModelProtoType() {
+  if (!modelProto) {
+    const loaded = loadPeerModule('protobufjs');
+    if (loaded.missing) throw new Error(loaded.missing);
+    modelProto = loaded.module.parse(ONNX_PROTO, { keepCase: true }).root.lookupType('onnx.ModelProto');
+  }
+  return modelProto;
+}
 
 /** TensorProto.DataType values. */
 export const DataType = { FLOAT: 1, UINT8: 2, INT8: 3, INT32: 6, INT64: 7, FLOAT16: 10 };
@@ -112,6 +123,7 @@ export function buildModel({ node, inputs, outputs, initializers = [], opset = 2
       output: outputs,
     },
   };
+  const ModelProto = ModelProtoType();
   const err = ModelProto.verify(model);
   if (err) throw new Error(`ONNX model: ${err}`);
   return ModelProto.encode(ModelProto.fromObject(model)).finish();

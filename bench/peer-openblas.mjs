@@ -1,12 +1,11 @@
 // A second peer for the float32 linear cases: OpenBLAS (cblas_sgemm for prefill, cblas_sgemv for
 // decode), the BLAS that NumPy's wheels ship, called in this process through koffi
-// (a devDependency: a C function interface for Node with prebuilt binaries). Its calls are
+// (one of the bench's optional peers, peers.mjs: a C function interface for Node with prebuilt
+// binaries). Its calls are
 // synchronous (they block the JS thread, which nothing else needs while the bench times them).
 // The library is the system's libopenblas (Debian: libopenblas0-pthread), or the file named by
 // METAL_TENSOROPS_BENCH_OPENBLAS; if neither loads, the cases run without this peer.
-import { createRequire } from 'node:module';
-
-const require = createRequire(import.meta.url);
+import { loadPeerModule } from './peers.mjs';
 
 const ROW_MAJOR = 101, NO_TRANS = 111, TRANS = 112;
 
@@ -24,12 +23,9 @@ function chooseCoretype(avx512) {
 /** { blas } or { missing: reason }. */
 export function loadOpenBlas(threads, { avx512 = false } = {}) {
   if (process.env.METAL_TENSOROPS_BENCH_NO_PEER) return { missing: 'disabled by METAL_TENSOROPS_BENCH_NO_PEER' };
-  let koffi;
-  try {
-    koffi = require('koffi');
-  } catch (err) {
-    return { missing: `koffi could not be loaded: ${String(err?.message ?? err).split('\n')[0]}` };
-  }
+  const loaded = loadPeerModule('koffi');
+  if (loaded.missing) return { missing: loaded.missing, notInstalled: loaded.notInstalled };
+  const koffi = loaded.module;
   const names = process.env.METAL_TENSOROPS_BENCH_OPENBLAS
     ? [process.env.METAL_TENSOROPS_BENCH_OPENBLAS]
     : ['libopenblas.so.0', 'libopenblas.so', 'libopenblas.dylib', 'libopenblas.dll'];

@@ -1,9 +1,8 @@
-// The peer: onnxruntime-node on the CPU, running one-node models that the bench builds itself.
-// If onnxruntime-node cannot be loaded, loadPeer() says why and the bench runs our side alone.
-import { createRequire } from 'node:module';
+// The peer: onnxruntime-node on the CPU, running one-node models that the bench builds itself
+// (with protobufjs). Both are optional peers (peers.mjs): if either cannot be loaded, loadPeer()
+// says why and the bench runs our side alone.
 import { DataType, buildModel, initializer, valueInfo } from './onnx-model.mjs';
-
-const require = createRequire(import.meta.url);
+import { loadPeerModule } from './peers.mjs';
 
 /** Which MatMulNBits accuracy_level the targets use: the op's default (0, unset: float32 compute). */
 export const ACCURACY_LEVEL = 0;
@@ -13,18 +12,16 @@ export const ACCURACY_LEVEL = 0;
  */
 export const ACCURACY_LEVEL_INT8 = 4;
 
-/** { ort, version } or { missing: reason }. */
+/** { ort, version, path } or { missing: reason, notInstalled? }. */
 export function loadPeer() {
   if (process.env.METAL_TENSOROPS_BENCH_NO_PEER) {
     return { missing: 'disabled by METAL_TENSOROPS_BENCH_NO_PEER' };
   }
-  try {
-    const ort = require('onnxruntime-node');
-    const version = ort.env?.versions?.node ?? require('onnxruntime-node/package.json').version;
-    return { ort, version };
-  } catch (err) {
-    return { missing: `onnxruntime-node could not be loaded: ${String(err?.message ?? err).split('\n')[0]}` };
-  }
+  const protobuf = loadPeerModule('protobufjs');  // builds the models the peer runs
+  if (protobuf.missing) return { missing: protobuf.missing, notInstalled: protobuf.notInstalled };
+  const ort = loadPeerModule('onnxruntime-node');
+  if (ort.missing) return { missing: ort.missing, notInstalled: ort.notInstalled };
+  return { ort: ort.module, version: ort.module.env?.versions?.node ?? ort.version, path: ort.path };
 }
 
 export class OrtPeer {

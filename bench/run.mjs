@@ -10,6 +10,9 @@
 //   --quick          fewer repetitions (same shapes)
 //   --smoke          tiny shapes, a handful of repetitions: checks that the bench works
 //   --no-peer        run our side only
+//   --peer           fail unless the peers (onnxruntime-node, protobufjs, koffi) load; without it
+//                    the bench runs our side alone when they are not installed (peers.mjs:
+//                    `npm run bench:peers` installs them)
 //   --out FILE       also write the JSON document to FILE (written once the run is complete)
 //   --ggml DIR       also time ggml's CPU backend on the same shapes with the test-backend-ops built
 //                    in the ggml (or llama.cpp) checkout DIR (peer-ggml.mjs)
@@ -17,7 +20,8 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as os from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { combinePeaks, describeMachine, measurePeaks } from './machine.mjs';
 import { MODES } from './cases.mjs';
 import { runAttention } from './attention.mjs';
@@ -30,22 +34,29 @@ import { makeRecord } from './record.mjs';
 import { ACCURACY_LEVEL, OrtPeer, loadPeer } from './peer-ort.mjs';
 import { loadOpenBlas } from './peer-openblas.mjs';
 import { loadGgml } from './peer-ggml.mjs';
+import { INSTALL_HINT, PINNED, loadPeerModule } from './peers.mjs';
 
 const require = createRequire(import.meta.url);
-const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer] [--out FILE] [--ggml DIR]';
+/** An error whose message says all: printed without a stack. */
+class PlainError extends Error {}
+/** A mistake in the command line: exit code 2. */
+class UsageError extends PlainError {}
+
+const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer | --peer] [--out FILE] [--ggml DIR]';
 
 function parseArgs(argv) {
-  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, out: null, ggml: null };
+  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, requirePeer: false, out: null, ggml: null };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
-      if (i + 1 >= argv.length) throw new Error(`${arg} needs a value\n${USAGE}`);
+      if (i + 1 >= argv.length) throw new UsageError(`${arg} needs a value\n${USAGE}`);
       return argv[++i];
     };
     if (arg === '--json') a.json = true;
     else if (arg === '--quick') a.mode = 'quick';
     else if (arg === '--smoke') a.mode = 'smoke';
     else if (arg === '--no-peer') a.peer = false;
+    else if (arg === '--peer') a.requirePeer = true;
     else if (arg === '--filter') a.filter = value();
     else if (arg === '--out') a.out = value();
     else if (arg === '--ggml') a.ggml = value();
@@ -53,12 +64,13 @@ function parseArgs(argv) {
     else if (arg === '--threads' || arg.startsWith('--threads=')) {
       const v = arg === '--threads' ? value() : arg.slice(10);
       a.threads = Number(v);
-      if (!Number.isInteger(a.threads) || a.threads < 1 || a.threads > 1024) throw new Error(`--threads must be an integer from 1 to 1024; got ${v}`);
+      if (!Number.isInteger(a.threads) || a.threads < 1 || a.threads > 1024) throw new UsageError(`--threads must be an integer from 1 to 1024; got ${v}`);
     } else if (arg === '--help' || arg === '-h') {
       console.log(USAGE);
       process.exit(0);
-    } else throw new Error(`unknown option ${arg}\n${USAGE}`);
+    } else throw new UsageError(`unknown option ${arg}\n${USAGE}`);
   }
+  if (!a.peer && a.requirePeer) throw new UsageError(`--peer and --no-peer contradict each other\n${USAGE}`);
   return a;
 }
 
@@ -91,6 +103,10 @@ async function main() {
   const args = parseArgs(process.argv.slice(2));
   const settings = MODES[args.mode];
   const log = (msg) => process.stderr.write(`[bench] ${msg}\n`);
+  if (args.requirePeer) {  // before the second of measuring: asked for, the peers must be there
+    const missing = Object.keys(PINNED).filter((name) => loadPeerModule(name).missing);
+    if (missing.length) throw new PlainError(`--peer: ${missing.join(', ')} did not load; ${INSTALL_HINT}`);
+  }
   const { mto, binding } = loadPackage();
   const machine = describeMachine();
   const threads = args.threads ?? machine.cores;
@@ -100,9 +116,14 @@ async function main() {
   log(`FMA peak ${peaksAtStart.fmaGflops} GFLOP/s (${peaksAtStart.fmaIsa}), read ${peaksAtStart.readGBps} GB/s`);
 
   const loaded = args.peer ? loadPeer() : { missing: 'disabled by --no-peer' };
-  if (loaded.missing) log(`peer missing: ${loaded.missing}`);
-  const peer = loaded.ort ? new OrtPeer(loaded.ort, threads) : null;
   const blasLoaded = args.peer ? loadOpenBlas(threads, { avx512: peaksAtStart.fmaIsa === 'avx512' }) : { missing: 'disabled by --no-peer' };
+  if (loaded.notInstalled || blasLoaded.notInstalled) {
+    // The peers are optional (peers.mjs): said once, plainly, with how to install them.
+    log(`the peers (onnxruntime-node, protobufjs, koffi) are not installed: running our side alone; ${INSTALL_HINT}`);
+  }
+  if (loaded.missing) log(`peer missing: ${loaded.missing}`);
+  else log(`onnxruntime-node ${loaded.version} (from ${loaded.path})`);
+  const peer = loaded.ort ? new OrtPeer(loaded.ort, threads) : null;
   if (blasLoaded.missing) log(`OpenBLAS peer missing: ${blasLoaded.missing}`);
   else log(`OpenBLAS ${blasLoaded.blas.version} (${blasLoaded.blas.core} kernels, ${blasLoaded.blas.threads} threads)`);
 
@@ -145,7 +166,7 @@ async function main() {
     seconds,
     machine: { ...machine, loadAverage1mAtEnd: Math.round(os.loadavg()[0] * 100) / 100, peaks },
     peer: loaded.ort
-      ? { name: 'onnxruntime-node', version: loaded.version, available: true, executionProvider: 'cpu', intraOpThreads: threads, matMulNBitsAccuracyLevel: ACCURACY_LEVEL }
+      ? { name: 'onnxruntime-node', version: loaded.version, available: true, loadedFrom: relative(fileURLToPath(new URL('..', import.meta.url)), loaded.path), executionProvider: 'cpu', intraOpThreads: threads, matMulNBitsAccuracyLevel: ACCURACY_LEVEL }
       : { name: 'onnxruntime-node', available: false, reason: loaded.missing },
     morePeers: {
       openblas: blasLoaded.blas ? blasLoaded.blas.describe() : { name: 'OpenBLAS', available: false, reason: blasLoaded.missing },
@@ -180,6 +201,6 @@ async function main() {
 }
 
 main().catch((err) => {
-  process.stderr.write(`[bench] ${err.stack ?? err}\n`);
-  process.exit(1);
+  process.stderr.write(`[bench] ${err instanceof PlainError ? err.message : err.stack ?? err}\n`);
+  process.exit(err instanceof UsageError ? 2 : 1);
 });

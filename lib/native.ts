@@ -82,6 +82,8 @@ export interface NativeBinding {
     /** The kernels ops use here, decode-conversion/fused-dot ("avx512vbmi/avx512vbmi", "avx2/avx2", "neon/neon"). */
     kernels: string;
   };
+  /** The kernels the cpu ops use here, as measureRoofline's `kernels` says, without measuring. */
+  cpuKernels(): string;
   /** Fill `out` (one code / value per input element, allocated by lib/). */
   encodeElements(element: string, values: Float32Array, out: Uint8Array): void;
   decodeElements(element: string, codes: Uint8Array, out: Float32Array): void;

@@ -1,7 +1,7 @@
 // The benchmark must not rot: its quickest mode (--smoke: tiny shapes, a few repetitions) runs
 // here and its JSON document is checked for structure and for the correctness checks it makes
 // against the peer. Nothing here judges speed: speed is what `npm run bench` reports.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -9,7 +9,10 @@ import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = resolve(__dirname, '..');
-const require = createRequire(__filename);
+// The peers are not dependencies of the package: they load from bench/peers (npm run bench:peers),
+// as bench/peers.mjs loads them.
+const peersDir = join(root, 'bench/peers');
+const requirePeer = createRequire(join(peersDir, 'package.json'));
 
 interface Streaming { method: string; copies: number; bytesPerCopy: number }
 interface Timing { medianMs: number; minMs: number; reps: number; gflops: number | null; gbps: number | null; streaming?: Streaming; kernel?: Timing }
@@ -26,7 +29,7 @@ interface Case {
 interface Doc {
   mode: string; threads: number;
   machine: { cpu: string; cpuId: { family: number; model: number; stepping: number | null } | null; cores: number; node: string; peaks: { fmaGflops: number; readGBps: number; fmaIsa: string; kernels: string; oneThread: { fmaGflops: number } } };
-  peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number };
+  peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number; loadedFrom?: string };
   morePeers: { openblas: { available: boolean; threads?: number; core?: string; reason?: string } };
   cases: Case[];
   summary: { checksFailed: number };
@@ -42,7 +45,7 @@ function bench(args: string[]): Doc {
 /** Whether OpenBLAS loads the way bench/peer-openblas.mjs loads it (koffi, the system library). */
 function openBlasLoads(): boolean {
   try {
-    require('koffi').load('libopenblas.so.0');
+    requirePeer('koffi').load('libopenblas.so.0');
     return true;
   } catch {
     return false;
@@ -51,7 +54,8 @@ function openBlasLoads(): boolean {
 
 function peerLoads(): boolean {
   try {
-    require('onnxruntime-node');
+    requirePeer('onnxruntime-node');
+    requirePeer('protobufjs');  // builds the models the peer runs
     return true;
   } catch {
     return false;
@@ -185,6 +189,45 @@ describe('npm run bench -- --smoke --json', () => {
     expect(md).toMatch(/^\| case \| ours \| ORT \| ORT\/ours \| ORT lvl4 \(ratio\) \| OpenBLAS \(ratio\) \| ggml \(ratio\) \|/m);
     expect(md.split('\n').filter((l) => l.startsWith('| linear ')).length).toBe(doc.cases.filter((c) => c.op === 'linear').length);
   });
+});
+
+// Installed by `npm run bench:peers`; where they are not, these tests are reported skipped.
+const peersInstalled = existsSync(join(peersDir, 'node_modules/onnxruntime-node/package.json'));
+
+describe('the peers in bench/peers', () => {
+  it.skipIf(!peersInstalled)('load from there, at the versions bench/peers/package.json pins', () => {
+    const pinned = JSON.parse(readFileSync(join(peersDir, 'package.json'), 'utf8')).dependencies as Record<string, string>;
+    expect(Object.keys(pinned).sort()).toEqual(['koffi', 'onnxruntime-node', 'protobufjs']);
+    for (const [name, version] of Object.entries(pinned)) {
+      expect(requirePeer.resolve(name), name).toContain(join(peersDir, 'node_modules', name));
+      expect(JSON.parse(readFileSync(join(peersDir, 'node_modules', name, 'package.json'), 'utf8')).version, name).toBe(version);
+    }
+    const doc = bench(['--peer', '--filter', 'overhead']);
+    expect(doc.peer).toMatchObject({ available: true, version: pinned['onnxruntime-node'] });
+    expect(doc.peer.loadedFrom).toMatch(/^bench[\\/]peers[\\/]node_modules[\\/]onnxruntime-node[\\/]/);
+  }, 110_000);
+
+  it('when not installed, the bench runs our side alone and says how to install them; --peer fails', () => {
+    const env = { ...process.env, METAL_TENSOROPS_BENCH_PEERS: mkdtempSync(join(tmpdir(), 'mto-no-peers-')) };
+    delete env.METAL_TENSOROPS_BENCH_NO_PEER;
+    const run = (args: string[]) => spawnSync(process.execPath, [join(root, 'bench/run.mjs'), '--smoke', '--json', '--threads', '2', '--filter', 'overhead', ...args], {
+      cwd: root, encoding: 'utf8', timeout: 100_000, env,
+    });
+    const alone = run([]);
+    expect(alone.status, alone.stderr).toBe(0);
+    expect(alone.stderr).toMatch(/peers \(onnxruntime-node, protobufjs, koffi\) are not installed: running our side alone; .*npm run bench:peers/);
+    const doc = JSON.parse(alone.stdout) as Doc;
+    expect(doc.peer.available).toBe(false);
+    expect(doc.peer.reason).toMatch(/is not installed \(npm run bench:peers\)/);
+    expect(doc.morePeers.openblas.reason).toMatch(/koffi is not installed/);
+    expect(doc.cases.map((c) => c.op)).toEqual(['overhead', 'overhead']);
+    for (const c of doc.cases) expect(c.ours.medianMs, c.id).toBeGreaterThan(0);
+
+    const asked = run(['--peer']);
+    expect(asked.status).toBe(1);
+    expect(asked.stdout).toBe('');
+    expect(asked.stderr.trim()).toMatch(/^\[bench\] --peer: onnxruntime-node, protobufjs, koffi did not load; .*npm run bench:peers/);
+  }, 110_000);
 });
 
 describe('npm run bench without the peer', () => {

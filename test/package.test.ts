@@ -68,7 +68,7 @@ describe('entry points', () => {
   });
 
   it('the metal-tensorops command prints the device as JSON, and fails plainly for a backend it cannot open', () => {
-    const cli = join(root, 'dist/cjs/cli.js');
+    const cli = join(root, 'dist/cjs/cli/cli.js');
     const info = JSON.parse(execFileSync(process.execPath, [cli, 'info', '--json', '--backend', 'cpu'], { encoding: 'utf8' }));
     expect(info).toMatchObject({ backend: 'cpu', tier: 'cpu', arch: process.arch });
     if (process.platform !== 'darwin') {

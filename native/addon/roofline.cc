@@ -1,5 +1,6 @@
 // measureRoofline(threads, { seconds?, readBytes? }): the machine's FMA peak and read bandwidth
 // (native/cpu/roofline.h), for the benchmark only; not part of the public API.
+// cpuKernels(): the kernel names alone, without measuring, for `metal-tensorops info`.
 //
 // It runs SYNCHRONOUSLY (on a thread pool of its own, the calling thread waiting) and blocks the
 // event loop for about a second: fine for a benchmark script, never to be called from an app.
@@ -17,6 +18,18 @@
 
 namespace mto::addon {
 namespace {
+
+// The kernels the ops run here, decode-conversion/fused-dot ("avx512vbmi/avx512vbmi", "avx2/avx2",
+// "neon/neon"): each table is picked once per process from the CPU and METAL_TENSOROPS_CPU_ISA.
+std::string kernel_names() {
+  const simd::DotKernels* dot = simd::dot_kernels();
+  return std::string(simd::core_kernels().name) + "/" + (dot ? dot->name : "none");
+}
+
+Napi::Value CpuKernels(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value { return Napi::String::New(env, kernel_names()); });
+}
 
 Napi::Value MeasureRoofline(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -70,9 +83,7 @@ Napi::Value MeasureRoofline(const Napi::CallbackInfo& info) {
     out.Set("fmaIsa", r.fma_isa);
     out.Set("readGBps", r.read_gbps);
     out.Set("readBytes", double(r.read_bytes));
-    // The kernels the ops run here (METAL_TENSOROPS_CPU_ISA caps them): "avx512vbmi", "avx2", "neon"...
-    const simd::DotKernels* dot = simd::dot_kernels();
-    out.Set("kernels", std::string(simd::core_kernels().name) + "/" + (dot ? dot->name : "none"));
+    out.Set("kernels", kernel_names());
     return out;
   });
 }
@@ -81,6 +92,7 @@ Napi::Value MeasureRoofline(const Napi::CallbackInfo& info) {
 
 void InitRoofline(Napi::Env env, Napi::Object exports) {
   exports.Set("measureRoofline", Napi::Function::New(env, MeasureRoofline, "measureRoofline"));
+  exports.Set("cpuKernels", Napi::Function::New(env, CpuKernels, "cpuKernels"));
 }
 
 }  // namespace mto::addon
