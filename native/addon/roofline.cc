@@ -8,11 +8,11 @@
 #include <future>
 #include <string>
 
-#include "core/core_dot.h"
-#include "core/core_simd.h"
 #include "core/error.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
+#include "kernels/decode.h"
+#include "kernels/dot.h"
 #include "errors.h"
 
 namespace mto::addon {

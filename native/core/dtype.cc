@@ -4,7 +4,7 @@
 // has F16C / AVX-512 / NEON the bulk float16 loops run core_simd.h's kernels instead (same bits).
 #include "dtype.h"
 
-#include "core_simd.h"
+#include "../kernels/decode.h"
 
 namespace mto {
 

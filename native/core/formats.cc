@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "../../shaders/mx_formats.h"
-#include "core_simd.h"
+#include "../kernels/decode.h"
 #include "dtype.h"
 #include "element_encode.h"
 #include "error.h"

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstdint>
 
-#include "../core/core_dot.h"
+#include "../kernels/dot.h"
 #include "thread_pool.h"
 
 namespace mto::cpu {

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "../core/core_dot.h"
+#include "../kernels/dot.h"
 #include "gemm.h"
 #include "gemv.h"
 #include "ops.h"

@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "core/core_dot.h"
-#include "core/core_simd.h"
 #include "core/cpu_features.h"
 #include "core/portable.h"
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/ops.h"
+#include "kernels/decode.h"
+#include "kernels/dot.h"
 #include "thread_pool_check.h"
 
 using namespace mto;

@@ -1,8 +1,8 @@
 // core_simd.h's choice among the vector kernels (core_simd_x86.cc, core_simd_neon.cc), once per
 // process, capped by METAL_TENSOROPS_CPU_ISA.
-#include "core_simd.h"
+#include "decode.h"
 
-#include "cpu_features.h"
+#include "../core/cpu_features.h"
 
 namespace mto::simd {
 namespace {

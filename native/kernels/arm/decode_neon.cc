@@ -1,12 +1,12 @@
 // The aarch64 NEON kernels behind core_simd.h (float16 conversion through FCVT, dequantization
 // through TBL byte lookups and FCVTL), compiled wherever GCC or clang targets aarch64 (NEON is
 // part of the base architecture). Exactness: core_simd_shared.h.
-#include "core_simd_shared.h"
+#include "../decode_shared.h"
 
 #if defined(MTO_CORE_NEON)
 #include <arm_neon.h>
 
-#include "../../shaders/mx_formats.h"
+#include "../../../shaders/mx_formats.h"
 #endif
 
 namespace mto::simd {

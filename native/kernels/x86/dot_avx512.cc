@@ -19,8 +19,8 @@
 // same bytes of the next R rows, and for 4-bit and affine rows their scales (and biases): the
 // hardware prefetchers stop at 4 KiB pages, which rows this short cross every few rows, and the
 // scale streams are read in bursts they do not anticipate.
-#include "core_dot.h"
-#include "portable.h"
+#include "../dot.h"
+#include "../../core/portable.h"
 
 #if MTO_X86_KERNELS
 #if defined(__GNUC__) && !defined(__clang__)

@@ -18,8 +18,8 @@
 // the 8 odd elements of every 16). Dense rows (float32 / float16 / bfloat16) go 8 weights at a time.
 //
 // AVX2 has 16 registers: the kernels take at most 4 rows of x per pass and M > 4 runs in passes.
-#include "core_dot.h"
-#include "portable.h"
+#include "../dot.h"
+#include "../../core/portable.h"
 
 #if MTO_X86_KERNELS
 #include <immintrin.h>

@@ -13,8 +13,8 @@
 //
 // Checked under qemu-user (test/native: cpu_kernels_check on arm64); not yet timed on arm64
 // hardware.
-#include "core_dot.h"
-#include "portable.h"
+#include "../dot.h"
+#include "../../core/portable.h"
 
 #if defined(__aarch64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
 #include <arm_neon.h>
@@ -22,8 +22,8 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../../shaders/mx_formats.h"
-#include "dtype.h"
+#include "../../../shaders/mx_formats.h"
+#include "../../core/dtype.h"
 
 namespace mto::simd {
 namespace {

@@ -1,7 +1,7 @@
 // The x86-64 kernels behind core_simd.h (AVX2 + F16C, AVX-512 F + BW, AVX-512 + VBMI), compiled
 // with target attributes and chosen at run time (core_simd.cc), so one binary built for baseline
 // x86-64 runs everywhere. Exactness: core_simd_shared.h.
-#include "core_simd_shared.h"
+#include "../decode_shared.h"
 
 #if defined(MTO_CORE_X86)
 #if defined(__GNUC__) && !defined(__clang__)
@@ -12,8 +12,8 @@
 
 #include <cstring>
 
-#include "../../shaders/mx_formats.h"
-#include "core_dot.h"  // e4m3_bf16_bytes
+#include "../../../shaders/mx_formats.h"
+#include "../dot.h"  // e4m3_bf16_bytes
 #endif
 
 namespace mto::simd {

@@ -14,9 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core_simd.h"
-#include "dtype.h"
-#include "portable.h"
+#include "decode.h"
+#include "../core/dtype.h"
+#include "../core/portable.h"
 
 #if MTO_X86_KERNELS
 #define MTO_CORE_X86 1

@@ -13,13 +13,13 @@
 #pragma GCC diagnostic ignored "-Wpsabi"  // vectors by value in force-inlined helpers: lanes.h
 #endif
 
-#include "../../shaders/mx_formats.h"
-#include "core_simd.h"
-#include "dtype.h"
-#include "element_encode.h"
-#include "error.h"
-#include "formats.h"
-#include "portable.h"
+#include "../../../shaders/mx_formats.h"
+#include "../../core/dtype.h"
+#include "../../core/element_encode.h"
+#include "../../core/error.h"
+#include "../../core/formats.h"
+#include "../../core/portable.h"
+#include "../decode.h"
 
 namespace mto {
 namespace {
