@@ -71,8 +71,8 @@ Napi::Value MeasureRoofline(const Napi::CallbackInfo& info) {
     out.Set("readGBps", r.read_gbps);
     out.Set("readBytes", double(r.read_bytes));
     // The kernels the ops run here (METAL_TENSOROPS_CPU_ISA caps them): "avx512vbmi", "avx2", "neon"...
-    const simd::DotKernels* dot = simd::dot_kernels();
-    out.Set("kernels", std::string(simd::core_kernels().name) + "/" + (dot ? dot->name : "none"));
+    const kernels::DotKernels* dot = kernels::dot_kernels();
+    out.Set("kernels", std::string(kernels::core_kernels().name) + "/" + (dot ? dot->name : "none"));
     return out;
   });
 }

@@ -73,12 +73,12 @@ uint16_t float_to_half(float f) { return float_to_half_bits(f); }
 // Bulk float16 conversion: the vector kernels of core_simd.h where the CPU has them (bit-identical
 // to the loops here, which stay the portable path and the METAL_TENSOROPS_CPU_ISA=baseline one).
 void half_to_float_n(const uint16_t* src, float* dst, size_t n) {
-  if (const auto k = simd::core_kernels().half_to_float) return k(src, dst, n);
+  if (const auto k = kernels::core_kernels().half_to_float) return k(src, dst, n);
   for (size_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
 }
 
 void float_to_half_n(const float* src, uint16_t* dst, size_t n) {
-  if (const auto k = simd::core_kernels().float_to_half) return k(src, dst, n);
+  if (const auto k = kernels::core_kernels().float_to_half) return k(src, dst, n);
   for (size_t i = 0; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
 

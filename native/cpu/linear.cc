@@ -32,25 +32,25 @@ class QuantRows final : public RowSpanSource {
 
 // The fused decode-and-dot view of w (core_dot.h), when its format has one; false otherwise
 // (FP6, int2: gemv_t decodes spans and dots them).
-bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* out) {
-  mto::simd::DotWeights& d = *out;
+bool dot_weights(const QuantView& v, float (&lut)[16], mto::kernels::DotWeights* out) {
+  mto::kernels::DotWeights& d = *out;
   const FormatInfo& info = format_info(v.format);
   if (v.block <= 0 || v.block % 32 != 0 || v.cols % v.block != 0) return false;
   switch (v.format) {
-    case Format::MXINT8: d.kind = mto::simd::DotCodes::Int8; break;
+    case Format::MXINT8: d.kind = mto::kernels::DotCodes::Int8; break;
     case Format::MXFP8_E4M3:
-      d.kind = mto::simd::DotCodes::E4M3;
+      d.kind = mto::kernels::DotCodes::E4M3;
       d.nan_codes = v.fp8_nan_codes;
       break;
-    case Format::MXFP8_E5M2: d.kind = mto::simd::DotCodes::E5M2; break;
+    case Format::MXFP8_E5M2: d.kind = mto::kernels::DotCodes::E5M2; break;
     case Format::MXFP4:
     case Format::MXINT4:
-      d.kind = mto::simd::DotCodes::Lut4;
+      d.kind = mto::kernels::DotCodes::Lut4;
       for (int c = 0; c < 16; ++c) lut[c] = decode_element(info.element, uint8_t(c));
       d.lut = lut;
       break;
-    case Format::AFFINE4: d.kind = mto::simd::DotCodes::Uint4; break;
-    case Format::AFFINE8: d.kind = mto::simd::DotCodes::Uint8; break;
+    case Format::AFFINE4: d.kind = mto::kernels::DotCodes::Uint4; break;
+    case Format::AFFINE8: d.kind = mto::kernels::DotCodes::Uint8; break;
     default: return false;
   }
   d.group = v.block;
@@ -68,11 +68,11 @@ bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* ou
 }
 
 // The fused view of dense float32 / float16 / bfloat16 weights w[N, K].
-bool dense_dot_weights(const Tensor& w, int64_t K, mto::simd::DotWeights* out) {
+bool dense_dot_weights(const Tensor& w, int64_t K, mto::kernels::DotWeights* out) {
   switch (w.dtype) {
-    case DType::Float32: out->kind = mto::simd::DotCodes::F32; break;
-    case DType::Float16: out->kind = mto::simd::DotCodes::F16; break;
-    case DType::BFloat16: out->kind = mto::simd::DotCodes::BF16; break;
+    case DType::Float32: out->kind = mto::kernels::DotCodes::F32; break;
+    case DType::Float16: out->kind = mto::kernels::DotCodes::F16; break;
+    case DType::BFloat16: out->kind = mto::kernels::DotCodes::BF16; break;
     default: return false;
   }
   out->K = K;
@@ -131,8 +131,8 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     gemm(pool, g, TransposedPanels(rows));
   };
   if (w.quant) {
-    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
-    mto::simd::DotWeights dw;
+    const mto::kernels::DotKernels* kern = mto::kernels::dot_kernels();
+    mto::kernels::DotWeights dw;
     float lut[16];
     if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
         kern->supports(dw)) {
@@ -141,8 +141,8 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     }
     run(QuantRows(*w.quant));
   } else {
-    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
-    mto::simd::DotWeights dw;
+    const mto::kernels::DotKernels* kern = mto::kernels::dot_kernels();
+    mto::kernels::DotWeights dw;
     if (kern && M <= kFusedMaxRows && dense_dot_weights(*w.dense, K, &dw) &&
         kern->supports(dw)) {
       gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);

@@ -4,7 +4,7 @@
 
 #include "../core/cpu_features.h"
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 constexpr CoreKernels kBaseline{"baseline", nullptr, nullptr, nullptr, nullptr};
@@ -28,4 +28,4 @@ const CoreKernels& core_kernels() {
   return *k;
 }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -11,7 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace mto::simd {
+namespace mto::kernels {
 
 // How dequantize kernels decode one code before the block scale.
 enum class DeqMode : uint8_t {
@@ -50,4 +50,4 @@ const CoreKernels* core_kernels_avx512();
 const CoreKernels* core_kernels_avx512_vbmi();  // AVX-512 plus VBMI byte permutes (FP8 E4M3)
 const CoreKernels* core_kernels_neon();
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -25,7 +25,7 @@
 #endif
 
 #if defined(MTO_CORE_X86) || defined(MTO_CORE_NEON)
-namespace mto::simd::core_simd_detail {
+namespace mto::kernels::decode_detail {
 
 // Portable fallbacks for the odd elements (NaN vectors, tails).
 inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
@@ -62,5 +62,5 @@ inline bool nan_group(uint16_t s, uint16_t b) {
   return (s & 0x7C00u) == 0x7C00u || (b & 0x7C00u) == 0x7C00u;
 }
 
-}  // namespace mto::simd::core_simd_detail
+}  // namespace mto::kernels::decode_detail
 #endif

@@ -11,7 +11,7 @@
 #include <cmath>
 #include <cstring>
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 const DotKernels* pick() {
@@ -86,4 +86,4 @@ const DotKernels* dot_kernels() {
   return k;
 }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace mto::simd {
+namespace mto::kernels {
 
 // How a row's codes decode.
 enum class DotCodes : uint8_t {
@@ -88,4 +88,4 @@ bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit);
 bool dot_bf16_table(const DotWeights& w, uint8_t (&lo)[16], uint8_t (&hi)[16]);
 const DotKernels* dot_kernels_avx2();
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -427,8 +427,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
       return 2;
     }
-    const simd::DotKernels* dot = simd::dot_kernels();
-    std::printf("isa: core=%s gemm=%s dot=%s\n", simd::core_kernels().name,
+    const kernels::DotKernels* dot = kernels::dot_kernels();
+    std::printf("isa: core=%s gemm=%s dot=%s\n", kernels::core_kernels().name,
                 cpu::gemm_isa_name(cpu::gemm_isa()), dot ? dot->name : "none");
     check_cpu_features();
     cpu::ThreadPool pool(2);

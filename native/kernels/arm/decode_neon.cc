@@ -9,12 +9,12 @@
 #include "../../../shaders/mx_formats.h"
 #endif
 
-namespace mto::simd {
+namespace mto::kernels {
 
 #if defined(MTO_CORE_NEON)
 namespace {
 
-using namespace core_simd_detail;
+using namespace decode_detail;
 
 // NEON float16 conversion (FCVT: exact widening, RNE narrowing under the default FPCR); vectors
 // holding a NaN go to the portable code, which keeps signaling NaNs signaling.
@@ -258,4 +258,4 @@ const CoreKernels* core_kernels_neon() { return &kNeon; }
 const CoreKernels* core_kernels_neon() { return nullptr; }
 #endif
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -25,7 +25,7 @@
 #include "../../../shaders/mx_formats.h"
 #include "../../core/dtype.h"
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 #define MTO_INL inline __attribute__((always_inline))
@@ -323,12 +323,12 @@ constexpr DotKernels kNeon{"neon", supported_neon, x_floats_neon, prepare_x_neon
 
 const DotKernels* dot_kernels_neon() { return &kNeon; }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #else
 
-namespace mto::simd {
+namespace mto::kernels {
 const DotKernels* dot_kernels_neon() { return nullptr; }
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #endif

@@ -269,7 +269,7 @@ MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c")
 
 const QuantizeKernels& quantize_kernels() {
 #if MTO_X86_KERNELS
-  const char* isa = simd::core_kernels().name;
+  const char* isa = kernels::core_kernels().name;
   if (!std::strncmp(isa, "avx512", 6)) return kQuantize_avx512;  // avx512, avx512vbmi
   if (!std::strcmp(isa, "avx2")) return kQuantize_avx2;
 #endif

@@ -16,12 +16,12 @@
 #include "../dot.h"  // e4m3_bf16_bytes
 #endif
 
-namespace mto::simd {
+namespace mto::kernels {
 
 #if defined(MTO_CORE_X86)
 namespace {
 
-using namespace core_simd_detail;
+using namespace decode_detail;
 
 #define MTO_T_AVX2 __attribute__((target("avx2,f16c")))
 #define MTO_T_AVX512 __attribute__((target("avx512f,avx512bw,avx2,f16c")))
@@ -477,4 +477,4 @@ const CoreKernels* core_kernels_avx512() { return nullptr; }
 const CoreKernels* core_kernels_avx512_vbmi() { return nullptr; }
 #endif
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -27,7 +27,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 #define MTO_T256 __attribute__((target("avx2,fma,f16c")))
@@ -501,12 +501,12 @@ constexpr DotKernels kAvx2{"avx2", supported_avx2, x_floats_avx2, prepare_x_avx2
 
 const DotKernels* dot_kernels_avx2() { return &kAvx2; }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #else
 
-namespace mto::simd {
+namespace mto::kernels {
 const DotKernels* dot_kernels_avx2() { return nullptr; }
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #endif

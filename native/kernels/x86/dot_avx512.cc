@@ -33,7 +33,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 #define MTO_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -599,13 +599,13 @@ constexpr DotKernels kAvx512Vbmi{"avx512vbmi", supported_avx512, x_floats_vbmi, 
 const DotKernels* dot_kernels_avx512() { return &kAvx512; }
 const DotKernels* dot_kernels_avx512_vbmi() { return &kAvx512Vbmi; }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #else
 
-namespace mto::simd {
+namespace mto::kernels {
 const DotKernels* dot_kernels_avx512() { return nullptr; }
 const DotKernels* dot_kernels_avx512_vbmi() { return nullptr; }
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #endif
