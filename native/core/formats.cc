@@ -1,7 +1,8 @@
 // Quantized formats: the format table, element encoding and decoding (encoders:
 // element_encode.h; decoders: the shared shader helpers) and table-driven dequantization (vector
-// kernels from core_simd.h where the CPU has them). The quantizers: quantize_rows.cc. Rules:
-// API.md "Quantized formats"; golden data: ../shared/oracle.
+// kernels from kernels/decode.h where the CPU has them). The quantizers:
+// kernels/portable/quantize_rows.cc. Rules: API.md "Quantized formats"; golden data:
+// ../shared/oracle.
 #include "formats.h"
 
 #include <algorithm>
@@ -261,8 +262,8 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
     const size_t len = size_t(std::min(k1 - k0, q.cols - k1)) * bits / 8;
     for (size_t off = 0; off < len; off += 64) prefetch(next + off);
   }
-  // Whole blocks go to the vector kernels where the CPU has them (core_simd.h; bit-identical to
-  // the per-block code below, which stays the portable path and handles a ragged last block).
+  // Whole blocks go to the vector kernels where the CPU has them (kernels/decode.h; bit-identical
+  // to the per-block code below, which stays the portable path and handles a ragged last block).
   const kernels::CoreKernels& kern = kernels::core_kernels();
   const int64_t whole = (k1 - k0) / block;
   if (whole > 0 && info.affine && kern.dequant_affine && block % 32 == 0) {

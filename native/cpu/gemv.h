@@ -1,6 +1,6 @@
 // Decode-time linear: y[M, N] = x[M, K] @ w^T (+ bias) for a few rows of x, with w quantized
 // (dequantized in registers) or float16 / bfloat16 / float32, through the fused decode-and-dot
-// kernels of core_dot.h (no float32 copy of w).
+// kernels of kernels/dot.h (no float32 copy of w).
 #pragma once
 #include <cstdint>
 

@@ -4,7 +4,7 @@
 // hands out float32 spans of its rows (in place for float32, converted for float16/bfloat16,
 // decoded by dequantize_span for quantized formats). The gemm core then decodes each weight span
 // once per packed panel; for a few rows of x (decode) gemv_t streams each weight row once instead,
-// and formats with a fused kernel (core_dot.h: most quantized ones, float16, bfloat16, float32)
+// and formats with a fused kernel (kernels/dot.h: most quantized ones, float16, bfloat16, float32)
 // skip the float32 spans altogether.
 #include <algorithm>
 #include <vector>
@@ -30,7 +30,7 @@ class QuantRows final : public RowSpanSource {
   QuantView view_;
 };
 
-// The fused decode-and-dot view of w (core_dot.h), when its format has one; false otherwise
+// The fused decode-and-dot view of w (kernels/dot.h), when its format has one; false otherwise
 // (FP6, int2: gemv_t decodes spans and dots them).
 bool dot_weights(const QuantView& v, float (&lut)[16], mto::kernels::DotWeights* out) {
   mto::kernels::DotWeights& d = *out;

@@ -1,4 +1,4 @@
-// core_simd.h's choice among the vector kernels (core_simd_x86.cc, core_simd_neon.cc), once per
+// decode.h's choice among the vector kernels (x86/decode_avx.cc, arm/decode_neon.cc), once per
 // process, capped by METAL_TENSOROPS_CPU_ISA.
 #include "decode.h"
 

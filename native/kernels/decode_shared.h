@@ -1,8 +1,8 @@
-// What the vector kernels behind core_simd.h share (core_simd_x86.cc, core_simd_neon.cc): which
+// What the vector kernels behind decode.h share (x86/decode_avx.cc, arm/decode_neon.cc): which
 // instruction sets this build compiles, the portable fallbacks and the block layout.
 //
 // Exactness (every path gives the portable code's bits):
-// - MX values are table[code] * scale, one IEEE multiply per element, as in formats.cc; a
+// - MX values are table[code] * scale, one IEEE multiply per element, as in core/formats.cc; a
 //   16/64-entry table is multiplied by the scale once per block (the same products). MX int8 is
 //   float(q) * (scale * 2^-6): scale >= 2^-127, so scale * 2^-6 >= 2^-133 is an exact power of
 //   two and the product is the one rounding of q * 2^-6 * scale, as table[q] * scale is.

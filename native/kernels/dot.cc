@@ -1,4 +1,4 @@
-// Picks the fused decode-and-dot kernels (core_dot.h) for this CPU once (NEON on every AArch64
+// Picks the fused decode-and-dot kernels (dot.h) for this CPU once (NEON on every AArch64
 // CPU), capped by METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel
 // table obeys (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be
 // tested).

@@ -71,7 +71,7 @@ const DotKernels* dot_kernels_neon();
 
 // Every FP8 E4M3 value (subnormals and NaN included) is exactly a bfloat16: the high and low
 // bytes of the bfloat16 of each 7-bit magnitude (sign clear), for byte-permute decoders (AVX512-
-// VBMI: the fused kernels here and core_simd's dequantization). Built from the shared scalar
+// VBMI: the fused kernels here and decode.h's dequantization). Built from the shared scalar
 // decoder, once.
 struct E4m3Bf16Bytes {
   alignas(64) uint8_t hi[128];

@@ -178,7 +178,7 @@ void check_nan_rows(cpu::ThreadPool& pool, const std::string& name, const Tensor
 // the row is NaN), amid ordinary ones. x is scaled 2^20 over block 5, whose scale is 0 in the even
 // rows, and 2^-100 elsewhere, so that those blocks weigh in the sums (read as 0, a row fails). (Not x
 // near 2^120 instead: the kernels scale a block's sum after summing its unscaled codes times x,
-// which would overflow there; see core_dot.h.)
+// which would overflow there; see kernels/dot.h.)
 void check_special_scales(cpu::ThreadPool& pool, Rng& rng) {
   const Format formats[] = {Format::MXFP4, Format::MXINT4, Format::MXFP8_E4M3, Format::MXINT8};
   const int64_t N = 24, K = 256, M = 2, groups = K / 32;

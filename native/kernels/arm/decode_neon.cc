@@ -1,6 +1,6 @@
-// The aarch64 NEON kernels behind core_simd.h (float16 conversion through FCVT, dequantization
+// The aarch64 NEON kernels behind decode.h (float16 conversion through FCVT, dequantization
 // through TBL byte lookups and FCVTL), compiled wherever GCC or clang targets aarch64 (NEON is
-// part of the base architecture). Exactness: core_simd_shared.h.
+// part of the base architecture). Exactness: decode_shared.h.
 #include "../decode_shared.h"
 
 #if defined(MTO_CORE_NEON)

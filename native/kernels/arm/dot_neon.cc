@@ -1,4 +1,4 @@
-// NEON (AArch64) fused decode-and-dot kernels (core_dot.h) for the MX and affine codes: 4-bit
+// NEON (AArch64) fused decode-and-dot kernels (dot.h) for the MX and affine codes: 4-bit
 // tables of small integers times a power of two (mxfp4: halves, mxint4: quarters, affine4:
 // 0..15), int8 (mxint8), uint8 (affine8) and FP8 (mxfp8 E4M3 and E5M2), and dense float16 /
 // bfloat16 rows (16 weights a step, any K: the last few in scalar code).

@@ -1,4 +1,4 @@
-// AVX2 (+FMA, F16C) fused decode-and-dot kernels (core_dot.h), compiled with target attributes
+// AVX2 (+FMA, F16C) fused decode-and-dot kernels (dot.h), compiled with target attributes
 // and chosen at run time (dot_kernels()), so one binary runs everywhere.
 //
 // 4-bit rows go 32 bytes (64 codes, 2 blocks) at a time. AVX2 has no 16-entry float permute, but
@@ -200,7 +200,7 @@ MTO_T256 void rows_nibbles(const DotWeights& w, const NibbleTable& t, int64_t ro
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
   }
-  const int64_t ahead = R * w.row_bytes;  // prefetch the next R rows (see core_dot_avx512.cc)
+  const int64_t ahead = R * w.row_bytes;  // prefetch the next R rows (see dot_avx512.cc)
   for (int64_t b0 = 0; b0 < nblocks; b0 += 8) {
     const int nb = int(std::min<int64_t>(8, nblocks - b0));
     __m256 S[R];

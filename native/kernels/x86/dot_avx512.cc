@@ -1,4 +1,4 @@
-// AVX-512 (F, BW, VL) fused decode-and-dot kernels (core_dot.h), compiled with target attributes so
+// AVX-512 (F, BW, VL) fused decode-and-dot kernels (dot.h), compiled with target attributes so
 // the binary still runs on baseline x86-64; dot_kernels() calls them only where the CPU has them.
 //
 // 4-bit rows (mxfp4, mxint4, affine4) are read 64 bytes (128 codes, 4 blocks) at a time as 16
