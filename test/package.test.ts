@@ -3,7 +3,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { TensorOpsError } from '../lib/index';
 import { loadBindingFrom } from '../lib/native';
@@ -15,8 +15,10 @@ const sources = JSON.parse(readFileSync(join(root, 'sources.json'), 'utf8')) as 
 
 describe('build files', () => {
   it('sources.json lists every native source file, and only existing ones', () => {
-    const onDisk = ['addon', 'core', 'cpu', 'metal'].filter((dir) => existsSync(join(root, 'native', dir))).flatMap((dir) =>
-      readdirSync(join(root, 'native', dir)).filter((f) => /\.(cc|mm)$/.test(f)).map((f) => `native/${dir}/${f}`));
+    // Subfolders too (native/kernels/x86, arm, portable).
+    const onDisk = ['addon', 'core', 'cpu', 'kernels', 'metal'].filter((dir) => existsSync(join(root, 'native', dir))).flatMap((dir) =>
+      readdirSync(join(root, 'native', dir), { encoding: 'utf8', recursive: true }).map((f) => f.split(sep).join('/'))
+        .filter((f) => /\.(cc|mm)$/.test(f)).map((f) => `native/${dir}/${f}`));
     expect([...sources.sources, ...sources.macos_sources].sort()).toEqual(onDisk.sort());
   });
 

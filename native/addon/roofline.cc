@@ -9,11 +9,11 @@
 #include <future>
 #include <string>
 
-#include "core/core_dot.h"
-#include "core/core_simd.h"
 #include "core/error.h"
 #include "cpu/roofline.h"
 #include "cpu/thread_pool.h"
+#include "kernels/decode.h"
+#include "kernels/dot.h"
 #include "errors.h"
 
 namespace mto::addon {
@@ -22,8 +22,8 @@ namespace {
 // The kernels the ops run here, decode-conversion/fused-dot ("avx512vbmi/avx512vbmi", "avx2/avx2",
 // "neon/neon"): each table is picked once per process from the CPU and METAL_TENSOROPS_CPU_ISA.
 std::string kernel_names() {
-  const simd::DotKernels* dot = simd::dot_kernels();
-  return std::string(simd::core_kernels().name) + "/" + (dot ? dot->name : "none");
+  const kernels::DotKernels* dot = kernels::dot_kernels();
+  return std::string(kernels::core_kernels().name) + "/" + (dot ? dot->name : "none");
 }
 
 Napi::Value CpuKernels(const Napi::CallbackInfo& info) {

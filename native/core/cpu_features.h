@@ -1,5 +1,5 @@
 // Which x86-64 kernel level this CPU and METAL_TENSOROPS_CPU_ISA allow: the one decision every
-// dispatching kernel table (core_dot, core_simd, cpu/gemm, cpu/roofline) makes from.
+// dispatching kernel table (kernels/dot, kernels/decode, cpu/gemm, cpu/roofline) makes from.
 //
 // Detected with CPUID and XGETBV rather than __builtin_cpu_supports, which clang-cl (the win32-x64
 // prebuild's compiler) resolves through compiler-rt's __cpu_model, a library MSVC's linker does

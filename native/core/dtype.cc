@@ -1,10 +1,11 @@
 // Dense dtypes: names, and float16/bfloat16 <-> float32 conversion done with integer bit
 // manipulation (no F16C or other ISA requirement, identical on every platform). The conversions
 // are written as selects rather than branches so the bulk loops can be vectorised; where the CPU
-// has F16C / AVX-512 / NEON the bulk float16 loops run core_simd.h's kernels instead (same bits).
+// has F16C / AVX-512 / NEON the bulk float16 loops run kernels/decode.h's kernels instead (same
+// bits).
 #include "dtype.h"
 
-#include "core_simd.h"
+#include "../kernels/decode.h"
 
 namespace mto {
 
@@ -70,15 +71,16 @@ bool parse_dtype(const std::string& name, DType* out) {
 float half_to_float(uint16_t h) { return half_bits_to_float(h); }
 uint16_t float_to_half(float f) { return float_to_half_bits(f); }
 
-// Bulk float16 conversion: the vector kernels of core_simd.h where the CPU has them (bit-identical
-// to the loops here, which stay the portable path and the METAL_TENSOROPS_CPU_ISA=baseline one).
+// Bulk float16 conversion: the vector kernels of kernels/decode.h where the CPU has them
+// (bit-identical to the loops here, which stay the portable path and the
+// METAL_TENSOROPS_CPU_ISA=baseline one).
 void half_to_float_n(const uint16_t* src, float* dst, size_t n) {
-  if (const auto k = simd::core_kernels().half_to_float) return k(src, dst, n);
+  if (const auto k = kernels::core_kernels().half_to_float) return k(src, dst, n);
   for (size_t i = 0; i < n; ++i) dst[i] = half_bits_to_float(src[i]);
 }
 
 void float_to_half_n(const float* src, uint16_t* dst, size_t n) {
-  if (const auto k = simd::core_kernels().float_to_half) return k(src, dst, n);
+  if (const auto k = kernels::core_kernels().float_to_half) return k(src, dst, n);
   for (size_t i = 0; i < n; ++i) dst[i] = float_to_half_bits(src[i]);
 }
 

@@ -1,5 +1,6 @@
-// Element encoders (float32 -> element code) shared by the quantizers (quantize_rows.cc) and
-// encode_element (formats.cc). The decoders are the shared shader helpers (mx_formats.h).
+// Element encoders (float32 -> element code) shared by the quantizers
+// (kernels/portable/quantize_rows.cc) and encode_element (formats.cc). The decoders are the shared
+// shader helpers (mx_formats.h).
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -1,14 +1,15 @@
 // Quantized formats: the format table, element encoding and decoding (encoders:
 // element_encode.h; decoders: the shared shader helpers) and table-driven dequantization (vector
-// kernels from core_simd.h where the CPU has them). The quantizers: quantize_rows.cc. Rules:
-// docs/design/API.md "Quantized formats"; golden data: test/oracle.
+// kernels from kernels/decode.h where the CPU has them). The quantizers:
+// kernels/portable/quantize_rows.cc. Rules: docs/design/API.md "Quantized formats"; golden data:
+// test/oracle.
 #include "formats.h"
 
 #include <algorithm>
 #include <cstring>
 
 #include "../../shaders/mx_formats.h"
-#include "core_simd.h"
+#include "../kernels/decode.h"
 #include "dtype.h"
 #include "element_encode.h"
 #include "error.h"
@@ -168,17 +169,17 @@ void dequantize_affine_group(Format f, const uint8_t* row_codes, int64_t k, int6
 }
 
 // The vector kernel's decode mode and table for an MX format.
-simd::DeqMode mx_mode(Format f, const float** lut) {
+kernels::DeqMode mx_mode(Format f, const float** lut) {
   const DecodeTables& t = tables();
   switch (f) {
-    case Format::MXFP8_E4M3: *lut = t.e4m3; return simd::DeqMode::E4M3;
-    case Format::MXFP8_E5M2: *lut = t.e5m2; return simd::DeqMode::E5M2;
-    case Format::MXINT8: *lut = t.int8; return simd::DeqMode::Int8;
-    case Format::MXFP6_E3M2: *lut = t.e3m2; return simd::DeqMode::E3M2;
-    case Format::MXFP6_E2M3: *lut = t.e2m3; return simd::DeqMode::E2M3;
-    case Format::MXFP4: *lut = t.fp4; return simd::DeqMode::Lut4;
-    case Format::MXINT4: *lut = t.int4; return simd::DeqMode::Lut4;
-    default: *lut = t.int2; return simd::DeqMode::Lut2;
+    case Format::MXFP8_E4M3: *lut = t.e4m3; return kernels::DeqMode::E4M3;
+    case Format::MXFP8_E5M2: *lut = t.e5m2; return kernels::DeqMode::E5M2;
+    case Format::MXINT8: *lut = t.int8; return kernels::DeqMode::Int8;
+    case Format::MXFP6_E3M2: *lut = t.e3m2; return kernels::DeqMode::E3M2;
+    case Format::MXFP6_E2M3: *lut = t.e2m3; return kernels::DeqMode::E2M3;
+    case Format::MXFP4: *lut = t.fp4; return kernels::DeqMode::Lut4;
+    case Format::MXINT4: *lut = t.int4; return kernels::DeqMode::Lut4;
+    default: *lut = t.int2; return kernels::DeqMode::Lut2;
   }
 }
 
@@ -261,9 +262,9 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
     const size_t len = size_t(std::min(k1 - k0, q.cols - k1)) * bits / 8;
     for (size_t off = 0; off < len; off += 64) prefetch(next + off);
   }
-  // Whole blocks go to the vector kernels where the CPU has them (core_simd.h; bit-identical to
-  // the per-block code below, which stays the portable path and handles a ragged last block).
-  const simd::CoreKernels& kern = simd::core_kernels();
+  // Whole blocks go to the vector kernels where the CPU has them (kernels/decode.h; bit-identical
+  // to the per-block code below, which stays the portable path and handles a ragged last block).
+  const kernels::CoreKernels& kern = kernels::core_kernels();
   const int64_t whole = (k1 - k0) / block;
   if (whole > 0 && info.affine && kern.dequant_affine && block % 32 == 0) {
     const int64_t g0 = row * groups + k0 / block;
@@ -273,7 +274,7 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
     k0 += whole * block;
   } else if (whole > 0 && !info.affine && kern.dequant_mx && block == 32) {
     const float* lut = nullptr;
-    const simd::DeqMode mode = mx_mode(q.format, &lut);
+    const kernels::DeqMode mode = mx_mode(q.format, &lut);
     kern.dequant_mx(mode, lut, row_codes + size_t(k0) * size_t(info.bits) / 8,
                     static_cast<const uint8_t*>(q.scales) + row * groups + k0 / block, whole, out);
     out += whole * block;
@@ -300,11 +301,11 @@ void dequantize_span(const QuantView& q, int64_t row, int64_t k0, int64_t k1, fl
 
 void dequantize_rows(const QuantView& q, int64_t row0, int64_t n, float* out) {
   const FormatInfo& info = format_info(q.format);
-  const simd::CoreKernels& kern = simd::core_kernels();
+  const kernels::CoreKernels& kern = kernels::core_kernels();
   if (!info.affine && kern.dequant_mx && q.block == 32 && q.cols % 32 == 0) {
     const int64_t groups = q.cols / 32;
     const float* lut = nullptr;
-    const simd::DeqMode mode = mx_mode(q.format, &lut);
+    const kernels::DeqMode mode = mx_mode(q.format, &lut);
     kern.dequant_mx(mode, lut,
                     q.codes + size_t(row0) * (size_t(q.cols) * size_t(info.bits) / 8),
                     static_cast<const uint8_t*>(q.scales) + row0 * groups, n * groups, out);

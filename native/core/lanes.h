@@ -1,7 +1,8 @@
 // W lanes of uint32 (and their float32 view) for code written once for one value and for compiler
-// vectors: the element encoders (element_encode.h) and the quantizers (quantize_rows.cc), which
-// run them 16, 8 or 4 lanes at a time (AVX-512, AVX2, SSE2 / NEON) and one at a time where the
-// compiler has no vector types (MSVC; see portable.h): LaneTypes<1> is plain uint32_t / float.
+// vectors: the element encoders (element_encode.h) and the quantizers
+// (kernels/portable/quantize_rows.cc), which run them 16, 8 or 4 lanes at a time (AVX-512, AVX2,
+// SSE2 / NEON) and one at a time where the compiler has no vector types (MSVC; see portable.h):
+// LaneTypes<1> is plain uint32_t / float.
 //
 // Every helper is force-inlined, so no vector ever crosses a call: GCC's -Wpsabi note that a
 // 32/64-byte vector argument's calling convention depends on the ISA does not apply (silenced).

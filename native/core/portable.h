@@ -1,6 +1,7 @@
-// The few things C++17 leaves to each compiler, wrapped once so that native/core and native/cpu
-// build unchanged with GCC and clang (Linux, macOS, mingw-w64) and MSVC (the win32-x64 prebuild),
-// with no #ifdefs at the call sites. Rules for the code that uses it: ../../CONTRIBUTING.md#portability.
+// The few things C++17 leaves to each compiler, wrapped once so that native/core, native/kernels
+// and native/cpu build unchanged with GCC and clang (Linux, macOS, mingw-w64) and MSVC (the
+// win32-x64 prebuild), with no #ifdefs at the call sites. Rules for the code that uses it:
+// ../../CONTRIBUTING.md#portability.
 #pragma once
 #include <cstddef>
 #include <new>

@@ -96,8 +96,8 @@ struct RowSource {
   }
   const float* f32_row(int64_t row) const { return static_cast<const float*>(dense) + row * D; }
   // Rows [row0, row0 + n) into dst, packed with row stride ld (>= D). core's converters and
-  // dequantize_span pick their own vector kernels (core_simd.h). Quantized rows go a chunk at a
-  // time, each beside a prefetch of its counterpart in the next n rows (the next tile): those
+  // dequantize_span pick their own vector kernels (kernels/decode.h). Quantized rows go a chunk at
+  // a time, each beside a prefetch of its counterpart in the next n rows (the next tile): those
   // arrive while this tile computes (a quantized tile is small enough that its misses, left to the
   // conversion itself, would stall it).
   void load(int64_t row0, int64_t n, float* dst, int64_t ld) const {

@@ -17,9 +17,9 @@ thread_local std::vector<float> tl_xp;  // prepared x of the calling thread (reu
 
 }  // namespace
 
-void gemv_fused(ThreadPool& pool, const mto::simd::DotKernels& kern, const mto::simd::DotWeights& w,
-                int64_t M, int64_t N, const float* x, int64_t ldx, const float* bias, float* y,
-                int64_t ldy) {
+void gemv_fused(ThreadPool& pool, const mto::kernels::DotKernels& kern,
+                const mto::kernels::DotWeights& w, int64_t M, int64_t N, const float* x,
+                int64_t ldx, const float* bias, float* y, int64_t ldy) {
   if (M <= 0 || N <= 0) return;
   const size_t need = kern.x_floats(w, int(M));
   if (tl_xp.size() < need) tl_xp.resize(need);

@@ -4,13 +4,13 @@
 // hands out float32 spans of its rows (in place for float32, converted for float16/bfloat16,
 // decoded by dequantize_span for quantized formats). The gemm core then decodes each weight span
 // once per packed panel; for a few rows of x (decode) gemv_t streams each weight row once instead,
-// and formats with a fused kernel (core_dot.h: most quantized ones, float16, bfloat16, float32)
+// and formats with a fused kernel (kernels/dot.h: most quantized ones, float16, bfloat16, float32)
 // skip the float32 spans altogether.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include "../core/core_dot.h"
+#include "../kernels/dot.h"
 #include "gemm.h"
 #include "gemv.h"
 #include "ops.h"
@@ -31,27 +31,27 @@ class QuantRows final : public RowSpanSource {
   QuantView view_;
 };
 
-// The fused decode-and-dot view of w (core_dot.h), when its format has one; false otherwise
+// The fused decode-and-dot view of w (kernels/dot.h), when its format has one; false otherwise
 // (FP6, int2: gemv_t decodes spans and dots them).
-bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* out) {
-  mto::simd::DotWeights& d = *out;
+bool dot_weights(const QuantView& v, float (&lut)[16], mto::kernels::DotWeights* out) {
+  mto::kernels::DotWeights& d = *out;
   const FormatInfo& info = format_info(v.format);
   if (v.block <= 0 || v.block % 32 != 0 || v.cols % v.block != 0) return false;
   switch (v.format) {
-    case Format::MXINT8: d.kind = mto::simd::DotCodes::Int8; break;
+    case Format::MXINT8: d.kind = mto::kernels::DotCodes::Int8; break;
     case Format::MXFP8_E4M3:
-      d.kind = mto::simd::DotCodes::E4M3;
+      d.kind = mto::kernels::DotCodes::E4M3;
       d.nan_codes = v.fp8_nan_codes;
       break;
-    case Format::MXFP8_E5M2: d.kind = mto::simd::DotCodes::E5M2; break;
+    case Format::MXFP8_E5M2: d.kind = mto::kernels::DotCodes::E5M2; break;
     case Format::MXFP4:
     case Format::MXINT4:
-      d.kind = mto::simd::DotCodes::Lut4;
+      d.kind = mto::kernels::DotCodes::Lut4;
       for (int c = 0; c < 16; ++c) lut[c] = decode_element(info.element, uint8_t(c));
       d.lut = lut;
       break;
-    case Format::AFFINE4: d.kind = mto::simd::DotCodes::Uint4; break;
-    case Format::AFFINE8: d.kind = mto::simd::DotCodes::Uint8; break;
+    case Format::AFFINE4: d.kind = mto::kernels::DotCodes::Uint4; break;
+    case Format::AFFINE8: d.kind = mto::kernels::DotCodes::Uint8; break;
     default: return false;
   }
   d.group = v.block;
@@ -69,11 +69,11 @@ bool dot_weights(const QuantView& v, float (&lut)[16], mto::simd::DotWeights* ou
 }
 
 // The fused view of dense float32 / float16 / bfloat16 weights w[N, K].
-bool dense_dot_weights(const Tensor& w, int64_t K, mto::simd::DotWeights* out) {
+bool dense_dot_weights(const Tensor& w, int64_t K, mto::kernels::DotWeights* out) {
   switch (w.dtype) {
-    case DType::Float32: out->kind = mto::simd::DotCodes::F32; break;
-    case DType::Float16: out->kind = mto::simd::DotCodes::F16; break;
-    case DType::BFloat16: out->kind = mto::simd::DotCodes::BF16; break;
+    case DType::Float32: out->kind = mto::kernels::DotCodes::F32; break;
+    case DType::Float16: out->kind = mto::kernels::DotCodes::F16; break;
+    case DType::BFloat16: out->kind = mto::kernels::DotCodes::BF16; break;
     default: return false;
   }
   out->K = K;
@@ -145,8 +145,8 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     gemm(pool, g, TransposedPanels(rows));
   };
   if (w.quant) {
-    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
-    mto::simd::DotWeights dw;
+    const mto::kernels::DotKernels* kern = mto::kernels::dot_kernels();
+    mto::kernels::DotWeights dw;
     float lut[16];
     if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
         kern->supports(dw) && fits_fused_kernels(xf, M, K)) {
@@ -155,8 +155,8 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     }
     run(QuantRows(*w.quant));
   } else {
-    const mto::simd::DotKernels* kern = mto::simd::dot_kernels();
-    mto::simd::DotWeights dw;
+    const mto::kernels::DotKernels* kern = mto::kernels::dot_kernels();
+    mto::kernels::DotWeights dw;
     if (kern && M <= kFusedMaxRows && dense_dot_weights(*w.dense, K, &dw) &&
         kern->supports(dw)) {
       gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);

@@ -156,7 +156,7 @@ MTO_INLINE void transpose8(const float* const* rows, int64_t k, float* dst, int6
 
 // x86-64 with GCC/clang (core/portable.h's MTO_X86_KERNELS: Linux, macOS on Intel, clang on
 // Windows): kernels are also compiled for AVX2+FMA and AVX-512 and chosen at run time (the
-// portable build targets baseline x86-64, i.e. SSE2), as the decode kernels of core_dot are.
+// portable build targets baseline x86-64, i.e. SSE2), as the decode kernels of kernels/dot.h are.
 // Elsewhere (MSVC) only the baseline kernels exist.
 #if MTO_X86_KERNELS
 #define MTO_X86_DISPATCH 1

@@ -1,11 +1,11 @@
 // Finds calls made with dirty upper vector registers into code that uses legacy SSE instructions,
 // in `objdump -d --no-show-raw-insn -C` output. On Intel cores such SSE instructions run with the
 // AVX-SSE transition penalty until a vzeroupper: an AVX kernel calling a baseline helper that way
-// made 8-bit quantization ~4x slower on a Xeon (native/core/quantize_rows.cc, pack_codes), while
-// AMD cores, which CI runs on, show nothing. Writing a ymm/zmm register 0-15 dirties the upper
-// halves; vzeroupper cleans them (zmm16-31 have no SSE alias and do not count). The scan follows
-// each function in address order, not its control flow: a call reached only through a cleaning
-// path may be reported; none is in our builds.
+// made 8-bit quantization ~4x slower on a Xeon (native/kernels/portable/quantize_rows.cc,
+// pack_codes), while AMD cores, which CI runs on, show nothing. Writing a ymm/zmm register 0-15
+// dirties the upper halves; vzeroupper cleans them (zmm16-31 have no SSE alias and do not count).
+// The scan follows each function in address order, not its control flow: a call reached only
+// through a cleaning path may be reported; none is in our builds.
 
 const FUNCTION = /^[0-9a-f]+ <(.+)>:$/;
 const CALL = /^(?:call|jmp)\s+[0-9a-f]+ <(.+?)(?:\+0x[0-9a-f]+)?>$/;

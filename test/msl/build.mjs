@@ -11,7 +11,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
@@ -45,6 +45,9 @@ const flagsFor = (dest) => tensorSources.has(dest) ? kernelFlags400 : kernelFlag
 const wantsMsl4 = (text) => libraryStd(text) !== 'metal3.1';
 
 const list = (dir, ext) => readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
+/** Like list, with the files of every folder under `dir` too (paths with '/'). */
+const listTree = (dir, ext) => readdirSync(join(root, dir), { encoding: 'utf8', recursive: true }).map((f) => f.split(sep).join('/'))
+  .filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
 
 function writeIfChanged(path, text) {
   if (existsSync(path) && readFileSync(path, 'utf8') === text) return;
@@ -120,8 +123,9 @@ export async function build() {
   const kernels = generateKernels();
   const host = [
     ...list('test/msl/runtime', '.cc'), ...list('test/msl/driver', '.cc'),
-    // The reference: the cpu backend and the backend-neutral core, dispatch plans included.
-    ...list('native/core', '.cc'), ...list('native/cpu', '.cc'),
+    // The reference: the cpu backend, the host kernels it runs and the backend-neutral core,
+    // dispatch plans included.
+    ...list('native/core', '.cc'), ...listTree('native/kernels', '.cc'), ...list('native/cpu', '.cc'),
   ];
   const tasks = [
     // Biggest first, so the two cores stay busy to the end.

@@ -1,7 +1,8 @@
 // Builds test/native/cpu_kernels_check for one target from the cpu backend's own sources
-// (sources.json's native/core and native/cpu entries, with the addon's compile flags), so that the
-// kernels can run without Node: natively, for arm64 under qemu-user (NEON paths), and for 64-bit
-// Windows under wine (the x86-64 code as built against Windows headers, LLP64 and its C runtime).
+// (sources.json's native/core, native/kernels and native/cpu entries, with the addon's compile
+// flags), so that the kernels can run without Node: natively, for arm64 under qemu-user (NEON
+// paths), and for 64-bit Windows under wine (the x86-64 code as built against Windows headers,
+// LLP64 and its C runtime).
 // A compile-only target (win64-clang) builds every addon source, native/addon included.
 //
 // Incremental: an object is rebuilt when it is missing, when its compile command changed, or when
@@ -90,7 +91,7 @@ export async function build(target) {
   mkdirSync(out, { recursive: true });
   const { sources } = config;
   const units = only ?? (addon ? sources
-    : [...sources.filter((s) => /^native\/(core|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc', 'test/native/thread_pool_check.cc']);
+    : [...sources.filter((s) => /^native\/(core|kernels|cpu)\//.test(s)), 'test/native/cpu_kernels_check.cc', 'test/native/thread_pool_check.cc']);
   const objects = units.map((s) => join(out, s.replace(/[/.]/g, '_') + '.o'));
   const queue = units.map((src, i) => ({ src, obj: objects[i] }));
   const worker = async () => {

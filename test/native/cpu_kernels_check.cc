@@ -16,13 +16,13 @@
 #include <string>
 #include <vector>
 
-#include "core/core_dot.h"
-#include "core/core_simd.h"
 #include "core/cpu_features.h"
 #include "core/portable.h"
 #include "core/error.h"
 #include "cpu/gemm.h"
 #include "cpu/ops.h"
+#include "kernels/decode.h"
+#include "kernels/dot.h"
 #include "thread_pool_check.h"
 
 using namespace mto;
@@ -178,7 +178,7 @@ void check_nan_rows(cpu::ThreadPool& pool, const std::string& name, const Tensor
 // the row is NaN), amid ordinary ones. x is scaled 2^20 over block 5, whose scale is 0 in the even
 // rows, and 2^-100 elsewhere, so that those blocks weigh in the sums (read as 0, a row fails). (Not x
 // near 2^120 instead: the kernels scale a block's sum after summing its unscaled codes times x,
-// which would overflow there; see core_dot.h.)
+// which would overflow there; see kernels/dot.h.)
 void check_special_scales(cpu::ThreadPool& pool, Rng& rng) {
   const Format formats[] = {Format::MXFP4, Format::MXINT4, Format::MXFP8_E4M3, Format::MXINT8};
   const int64_t N = 24, K = 256, M = 2, groups = K / 32;
@@ -427,8 +427,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "usage: %s check | dump FILE\n", argv[0]);
       return 2;
     }
-    const simd::DotKernels* dot = simd::dot_kernels();
-    std::printf("isa: core=%s gemm=%s dot=%s\n", simd::core_kernels().name,
+    const kernels::DotKernels* dot = kernels::dot_kernels();
+    std::printf("isa: core=%s gemm=%s dot=%s\n", kernels::core_kernels().name,
                 cpu::gemm_isa_name(cpu::gemm_isa()), dot ? dot->name : "none");
     check_cpu_features();
     cpu::ThreadPool pool(2);

@@ -1,4 +1,4 @@
-// AVX-512 (F, BW, VL) fused decode-and-dot kernels (core_dot.h), compiled with target attributes so
+// AVX-512 (F, BW, VL) fused decode-and-dot kernels (dot.h), compiled with target attributes so
 // the binary still runs on baseline x86-64; dot_kernels() calls them only where the CPU has them.
 //
 // 4-bit rows (mxfp4, mxint4, affine4) are read 64 bytes (128 codes, 4 blocks) at a time as 16
@@ -19,8 +19,8 @@
 // same bytes of the next R rows, and for 4-bit and affine rows their scales (and biases): the
 // hardware prefetchers stop at 4 KiB pages, which rows this short cross every few rows, and the
 // scale streams are read in bursts they do not anticipate.
-#include "core_dot.h"
-#include "portable.h"
+#include "../dot.h"
+#include "../../core/portable.h"
 
 #if MTO_X86_KERNELS
 #if defined(__GNUC__) && !defined(__clang__)
@@ -33,7 +33,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 #define MTO_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -599,13 +599,13 @@ constexpr DotKernels kAvx512Vbmi{"avx512vbmi", supported_avx512, x_floats_vbmi, 
 const DotKernels* dot_kernels_avx512() { return &kAvx512; }
 const DotKernels* dot_kernels_avx512_vbmi() { return &kAvx512Vbmi; }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #else
 
-namespace mto::simd {
+namespace mto::kernels {
 const DotKernels* dot_kernels_avx512() { return nullptr; }
 const DotKernels* dot_kernels_avx512_vbmi() { return nullptr; }
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #endif

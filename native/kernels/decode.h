@@ -1,8 +1,9 @@
-// Vector kernels for the core conversions (float16 <-> float32) and for dequantize_span, chosen
+// Vector kernels for core's conversions (float16 <-> float32) and for dequantize_span, chosen
 // once at run time from the CPU: AVX-512 (F + BW) or AVX2 (+ FMA, F16C) on x86-64 with GCC/clang,
 // NEON on aarch64; elsewhere, or when METAL_TENSOROPS_CPU_ISA=baseline,
-// every entry is null and the portable code in dtype.cc / formats.cc runs. The environment variable
-// (baseline|avx2|avx512, the same switch as the cpu kernels' gemm_isa()) caps the choice.
+// every entry is null and the portable code in core/dtype.cc / core/formats.cc runs. The
+// environment variable (baseline|avx2|avx512, the same switch as the cpu kernels' gemm_isa())
+// caps the choice.
 //
 // Every kernel gives bit-identical results to the portable code: table values times the block
 // scale as single multiplies, affine as a multiply then an add (never fused), and NaN inputs to
@@ -11,7 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace mto::simd {
+namespace mto::kernels {
 
 // How dequantize kernels decode one code before the block scale.
 enum class DeqMode : uint8_t {
@@ -43,11 +44,11 @@ struct CoreKernels {
 // The kernels for this CPU (capped by METAL_TENSOROPS_CPU_ISA), resolved once.
 const CoreKernels& core_kernels();
 
-// The kernels of one instruction set (core_simd_x86.cc, core_simd_neon.cc), null where this build
+// The kernels of one instruction set (x86/decode_avx.cc, arm/decode_neon.cc), null where this build
 // does not compile them; core_kernels() picks among them.
 const CoreKernels* core_kernels_avx2();
 const CoreKernels* core_kernels_avx512();
 const CoreKernels* core_kernels_avx512_vbmi();  // AVX-512 plus VBMI byte permutes (FP8 E4M3)
 const CoreKernels* core_kernels_neon();
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -1,7 +1,7 @@
-// The x86-64 kernels behind core_simd.h (AVX2 + F16C, AVX-512 F + BW, AVX-512 + VBMI), compiled
-// with target attributes and chosen at run time (core_simd.cc), so one binary built for baseline
-// x86-64 runs everywhere. Exactness: core_simd_shared.h.
-#include "core_simd_shared.h"
+// The x86-64 kernels behind decode.h (AVX2 + F16C, AVX-512 F + BW, AVX-512 + VBMI), compiled
+// with target attributes and chosen at run time (decode.cc), so one binary built for baseline
+// x86-64 runs everywhere. Exactness: decode_shared.h.
+#include "../decode_shared.h"
 
 #if defined(MTO_CORE_X86)
 #if defined(__GNUC__) && !defined(__clang__)
@@ -12,16 +12,16 @@
 
 #include <cstring>
 
-#include "../../shaders/mx_formats.h"
-#include "core_dot.h"  // e4m3_bf16_bytes
+#include "../../../shaders/mx_formats.h"
+#include "../dot.h"  // e4m3_bf16_bytes
 #endif
 
-namespace mto::simd {
+namespace mto::kernels {
 
 #if defined(MTO_CORE_X86)
 namespace {
 
-using namespace core_simd_detail;
+using namespace decode_detail;
 
 #define MTO_T_AVX2 __attribute__((target("avx2,f16c")))
 #define MTO_T_AVX512 __attribute__((target("avx512f,avx512bw,avx2,f16c")))
@@ -415,7 +415,7 @@ MTO_T_AVX512 void deq_affine_avx512(int bits, int group, const uint8_t* codes,
 }
 
 // ---- AVX-512 + VBMI: E4M3 through byte tables ---------------------------------------------------
-// Each E4M3 value is a bfloat16 (core_dot.h's e4m3_bf16_bytes): 64 codes (two blocks) are two
+// Each E4M3 value is a bfloat16 (dot.h's e4m3_bf16_bytes): 64 codes (two blocks) are two
 // 128-entry byte lookups of the magnitude (the bfloat16's low and high bytes), the sign joins the
 // high byte, and two rounds of interleaving with zeros widen bytes to bfloat16 to float32. The
 // interleaves work within 128-bit lanes, so one byte permute first puts code 16q + 4k + t at byte
@@ -477,4 +477,4 @@ const CoreKernels* core_kernels_avx512() { return nullptr; }
 const CoreKernels* core_kernels_avx512_vbmi() { return nullptr; }
 #endif
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -1,10 +1,10 @@
-// core_simd.h's choice among the vector kernels (core_simd_x86.cc, core_simd_neon.cc), once per
+// decode.h's choice among the vector kernels (x86/decode_avx.cc, arm/decode_neon.cc), once per
 // process, capped by METAL_TENSOROPS_CPU_ISA.
-#include "core_simd.h"
+#include "decode.h"
 
-#include "cpu_features.h"
+#include "../core/cpu_features.h"
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 constexpr CoreKernels kBaseline{"baseline", nullptr, nullptr, nullptr, nullptr};
@@ -28,4 +28,4 @@ const CoreKernels& core_kernels() {
   return *k;
 }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -1,8 +1,8 @@
-// What the vector kernels behind core_simd.h share (core_simd_x86.cc, core_simd_neon.cc): which
+// What the vector kernels behind decode.h share (x86/decode_avx.cc, arm/decode_neon.cc): which
 // instruction sets this build compiles, the portable fallbacks and the block layout.
 //
 // Exactness (every path gives the portable code's bits):
-// - MX values are table[code] * scale, one IEEE multiply per element, as in formats.cc; a
+// - MX values are table[code] * scale, one IEEE multiply per element, as in core/formats.cc; a
 //   16/64-entry table is multiplied by the scale once per block (the same products). MX int8 is
 //   float(q) * (scale * 2^-6): scale >= 2^-127, so scale * 2^-6 >= 2^-133 is an exact power of
 //   two and the product is the one rounding of q * 2^-6 * scale, as table[q] * scale is.
@@ -14,9 +14,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core_simd.h"
-#include "dtype.h"
-#include "portable.h"
+#include "decode.h"
+#include "../core/dtype.h"
+#include "../core/portable.h"
 
 #if MTO_X86_KERNELS
 #define MTO_CORE_X86 1
@@ -25,7 +25,7 @@
 #endif
 
 #if defined(MTO_CORE_X86) || defined(MTO_CORE_NEON)
-namespace mto::simd::core_simd_detail {
+namespace mto::kernels::decode_detail {
 
 // Portable fallbacks for the odd elements (NaN vectors, tails).
 inline void h2f_scalar(const uint16_t* src, float* dst, size_t n) {
@@ -62,5 +62,5 @@ inline bool nan_group(uint16_t s, uint16_t b) {
   return (s & 0x7C00u) == 0x7C00u || (b & 0x7C00u) == 0x7C00u;
 }
 
-}  // namespace mto::simd::core_simd_detail
+}  // namespace mto::kernels::decode_detail
 #endif

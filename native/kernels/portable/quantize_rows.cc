@@ -1,6 +1,6 @@
-// Quantization: the OCP MX block quantizer and MLX-compatible affine quantization, each compiled
-// once per instruction set and picked at run time. Rules: API.md "Quantized formats"; golden
-// data: ../shared/oracle.
+// Quantization: the OCP MX block quantizer and MLX-compatible affine quantization (declared in
+// core/formats.h), each compiled once per instruction set and picked at run time. Rules: API.md
+// "Quantized formats"; golden data: ../shared/oracle.
 //
 // Must not be built with -ffast-math: the quantizers rely on IEEE division, std::rint in the
 // default round-to-nearest-even mode (also behind the 2^23 additions that round) and float32
@@ -13,13 +13,13 @@
 #pragma GCC diagnostic ignored "-Wpsabi"  // vectors by value in force-inlined helpers: lanes.h
 #endif
 
-#include "../../shaders/mx_formats.h"
-#include "core_simd.h"
-#include "dtype.h"
-#include "element_encode.h"
-#include "error.h"
-#include "formats.h"
-#include "portable.h"
+#include "../../../shaders/mx_formats.h"
+#include "../../core/dtype.h"
+#include "../../core/element_encode.h"
+#include "../../core/error.h"
+#include "../../core/formats.h"
+#include "../../core/portable.h"
+#include "../decode.h"
 
 namespace mto {
 namespace {
@@ -238,8 +238,8 @@ MTO_FORCE_INLINE void affine_quantize_any(Format f, int group, const float* x, i
 // One copy of the quantizers per instruction set: the same code, on 16 lanes for AVX-512, 8 for
 // AVX2, 4 for the baseline build (SSE2, NEON) and 1 where there are no vector types. They have
 // no multiply-add for the compiler to fuse (checked: the bytes match the oracle and each other on
-// every path, test/isa.test.ts), so results are identical. The path follows core_kernels()
-// (METAL_TENSOROPS_CPU_ISA caps both).
+// every path, test/isa.test.ts), so results are identical. The path follows decode.h's
+// core_kernels() (METAL_TENSOROPS_CPU_ISA caps both).
 struct QuantizeKernels {
   void (*mx)(Format, const FormatInfo&, const float*, int64_t, int64_t, uint8_t*, uint8_t*);
   void (*affine)(Format, const FormatInfo&, int, const float*, int64_t, int64_t, uint8_t*,
@@ -269,7 +269,7 @@ MTO_QUANTIZE_KERNELS(avx512, __attribute__((target("avx512f,avx512bw,avx2,f16c")
 
 const QuantizeKernels& quantize_kernels() {
 #if MTO_X86_KERNELS
-  const char* isa = simd::core_kernels().name;
+  const char* isa = kernels::core_kernels().name;
   if (!std::strncmp(isa, "avx512", 6)) return kQuantize_avx512;  // avx512, avx512vbmi
   if (!std::strcmp(isa, "avx2")) return kQuantize_avx2;
 #endif

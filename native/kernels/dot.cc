@@ -1,17 +1,17 @@
-// Picks the fused decode-and-dot kernels (core_dot.h) for this CPU once (NEON on every AArch64
+// Picks the fused decode-and-dot kernels (dot.h) for this CPU once (NEON on every AArch64
 // CPU), capped by METAL_TENSOROPS_CPU_ISA (baseline | avx2 | avx512), the switch every cpu kernel
 // table obeys (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be
 // tested).
-#include "core_dot.h"
-#include "cpu_features.h"
-#include "portable.h"
+#include "dot.h"
+#include "../core/cpu_features.h"
+#include "../core/portable.h"
 
 #include "../../shaders/mx_formats.h"
 
 #include <cmath>
 #include <cstring>
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 const DotKernels* pick() {
@@ -86,4 +86,4 @@ const DotKernels* dot_kernels() {
   return k;
 }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -1,20 +1,20 @@
-// The aarch64 NEON kernels behind core_simd.h (float16 conversion through FCVT, dequantization
+// The aarch64 NEON kernels behind decode.h (float16 conversion through FCVT, dequantization
 // through TBL byte lookups and FCVTL), compiled wherever GCC or clang targets aarch64 (NEON is
-// part of the base architecture). Exactness: core_simd_shared.h.
-#include "core_simd_shared.h"
+// part of the base architecture). Exactness: decode_shared.h.
+#include "../decode_shared.h"
 
 #if defined(MTO_CORE_NEON)
 #include <arm_neon.h>
 
-#include "../../shaders/mx_formats.h"
+#include "../../../shaders/mx_formats.h"
 #endif
 
-namespace mto::simd {
+namespace mto::kernels {
 
 #if defined(MTO_CORE_NEON)
 namespace {
 
-using namespace core_simd_detail;
+using namespace decode_detail;
 
 // NEON float16 conversion (FCVT: exact widening, RNE narrowing under the default FPCR); vectors
 // holding a NaN go to the portable code, which keeps signaling NaNs signaling.
@@ -258,4 +258,4 @@ const CoreKernels* core_kernels_neon() { return &kNeon; }
 const CoreKernels* core_kernels_neon() { return nullptr; }
 #endif
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -1,4 +1,4 @@
-// AVX2 (+FMA, F16C) fused decode-and-dot kernels (core_dot.h), compiled with target attributes
+// AVX2 (+FMA, F16C) fused decode-and-dot kernels (dot.h), compiled with target attributes
 // and chosen at run time (dot_kernels()), so one binary runs everywhere.
 //
 // 4-bit rows go 32 bytes (64 codes, 2 blocks) at a time. AVX2 has no 16-entry float permute, but
@@ -18,8 +18,8 @@
 // the 8 odd elements of every 16). Dense rows (float32 / float16 / bfloat16) go 8 weights at a time.
 //
 // AVX2 has 16 registers: the kernels take at most 4 rows of x per pass and M > 4 runs in passes.
-#include "core_dot.h"
-#include "portable.h"
+#include "../dot.h"
+#include "../../core/portable.h"
 
 #if MTO_X86_KERNELS
 #include <immintrin.h>
@@ -27,7 +27,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 #define MTO_T256 __attribute__((target("avx2,fma,f16c")))
@@ -200,7 +200,7 @@ MTO_T256 void rows_nibbles(const DotWeights& w, const NibbleTable& t, int64_t ro
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[r][m] = _mm256_setzero_ps();
   }
-  const int64_t ahead = R * w.row_bytes;  // prefetch the next R rows (see core_dot_avx512.cc)
+  const int64_t ahead = R * w.row_bytes;  // prefetch the next R rows (see dot_avx512.cc)
   for (int64_t b0 = 0; b0 < nblocks; b0 += 8) {
     const int nb = int(std::min<int64_t>(8, nblocks - b0));
     __m256 S[R];
@@ -501,12 +501,12 @@ constexpr DotKernels kAvx2{"avx2", supported_avx2, x_floats_avx2, prepare_x_avx2
 
 const DotKernels* dot_kernels_avx2() { return &kAvx2; }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #else
 
-namespace mto::simd {
+namespace mto::kernels {
 const DotKernels* dot_kernels_avx2() { return nullptr; }
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #endif

@@ -17,7 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace mto::simd {
+namespace mto::kernels {
 
 // How a row's codes decode.
 enum class DotCodes : uint8_t {
@@ -71,7 +71,7 @@ const DotKernels* dot_kernels_neon();
 
 // Every FP8 E4M3 value (subnormals and NaN included) is exactly a bfloat16: the high and low
 // bytes of the bfloat16 of each 7-bit magnitude (sign clear), for byte-permute decoders (AVX512-
-// VBMI: the fused kernels here and core_simd's dequantization). Built from the shared scalar
+// VBMI: the fused kernels here and decode.h's dequantization). Built from the shared scalar
 // decoder, once.
 struct E4m3Bf16Bytes {
   alignas(64) uint8_t hi[128];
@@ -88,4 +88,4 @@ bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit);
 bool dot_bf16_table(const DotWeights& w, uint8_t (&lo)[16], uint8_t (&hi)[16]);
 const DotKernels* dot_kernels_avx2();
 
-}  // namespace mto::simd
+}  // namespace mto::kernels

@@ -1,4 +1,4 @@
-// NEON (AArch64) fused decode-and-dot kernels (core_dot.h) for the MX and affine codes: 4-bit
+// NEON (AArch64) fused decode-and-dot kernels (dot.h) for the MX and affine codes: 4-bit
 // tables of small integers times a power of two (mxfp4: halves, mxint4: quarters, affine4:
 // 0..15), int8 (mxint8), uint8 (affine8) and FP8 (mxfp8 E4M3 and E5M2), and dense float16 /
 // bfloat16 rows (16 weights a step, any K: the last few in scalar code).
@@ -13,8 +13,8 @@
 //
 // Checked under qemu-user (test/native: cpu_kernels_check on arm64); not yet timed on arm64
 // hardware.
-#include "core_dot.h"
-#include "portable.h"
+#include "../dot.h"
+#include "../../core/portable.h"
 
 #if defined(__aarch64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
 #include <arm_neon.h>
@@ -22,10 +22,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "../../shaders/mx_formats.h"
-#include "dtype.h"
+#include "../../../shaders/mx_formats.h"
+#include "../../core/dtype.h"
 
-namespace mto::simd {
+namespace mto::kernels {
 namespace {
 
 #define MTO_INL inline __attribute__((always_inline))
@@ -323,12 +323,12 @@ constexpr DotKernels kNeon{"neon", supported_neon, x_floats_neon, prepare_x_neon
 
 const DotKernels* dot_kernels_neon() { return &kNeon; }
 
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #else
 
-namespace mto::simd {
+namespace mto::kernels {
 const DotKernels* dot_kernels_neon() { return nullptr; }
-}  // namespace mto::simd
+}  // namespace mto::kernels
 
 #endif
