@@ -181,6 +181,33 @@ describe('affine (MLX-compatible)', () => {
     }
   });
 
+  it('a group holding NaN or an infinity, or beyond float16, decodes to NaN (as an MX block does); the others are untouched; export and import round-trip', async () => {
+    for (const format of ['affine4', 'affine8'] as const) {
+      const groups = 5, group = 32;
+      const data = randn(groups * group, 9);
+      data[1 * group + 3] = NaN;
+      data[2 * group + 30] = Infinity;
+      for (let i = 3 * group; i < 4 * group; i++) data[i] = data[i] * 1e6;  // a scale past 65504
+      const q = await dev.quantize(dev.tensor(data, [1, groups * group]), { format, blockSize: group });
+      const scales = (await q.scales()) as Uint16Array, biases = await q.biases();
+      expect(Array.from(scales.slice(1, 4))).toEqual([0x7e00, 0x7e00, 0x7e00]);
+      expect(Array.from(biases.slice(1, 4))).toEqual([0x7e00, 0x7e00, 0x7e00]);
+      const back = await (await q.dequantize()).toFloat32();
+      for (let i = 0; i < data.length; i++) {
+        const nanGroup = i >= group && i < 4 * group;
+        expect(Number.isNaN(back[i]), `${format}[${i}]`).toBe(nanGroup);
+        if (!nanGroup) expect(Math.abs(back[i] - data[i]), `${format}[${i}]`).toBeLessThan(0.5);
+      }
+      // The same tensor quantized without the non-finite groups gives the same finite groups.
+      const clean = data.slice();
+      clean.fill(0, group, 4 * group);
+      const cq = await dev.quantize(dev.tensor(clean, [1, groups * group]), { format, blockSize: group });
+      expect(Array.from(((await cq.scales()) as Uint16Array).filter((_, g) => g === 0 || g === 4))).toEqual([scales[0], scales[4]]);
+      const imported = dev.fromQuantized({ format, blockSize: group, shape: [1, groups * group], codes: await q.codes(), scales, biases });
+      expect(Array.from(await (await imported.dequantize()).toFloat32())).toEqual(Array.from(back));
+    }
+  });
+
   it('affine codes are unsigned and cover the full range of each group', async () => {
     const data = Float32Array.from({ length: 64 }, (_, i) => i / 63);  // 0..1 in one group
     const q = await dev.quantize(dev.tensor(data, [1, 64]), { format: 'affine4', blockSize: 64 });

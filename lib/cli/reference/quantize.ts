@@ -101,13 +101,15 @@ export function mxQuantize(format: Format, x: Float32Array, cols: number): Quant
 }
 
 const f32 = Math.fround;
+const HALF_NAN = 0x7e00;
 
 /**
  * MLX 'affine' (mlx/backend/cpu/quantized.cpp), in float32 arithmetic as MLX does it: per group,
  * scale = max((max - min) / (2^bits - 1), 1e-7) with the sign of the larger-magnitude extreme
  * (edge); if q0 = rint(edge / scale) is not 0, scale = edge / q0 and bias = edge, else bias 0;
  * q = clamp(rint((x - bias) / scale), 0, 2^bits - 1); scale and bias stored as float16.
- * Groups here hold no NaN (MLX's order-dependent min/max would then be the rule to copy).
+ * Our rule on top of MLX's: a group holding NaN or an infinity, or whose scale or bias float16
+ * cannot hold, gets NaN scale and bias (0x7E00) and zero codes, and decodes to NaN.
  */
 export function affineQuantize(format: Format, x: Float32Array, cols: number, group: number): QuantizedRef {
   const bits = format === 'affine4' ? 4 : format === 'affine8' ? 8 : 0;
@@ -121,6 +123,15 @@ export function affineQuantize(format: Format, x: Float32Array, cols: number, gr
   const values = new Float64Array(x.length);
   for (let g = 0; g < groups; g++) {
     const w = x.subarray(g * group, (g + 1) * group);
+    const nanGroup = () => {
+      scales[g] = biases[g] = HALF_NAN;
+      codes.fill(0, g * group, (g + 1) * group);
+      values.fill(NaN, g * group, (g + 1) * group);
+    };
+    if (!w.every(Number.isFinite)) {
+      nanGroup();
+      continue;
+    }
     const min = Math.min(...w), max = Math.max(...w);
     const negEdge = Math.abs(min) > Math.abs(max);
     let scale = Math.max(f32(f32(max - min) / bins), f32(1e-7));  // two float32 roundings, as MLX
@@ -135,6 +146,10 @@ export function affineQuantize(format: Format, x: Float32Array, cols: number, gr
     scales[g] = toHalfBits(scale);
     biases[g] = toHalfBits(bias);
     const s = fromHalfBits(scales[g]), b = fromHalfBits(biases[g]);
+    if (!Number.isFinite(s) || !Number.isFinite(b)) {
+      nanGroup();
+      continue;
+    }
     for (let i = 0; i < group; i++) {
       const q = Math.min(Math.max(rint(f32(f32(w[i] - bias) / scale)), 0), bins);
       codes[g * group + i] = q;

@@ -16,8 +16,9 @@ const ROWS = 8, COLS = 256;
 /**
  * Quantizer input, ROWS x COLS: blocks of 32 at magnitudes from 2^-30 to 2^30 (affine: 2^-8 to
  * 2^8, where its float16 scales stay finite and normal), and blocks that test the rules' corners:
- * all zeros, values on a dyadic grid (ties), an outlier (saturation), and for MX formats float32
- * subnormals (scale byte 0) and, with `nonFinite`, a NaN and an infinity (scale byte 0xFF).
+ * all zeros, values on a dyadic grid (ties), an outlier (saturation), for MX formats float32
+ * subnormals (scale byte 0), for affine ones a group past float16's range (a NaN group), and, with
+ * `nonFinite`, a NaN and an infinity (MX scale byte 0xFF, affine NaN scale and bias).
  */
 export function quantizeInput(format: Format, nonFinite = true): Float32Array {
   const x = uniform(ROWS * COLS, 11);
@@ -37,10 +38,12 @@ export function quantizeInput(format: Format, nonFinite = true): Float32Array {
   x[64 + 7] = 100 * Math.abs(x[64 + 3]) + 1;  // an outlier
   if (isMx(format)) {
     for (let i = 96; i < 128; i++) x[i] *= 2 ** -130;  // subnormal float32
-    if (nonFinite) {
-      x[128 + 5] = NaN;
-      x[160 + 9] = -Infinity;
-    }
+  } else {
+    for (let i = 192; i < 256; i++) x[i] *= 2 ** 16;  // a range float16 scales cannot hold
+  }
+  if (nonFinite) {  // NaN and infinity blocks (MX scale byte 0xFF, affine NaN scale and bias)
+    x[128 + 5] = NaN;
+    x[320 + 9] = -Infinity;
   }
   return x;
 }
@@ -69,19 +72,20 @@ function dequantizeCheck(format: Format): Check {
   return {
     name: `dequantize ${format}`,
     async run({ dev, read }) {
-      // Codes and scales from the reference quantizer, imported as they are: dequantize is
-      // checked on its own, whatever quantize does. (fromQuantized refuses NaN scales.)
-      const ref = quantizeRef(format, quantizeInput(format, false), COLS, blockSizeOf(format));
+      // Codes and scales from the reference quantizer, imported as they are (NaN blocks too):
+      // dequantize is checked on its own, whatever quantize does.
+      const x = quantizeInput(format);
+      const ref = quantizeRef(format, x, COLS, blockSizeOf(format));
       const imported = dev.fromQuantized({
         format, shape: [ROWS, COLS], blockSize: ref.blockSize, codes: ref.codes, scales: ref.scales, biases: ref.biases,
       });
       const want = dequantizeRef(format, ref.blockSize, ref.codes, ref.scales, ref.biases, ROWS * COLS);
-      const outcomes = [exact('values', read(await (await dev.dequantize(imported)).toFloat32()), want)];
-      if (isMx(format)) {  // a block quantized from a NaN or an infinity decodes to NaN, all of it
-        const x = quantizeInput(format);
-        const q = await dev.quantize(dev.tensor(x, [ROWS, COLS]), { format });
-        outcomes.push(exact('values of quantize()', read(await (await dev.dequantize(q)).toFloat32()), quantizeRef(format, x, COLS).values));
-      }
+      // A block quantized from a NaN or an infinity decodes to NaN, all of it.
+      const q = await dev.quantize(dev.tensor(x, [ROWS, COLS]), { format, blockSize: blockSizeOf(format) });
+      const outcomes = [
+        exact('values', read(await (await dev.dequantize(imported)).toFloat32()), want),
+        exact('values of quantize()', read(await (await dev.dequantize(q)).toFloat32()), ref.values),
+      ];
       return all(...outcomes);
     },
   };

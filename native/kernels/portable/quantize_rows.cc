@@ -164,9 +164,12 @@ MTO_FORCE_INLINE void mx_quantize_any(Format f, const FormatInfo& info, const fl
 // scale and bias, which are then stored rounded to float16 (MLX stores them in the input dtype).
 // MLX's Metal kernel (kernels/quantized.h `affine_quantize`) differs in corner cases (round half
 // away from zero, w_max starting at 0); we follow the cpu rule, which is the documented one.
-// W lanes at a time: per group, the min / max reductions (one element at a time in a group that
-// holds a NaN, where only a NaN first element counts, as in the rule's sequential loop), then the
-// codes; the scale and bias come from the same scalar code either way.
+// One rule of ours on top of MLX's, the one the MX formats have (their block gets the NaN scale
+// byte 0xFF): a group holding a NaN or an infinity gets a NaN scale and bias (float16 0x7E00) and
+// zero codes, so it decodes to NaN (MLX's rule turned it into finite values: an inf became the
+// group's bound, a NaN whatever the rounding gave); so does a group whose scale or bias float16
+// cannot hold. W lanes at a time: per group, the min / max
+// reductions, then the codes; the scale and bias come from the same scalar code either way.
 template <int BITS, int W>
 MTO_FORCE_INLINE void affine_quantize_t(int group, size_t code_row, const float* x, int64_t rows,
                                         int64_t cols, uint8_t* codes, uint16_t* scales,
@@ -175,6 +178,7 @@ MTO_FORCE_INLINE void affine_quantize_t(int group, size_t code_row, const float*
   constexpr float kBins = float((1 << BITS) - 1);
   constexpr float kEps = 1e-7f;
   constexpr float kRound = 8388608.0f;  // 2^23: (t + 2^23) - 2^23 is rint(t) for 0 <= t < 2^23
+  constexpr uint16_t kHalfNaN = 0x7E00;
   const int64_t groups = cols / group;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
@@ -187,14 +191,16 @@ MTO_FORCE_INLINE void affine_quantize_t(int group, size_t code_row, const float*
         hi = lanes::max_f<W>(hi, v);
         mag = lanes::max_i32<W>(mag, lanes::as_u<W>(v) & 0x7FFFFFFFu);
       }
-      float w_min = lanes::hminmax_f<W, false>(lo), w_max = lanes::hminmax_f<W, true>(hi);
-      if (lanes::hmax_i32<W>(mag) > 0x7F800000u) {  // a NaN
-        w_min = w_max = w[0];
-        for (int i = 1; i < group; ++i) {
-          w_min = std::min(w_min, w[i]);
-          w_max = std::max(w_max, w[i]);
-        }
+      uint8_t* group_codes = codes + size_t(r) * code_row + size_t(g * group) * BITS / 8;
+      auto nan_group = [&] {
+        std::memset(group_codes, 0, size_t(group) * BITS / 8);
+        scales[r * groups + g] = biases[r * groups + g] = kHalfNaN;
+      };
+      if (lanes::hmax_i32<W>(mag) >= 0x7F800000u) {  // a NaN or an infinity
+        nan_group();
+        continue;
       }
+      const float w_min = lanes::hminmax_f<W, false>(lo), w_max = lanes::hminmax_f<W, true>(hi);
       const bool neg_edge = std::abs(w_min) > std::abs(w_max);
       float scale = std::max((w_max - w_min) / kBins, kEps);
       scale = neg_edge ? scale : -scale;
@@ -215,10 +221,17 @@ MTO_FORCE_INLINE void affine_quantize_t(int group, size_t code_row, const float*
           c[j] = lanes::to_u32<W>(
               q > 0.0f ? lanes::min_f<W>(q, lanes::splat_f<W>(kBins)) : lanes::splat_f<W>(0.0f));
         }
-        store_block<BITS, W>(c, codes + size_t(r) * code_row + size_t(g * group + i) * BITS / 8);
+        store_block<BITS, W>(c, group_codes + size_t(i) * BITS / 8);
       }
-      scales[r * groups + g] = float_to_half(scale);
-      biases[r * groups + g] = float_to_half(bias);
+      const uint16_t scale16 = float_to_half(scale), bias16 = float_to_half(bias);
+      // A group whose range float16 cannot hold (scale or bias past 65504) has no faithful
+      // encoding either: it decodes to NaN rather than to values from an infinite scale.
+      if ((scale16 & 0x7C00) == 0x7C00 || (bias16 & 0x7C00) == 0x7C00) {
+        nan_group();
+        continue;
+      }
+      scales[r * groups + g] = scale16;
+      biases[r * groups + g] = bias16;
     }
   }
 }
