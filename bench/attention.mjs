@@ -45,7 +45,7 @@ export async function runAttention(ctx) {
       v = await held(kvs[0][1]);
     }
     const run = (d, i = 0) => d.attention(qt, kvs[i][0], kvs[i][1], { causal: true });
-    const ours = await measure((i) => run(dev, i), { ...settings, cycle: copies, release: (o) => o.dispose(), keepLast: true, kernelTimes });
+    const ours = await measure((i) => run(dev, i), { ...settings, cycle: copies, release: (o) => o.dispose(), keepLast: true, kernelTimes, sync: () => dev.synchronize() });
     const oOurs = await ours.last.toFloat32();
     ours.last.dispose();
     delete ours.last;
@@ -53,7 +53,7 @@ export async function runAttention(ctx) {
     // ggml's CPU backend (peer-ggml.mjs), right after ours; its decode reuses one K/V copy, so ours
     // is timed that way too.
     const ggmlPeer = ggml?.attention(c) ?? null;
-    const oursFromCache = ggmlPeer?.fromCache ? await measure(() => run(dev, 0), { ...settings, release: (o) => o.dispose() }) : null;
+    const oursFromCache = ggmlPeer?.fromCache ? await measure(() => run(dev, 0), { ...settings, release: (o) => o.dispose(), sync: () => dev.synchronize() }) : null;
 
     let peerResult = null;
     let check = { reference: 'onnxruntime GroupQueryAttention output', ok: oOurs.every(Number.isFinite) };
@@ -81,7 +81,9 @@ export async function runAttention(ctx) {
 
     let scaling = null;
     if (dev1 && Lq > 1) {
-      scaling = await measureScaling(() => run(dev1), () => run(dev), {
+      // Each side's op until it ran on its own device (ops return before they run).
+      const ran = (d) => async () => { const o = run(d); await d.synchronize(); return o; };
+      scaling = await measureScaling(ran(dev1), ran(dev), {
         pairs: settings.scalingReps, release: (o) => o.dispose(),
       });
     }

@@ -138,7 +138,7 @@ export async function runLinear(ctx) {
         let ours;
         try {
           while (ws.length < copies) ws.push(await makeWeights(f));
-          ours = await measure((i) => dev.linear(xt, ws[i]), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true, kernelTimes });
+          ours = await measure((i) => dev.linear(xt, ws[i]), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true, kernelTimes, sync: () => dev.synchronize() });
         } finally {
           for (const extra of ws.slice(1)) extra.dispose();
         }
@@ -149,7 +149,7 @@ export async function runLinear(ctx) {
         // ggml's CPU backend (peer-ggml.mjs), right after ours; its decode reuses one copy of the
         // weights, so ours is timed that way too.
         const ggmlPeer = ggml?.linear(M, N, K, f) ?? null;
-        const oursFromCache = ggmlPeer?.fromCache ? await measure(() => dev.linear(xt, w), { ...settings, release: (y) => y.dispose() }) : null;
+        const oursFromCache = ggmlPeer?.fromCache ? await measure(() => dev.linear(xt, w), { ...settings, release: (y) => y.dispose(), sync: () => dev.synchronize() }) : null;
 
         const { result: peerResult, y: yPeer } = await timePeer(f, ACCURACY_LEVEL, x, M);
         const { result: peerLevel4 } = await timePeer(f, ACCURACY_LEVEL_INT8, x, M);
@@ -157,7 +157,9 @@ export async function runLinear(ctx) {
 
         let scaling = null;
         if (dev1 && M > 1) {
-          scaling = await measureScaling(() => dev1.linear(xt, w), () => dev.linear(xt, w), {
+          // Each side's op until it ran on its own device (ops return before they run).
+          const ran = (d) => async () => { const y = d.linear(xt, w); await d.synchronize(); return y; };
+          scaling = await measureScaling(ran(dev1), ran(dev), {
             pairs: settings.scalingReps, release: (y) => y.dispose(),
           });
         }

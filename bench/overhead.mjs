@@ -26,7 +26,7 @@ async function runOne(ctx, c) {
   const wt = dev.tensor(W, [N, K]);
   const calls = settings.overheadCalls;
   const opts = { warmup: Math.max(10, calls >> 3), minReps: calls, maxReps: calls, targetMs: 0 };
-  const ours = await measure(() => dev.linear(xt, wt), { ...opts, release: (y) => y.dispose() });
+  const ours = await measure(() => dev.linear(xt, wt), { ...opts, release: (y) => y.dispose(), sync: () => dev.synchronize() });
   await settle();
   let peerResult = null;
   if (peer) {

@@ -18,7 +18,7 @@ export async function runQuantize(ctx) {
     log(id);
     const x = randomFloats(c.rows * c.cols, 21, 1);
     const xt = dev.tensor(x, [c.rows, c.cols]);
-    const ours = await measure(() => dev.quantize(xt, { format: c.format }), { ...settings, release: (q) => q.dispose(), keepLast: true });
+    const ours = await measure(() => dev.quantize(xt, { format: c.format }), { ...settings, release: (q) => q.dispose(), keepLast: true, sync: () => dev.synchronize() });
     const back = await ours.last.dequantize();
     const err = relRms(await back.toFloat32(), x);
     back.dispose();

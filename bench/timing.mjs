@@ -1,5 +1,5 @@
-// Timing: warm-up runs, then timed repetitions (each from the call to the resolved Promise), and
-// their median. The number of repetitions adapts to the case: about `targetMs` of timed work,
+// Timing: warm-up runs, then timed repetitions (each from the call until its result is computed:
+// the resolved Promise, or for our queued ops `sync`, the device's synchronize()), and their median. The number of repetitions adapts to the case: about `targetMs` of timed work,
 // at least `minReps` and at most `maxReps` (big cases get few, tiny ones many).
 
 const now = () => Number(process.hrtime.bigint()) / 1e6;  // ms
@@ -16,17 +16,20 @@ export function median(xs) {
  * With `cycle` = C > 1 (a decode case's layer loop, layer-loop.mjs), `fn(i)` gets the copy to run,
  * i = 0, 1, ..., C - 1, 0, ...: the warm-up makes at least one full pass (first runs do one-time
  * work, per onnxruntime session too), and at least one full pass is timed.
+ * `sync(result)` (ours: () => dev.synchronize(), since our ops return before they ran) is awaited
+ * inside each run's time.
  * `kernelTimes` (ours: { start(), take() }, hostKernelTimes below) records what each timed run
  * spent in the kernel on the pool thread; their median comes back as kernelMedianMs when every
  * run recorded exactly one (an op run inline on the JS thread records none).
  */
-export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targetMs = 1000, release = () => {}, keepLast = false, cycle = 1, kernelTimes = null } = {}) {
+export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targetMs = 1000, release = () => {}, keepLast = false, cycle = 1, kernelTimes = null, sync = null } = {}) {
   let estimate = Infinity;
   let warmed = 0;
   // Up to `warmup` runs, and a full cycle; a big case stops once it has spent half the target.
   for (let i = 0; i < Math.max(warmup, cycle) && (i < cycle || warmed < targetMs / 2); i++) {
     const t0 = now();
     const r = await fn(i % cycle);
+    if (sync) await sync(r);
     estimate = now() - t0;
     warmed += estimate;
     release(r);
@@ -40,6 +43,7 @@ export async function measure(fn, { warmup = 1, minReps = 3, maxReps = 50, targe
   for (let i = 0; i < reps; i++) {
     const t0 = now();
     const r = await fn(i % cycle);
+    if (sync) await sync(r);
     times.push(now() - t0);
     if (keepLast && i === reps - 1) last = r;
     else release(r);
@@ -74,11 +78,12 @@ export const settle = (ms = 20) => new Promise((r) => setTimeout(r, ms));
  * machine in the same state, where a one-thread median taken apart from the main measurement saw
  * another (a shared machine's load moves within seconds).
  */
-export async function measureScaling(one, many, { pairs = 5, release = () => {} } = {}) {
+export async function measureScaling(one, many, { pairs = 5, release = () => {}, sync = null } = {}) {
   const run = async (fn) => {
     await settle();
     const t0 = now();
     const r = await fn();
+    if (sync) await sync(r);
     const ms = now() - t0;
     release(r);
     return ms;

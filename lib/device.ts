@@ -37,12 +37,17 @@ function toTypedData(data: unknown, dtype: AnyDType): TypedData {
   );
 }
 
+/**
+ * An opened device. Ops return their outputs at once and run in call order on the device's
+ * stream; an input may be the output of an op that has not run yet. Only reads wait:
+ * `await t.toFloat32()`, `await dev.synchronize()`. Argument errors throw at the call; a failure
+ * while running fails the op's outputs and everything computed from them (their reads reject
+ * with it), and the device stays usable.
+ */
 export class Device implements TensorOwner {
   readonly info: Readonly<DeviceInfo>;
   readonly #native: NativeDeviceHandle;
   #closing: Promise<void> | undefined;
-  #pending = 0;                  // ops started and not yet settled
-  #drained: (() => void) | undefined;
 
   /** @internal Use open(). */
   constructor(native: NativeDeviceHandle, info: DeviceInfo) {
@@ -55,14 +60,20 @@ export class Device implements TensorOwner {
     return this.#closing !== undefined;
   }
 
+  /** Resolves once every op queued so far has run (failed ones included: their reads reject). */
+  async synchronize(): Promise<void> {
+    this.#checkOpen();
+    await awaitNative(async () => this.#native.synchronize());
+  }
+
   /**
-   * Waits for the ops already started, then releases the device's threads, queues and caches at
+   * Waits for the ops already queued, then releases the device's threads, queues and caches at
    * once (without close(), that happens when the device is garbage-collected). Calls made after
    * close() throw E_DISPOSED; tensors made by the device stay readable. Closing twice is safe.
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      if (this.#pending > 0) await new Promise<void>((resolve) => { this.#drained = resolve; });
+      await awaitNative(async () => this.#native.synchronize());
       this.#native.close();
     })();
     return this.#closing;
@@ -78,19 +89,14 @@ export class Device implements TensorOwner {
     if (this.#closing) throw new TensorOpsError('E_DISPOSED', 'the device was closed (dev.close()); open() a new one');
   }
 
-  /** Runs an op's native call, counting it until it settles so that close() can wait for it. */
-  async #op<T>(start: () => Promise<T>): Promise<T> {
-    this.#checkOpen();
-    this.#pending++;
-    try {
-      return await awaitNative(start);
-    } finally {
-      if (--this.#pending === 0 && this.#drained) this.#drained();
-    }
-  }
-
   #wrap = (h: NativeTensorHandle): Tensor => new Tensor(h, this);
   #wrapQ = (h: NativeQTensorHandle): QuantizedTensor => new QuantizedTensor(h, this);
+
+  /** Queues an op (its native call validates, allocates the outputs and queues it). */
+  #op<H>(start: () => H): H {
+    this.#checkOpen();
+    return callNative(start);
+  }
 
   /**
    * A tensor from host data (copied). Float32Array converts to any float dtype (RNE);
@@ -104,13 +110,13 @@ export class Device implements TensorOwner {
     return this.#wrap(callNative(() => this.#native.tensor(typed, dims, dt)));
   }
 
-  /** Quantizes a dense tensor along its last axis. */
-  async quantize(x: Tensor, options: QuantizeOptions): Promise<QuantizedTensor> {
+  /** Quantizes a dense tensor along its last axis (queued). */
+  quantize(x: Tensor, options: QuantizeOptions): QuantizedTensor {
     const opts = checkOptions(options, 'options', ['format', 'blockSize']);
     const format = checkFormat(opts.format, 'options.format');
     const block = checkBlockSize(format, opts.blockSize);
     const h = tensorHandle(x, 'x');
-    return this.#wrapQ(await this.#op(() => this.#native.quantize(h, format, block)));
+    return this.#wrapQ(this.#op(() => this.#native.quantize(h, format, block)));
   }
 
   /** Imports already-quantized weights (for example a published model's MXFP4 tensors). */
@@ -133,41 +139,43 @@ export class Device implements TensorOwner {
     );
   }
 
-  async dequantize(q: QuantizedTensor, dtype: DType = 'float32'): Promise<Tensor> {
+  /** The values of a quantized tensor in a dense dtype (queued). */
+  dequantize(q: QuantizedTensor, dtype: DType = 'float32'): Tensor {
     const dt = checkDType(dtype, 'dtype');
     if (!(q instanceof QuantizedTensor)) {
       throw new TensorOpsError('E_ARG', `q must be a QuantizedTensor; got ${describe(q)}`);
     }
     const h = q[handleOf];
-    return this.#wrap(await this.#op(() => this.#native.dequantize(h, dt)));
+    return this.#wrap(this.#op(() => this.#native.dequantize(h, dt)));
   }
 
-  async cast(x: Tensor, dtype: DType): Promise<Tensor> {
+  /** A copy in another dtype, rounded to nearest-even (queued). */
+  cast(x: Tensor, dtype: DType): Tensor {
     const dt = checkDType(dtype, 'dtype');
     const h = tensorHandle(x, 'x');
-    return this.#wrap(await this.#op(() => this.#native.cast(h, dt)));
+    return this.#wrap(this.#op(() => this.#native.cast(h, dt)));
   }
 
-  /** y = x @ w^T (+ bias). x [..., K] dense or quantized; w [N, K] dense or quantized. */
-  async linear(x: Operand, w: Operand, options?: LinearOptions): Promise<Tensor> {
+  /** y = x @ w^T (+ bias), queued. x [..., K] dense or quantized; w [N, K] dense or quantized. */
+  linear(x: Operand, w: Operand, options?: LinearOptions): Tensor {
     const opts = checkOptions(options, 'options', ['bias', 'outDtype']);
     const xh = operandHandle(x, 'x');
     const wh = operandHandle(w, 'w');
     const bias = opts.bias === undefined ? null : tensorHandle(opts.bias, 'options.bias');
     const out = opts.outDtype === undefined ? null : (checkDType(opts.outDtype, 'options.outDtype') as DType);
-    return this.#wrap(await this.#op(() => this.#native.linear(xh, wh, bias, out)));
+    return this.#wrap(this.#op(() => this.#native.linear(xh, wh, bias, out)));
   }
 
-  /** c = a @ b for dense a [..., M, K] and b [K, N] (or b with a's batch dimensions). */
-  async matmul(a: Tensor, b: Tensor, options?: Record<string, never>): Promise<Tensor> {
+  /** c = a @ b for dense a [..., M, K] and b [K, N] (or b with a's batch dimensions), queued. */
+  matmul(a: Tensor, b: Tensor, options?: Record<string, never>): Tensor {
     checkOptions(options, 'options', []);
     const ah = tensorHandle(a, 'a');
     const bh = tensorHandle(b, 'b');
-    return this.#wrap(await this.#op(() => this.#native.matmul(ah, bh)));
+    return this.#wrap(this.#op(() => this.#native.matmul(ah, bh)));
   }
 
-  /** FlashAttention: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
-  async attention(q: Tensor, k: Operand, v: Operand, options?: AttentionOptions): Promise<Tensor> {
+  /** FlashAttention, queued: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
+  attention(q: Tensor, k: Operand, v: Operand, options?: AttentionOptions): Tensor {
     const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask']);
     const qh = tensorHandle(q, 'q');
     const kh = operandHandle(k, 'k');
@@ -180,8 +188,6 @@ export class Device implements TensorOwner {
     }
     const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
     const scale = (opts.scale as number | undefined) ?? null;
-    return this.#wrap(
-      await this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)),
-    );
+    return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)));
   }
 }

@@ -8,7 +8,9 @@ import type { TypedData } from './types';
 export interface NativeTensorHandle {
   readonly shape: number[];
   readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
-  /** Copies into `out`, allocated by lib/ (host-arrays.ts says why). */
+  /** undefined when ready, a Promise settled once the op writing it ran; throws its failure. */
+  whenReady(): Promise<void> | undefined;
+  /** Copies into `out`, allocated by lib/ (host-arrays.ts says why), once ready. */
   readInto(out: TypedData): void;
   toFloat32Into(out: Float32Array): void;
   dispose(): void;
@@ -20,6 +22,7 @@ export interface NativeQTensorHandle {
   readonly shape: number[];
   readonly format: import('./types').Format;
   readonly blockSize: number;
+  whenReady(): Promise<void> | undefined;
   /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
   planeLengths(): { codes: number; scales: number; biases: number };
   codesInto(out: Uint8Array): void;
@@ -45,6 +48,8 @@ export interface NativeDeviceHandle {
   info(): import('./backend').NativeInfo;
   /** Drops the backends (threads joined when idle); later calls throw E_DISPOSED. */
   close(): void;
+  /** undefined when every queued op ran, else a Promise resolved then. */
+  synchronize(): Promise<void> | undefined;
   /** Internal, for tests: the counters of the buffer pool tensors come from (null: none). */
   bufferStats(): NativeBufferStats | null;
   tensor(data: TypedData, shape: readonly number[], dtype: string): NativeTensorHandle;
@@ -52,15 +57,16 @@ export interface NativeDeviceHandle {
     format: string, shape: readonly number[], blockSize: number, codes: Uint8Array,
     scales: Uint8Array | Uint16Array, biases: Uint16Array | undefined,
   ): NativeQTensorHandle;
-  quantize(x: NativeTensorHandle, format: string, blockSize: number): Promise<NativeQTensorHandle>;
-  dequantize(q: NativeQTensorHandle, dtype: string | null): Promise<NativeTensorHandle>;
-  cast(x: NativeTensorHandle, dtype: string): Promise<NativeTensorHandle>;
-  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null): Promise<NativeTensorHandle>;
-  matmul(a: NativeTensorHandle, b: NativeTensorHandle): Promise<NativeTensorHandle>;
+  // The ops return their outputs at once, queued on the device's stream.
+  quantize(x: NativeTensorHandle, format: string, blockSize: number): NativeQTensorHandle;
+  dequantize(q: NativeQTensorHandle, dtype: string | null): NativeTensorHandle;
+  cast(x: NativeTensorHandle, dtype: string): NativeTensorHandle;
+  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null): NativeTensorHandle;
+  matmul(a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
   attention(
     q: Operand, k: Operand, v: Operand, scale: number | null, causal: boolean,
     mask: NativeTensorHandle | null,
-  ): Promise<NativeTensorHandle>;
+  ): NativeTensorHandle;
 }
 
 export interface NativeBinding {

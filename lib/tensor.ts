@@ -1,6 +1,6 @@
 // Tensor and QuantizedTensor: thin JS objects over native handles. Storage is native memory,
 // freed by dispose() (or `using`), with a finalizer as the safety net.
-import { TensorOpsError, callNative } from './errors';
+import { TensorOpsError, awaitNative, callNative } from './errors';
 import { allocateArray } from './host-arrays';
 import type { NativeQTensorHandle, NativeTensorHandle } from './native';
 import type { AnyDType, DType, Format, TypedData } from './types';
@@ -11,8 +11,8 @@ export const handleOf = Symbol('metal-tensorops.handle');
 
 /** Dequantizes or casts through the device that made the tensor. */
 export interface TensorOwner {
-  dequantize(q: QuantizedTensor, dtype?: DType): Promise<Tensor>;
-  cast(x: Tensor, dtype: DType): Promise<Tensor>;
+  dequantize(q: QuantizedTensor, dtype?: DType): Tensor;
+  cast(x: Tensor, dtype: DType): Tensor;
 }
 
 export class Tensor {
@@ -41,7 +41,7 @@ export class Tensor {
 
   /** A copy in the storage type: Float32Array, Uint16Array (float16/bfloat16 bits) or Uint8Array (bool). */
   async data(): Promise<TypedData> {
-    const h = liveHandle(this[handleOf]);
+    const h = await readyHandle(this[handleOf]);
     const n = elementCount(this.shape);
     const out: TypedData =
       this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
@@ -53,14 +53,14 @@ export class Tensor {
 
   /** A new Float32Array with the values. */
   async toFloat32(): Promise<Float32Array> {
-    const h = liveHandle(this[handleOf]);
+    const h = await readyHandle(this[handleOf]);
     const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
     callNative(() => h.toFloat32Into(out));
     return out;
   }
 
-  /** A new tensor of another dtype (round-to-nearest-even). */
-  async astype(dtype: DType): Promise<Tensor> {
+  /** A new tensor of another dtype (round-to-nearest-even), queued as dev.cast(). */
+  astype(dtype: DType): Tensor {
     return this.#owner.cast(this, checkDType(dtype, 'dtype') as DType);
   }
 
@@ -106,7 +106,7 @@ export class QuantizedTensor {
 
   /** The packed data plane, row-major (docs/design/API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
-    const h = liveHandle(this[handleOf]);
+    const h = await readyHandle(this[handleOf]);
     const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
     callNative(() => h.codesInto(out));
     return out;
@@ -114,7 +114,7 @@ export class QuantizedTensor {
 
   /** MX formats: E8M0 bytes, one per block. affine: float16 bits, one per group. */
   async scales(): Promise<Uint8Array | Uint16Array> {
-    const h = liveHandle(this[handleOf]);
+    const h = await readyHandle(this[handleOf]);
     const n = callNative(() => h.planeLengths()).scales;
     const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
     callNative(() => h.scalesInto(out));
@@ -123,7 +123,7 @@ export class QuantizedTensor {
 
   /** affine formats: float16 bits, one per group. */
   async biases(): Promise<Uint16Array> {
-    const h = liveHandle(this[handleOf]);
+    const h = await readyHandle(this[handleOf]);
     if (!this.format.startsWith('affine')) {
       throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
     }
@@ -132,7 +132,8 @@ export class QuantizedTensor {
     return out;
   }
 
-  async dequantize(dtype: DType = 'float32'): Promise<Tensor> {
+  /** The values in a dense dtype, queued as dev.dequantize(). */
+  dequantize(dtype: DType = 'float32'): Tensor {
     return this.#owner.dequantize(this, checkDType(dtype, 'dtype') as DType);
   }
 
@@ -150,8 +151,13 @@ export class QuantizedTensor {
   }
 }
 
-/** The handle, or E_DISPOSED before anything is allocated for a read. */
-function liveHandle<H extends { readonly disposed: boolean }>(h: H): H {
+/**
+ * The handle once the op that writes the tensor ran: E_DISPOSED for a disposed tensor, and the
+ * op's failure (or its input's) for a failed one, before anything is allocated for the read.
+ */
+async function readyHandle<H extends { readonly disposed: boolean; whenReady(): Promise<void> | undefined }>(h: H): Promise<H> {
   if (h.disposed) throw new TensorOpsError('E_DISPOSED', 'the tensor was disposed and cannot be read');
+  const wait = callNative(() => h.whenReady());
+  if (wait) await awaitNative(() => wait);
   return h;
 }

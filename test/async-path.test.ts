@@ -31,7 +31,7 @@ describe('ops completed from another thread', () => {
     const run = async (dev: Device) => {
       const wq = await dev.quantize(dev.tensor(w, [N, K]), { format: 'mxfp8' });
       const y = await dev.linear(dev.tensor(x, [M, K]), wq, { bias: dev.tensor(bias, [N]), outDtype: 'float16' });
-      return { y: await y.toFloat32(), wq: await dev.dequantize(wq).then((t) => t.toFloat32()) };
+      return { y: await y.toFloat32(), wq: await dev.dequantize(wq).toFloat32() };
     };
     const a = await run(gpuLike);
     const b = await run(cpu);
@@ -93,9 +93,10 @@ describe('ops completed from another thread', () => {
     for (let i = 0; i < ys.length; i++) expectClose(await ys[i].toFloat32(), linearRef(xs[i], wd, 1, N, K), 1e-4, `y${i}`);
   });
 
-  it('a backend that fails to start an op (as a failed Metal compile does) rejects with its message; the device stays usable', async () => {
+  it('a backend that fails to encode an op (as a failed Metal compile does) fails its output with the message; the device stays usable', async () => {
     const x = gpuLike.tensor(randn(64, 13), [2, 32]);
-    const err = await gpuLike.quantize(x, { format: 'mxint2' }).catch((e: unknown) => e);
+    const failed = gpuLike.quantize(x, { format: 'mxint2' });
+    const err = await failed.codes().catch((e: unknown) => e);
     expect(err).toMatchObject({ name: 'TensorOpsError', code: 'E_BACKEND' });
     expect((err as Error).message).toBe(
       'compiling the Metal library shaders/quantize.metal (MSL 3.1) failed: simulated compiler error',
@@ -106,7 +107,7 @@ describe('ops completed from another thread', () => {
 
   it('bad input still fails at the call with a coded error, and the device stays usable', async () => {
     const x = gpuLike.tensor(randn(32, 11), [1, 32]);
-    await expect(gpuLike.linear(x, gpuLike.tensor(randn(32, 12), [2, 16]))).rejects.toMatchObject({ code: 'E_SHAPE' });
+    expect(() => gpuLike.linear(x, gpuLike.tensor(randn(32, 12), [2, 16]))).toThrow(expect.objectContaining({ code: "E_SHAPE" }));
     const y = await gpuLike.linear(x, gpuLike.tensor(randn(64, 12), [2, 32]));
     expect(y.shape).toEqual([1, 2]);
   });

@@ -58,8 +58,7 @@ describe('attention semantics', () => {
   const q = randn(sizes.q, 1), k = randn(sizes.kv, 2), v = randn(sizes.kv, 3);
   const qShape = [d.B, d.Hq, d.Lq, d.D], kvShape = [d.B, d.Hkv, d.Lk, d.D];
   const run = (opts = {}, kk = k, vv = v) =>
-    dev.attention(dev.tensor(q, qShape), dev.tensor(kk, kvShape), dev.tensor(vv, kvShape), opts)
-      .then((o) => o.toFloat32());
+    dev.attention(dev.tensor(q, qShape), dev.tensor(kk, kvShape), dev.tensor(vv, kvShape), opts).toFloat32();
 
   it('bottom-right causal with GQA and a custom scale', async () => {
     expectClose(await run({ causal: true, scale: 0.3 }), attentionRef(q, k, v, d, { causal: true, scale: 0.3 }), 2e-5);

@@ -24,14 +24,16 @@ const stats = () => {
   if (!s) throw new Error('the cpu backend reports no buffer pool');
   return s;
 };
-const bytesOf = (t: NativeTensorHandle) => {
+const bytesOf = async (t: NativeTensorHandle) => {
+  await t.whenReady();
   const d = new Uint8Array(t.bytes);
   t.readInto(t.dtype === 'float32' ? new Float32Array(d.buffer) : t.dtype === 'bool' ? d : new Uint16Array(d.buffer));
   return Buffer.from(d.buffer);
 };
 type Result = NativeTensorHandle | NativeQTensorHandle;
-const planes = (r: Result): Buffer[] => {
-  if (!('format' in r)) return [bytesOf(r)];
+const planes = async (r: Result): Promise<Buffer[]> => {
+  if (!('format' in r)) return [await bytesOf(r)];
+  await r.whenReady();
   const n = r.planeLengths();
   const affine = r.format.startsWith('affine');
   const codes = new Uint8Array(n.codes);
@@ -124,7 +126,7 @@ describe('cpu buffer pool', () => {
     it(`${name}: the same bytes in reused memory as in fresh`, async () => {
       const run = await setup();
       const fresh = await run();
-      const want = planes(fresh);
+      const want = await planes(fresh);
       const sizes = want.map((p) => p.byteLength);
       fresh.dispose();
       poison(sizes);
@@ -132,7 +134,7 @@ describe('cpu buffer pool', () => {
       const again = await run();
       held.push(again);
       expect(stats().reuses - before.reuses).toBe(sizes.length);  // every output plane came from the pool
-      const got = planes(again);
+      const got = await planes(again);
       for (let i = 0; i < want.length; i++) expect(got[i].equals(want[i]), `plane ${i}`).toBe(true);
     });
   }

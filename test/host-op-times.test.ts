@@ -1,7 +1,7 @@
-// The kernel-time recorder behind the bench's "kernel" fractions (native/addon/host_op.h,
+// The kernel-time recorder behind the bench's "kernel" fractions (native/core/stream.h,
 // internal hostOpTimes): one time per op the cpu backend runs on its pool, each within that op's
-// round trip from the JS call to the settled Promise; nothing for ops run inline on the JS thread,
-// nothing outside a recording.
+// round trip from the JS call to the read of its output; nothing for ops run inline on the JS
+// thread, nothing outside a recording.
 import { afterAll, describe, expect, it } from 'vitest';
 import { open, type Device, type Tensor } from '../lib';
 import { loadBinding } from '../lib/native';
@@ -22,7 +22,8 @@ async function linearTimes(n: number, N: number) {
   internal.hostOpTimes(true);
   for (let i = 0; i < n; i++) {
     const t0 = process.hrtime.bigint();
-    const y = await dev.linear(x, w);
+    const y = dev.linear(x, w);
+    await dev.synchronize();
     roundTrips.push(Number(process.hrtime.bigint() - t0) / 1e3);
     y.dispose();
   }
@@ -31,7 +32,7 @@ async function linearTimes(n: number, N: number) {
 
 describe('host op kernel times', () => {
   it('records one time per pooled op, within its round trip', async () => {
-    // 1 x 512 x 512: 262144 multiply-adds, above the inline limit (host_op.h: kInlineWork).
+    // 1 x 512 x 512: 262144 multiply-adds, above the inline limit (stream.h: kInlineWork).
     const { kernels, roundTrips } = await linearTimes(20, 512);
     expect(kernels).toHaveLength(20);
     kernels.forEach((k, i) => {
@@ -51,7 +52,8 @@ describe('host op kernel times', () => {
     const x = dev.tensor(new Float32Array(512).fill(1), [1, 512]);
     const w = dev.tensor(new Float32Array(512 * 512).fill(1), [512, 512]);
     held.push(x, w);
-    (await dev.linear(x, w)).dispose();
+    dev.linear(x, w).dispose();
+    await dev.synchronize();
     expect(take()).toEqual([]);
   });
 });

@@ -200,7 +200,7 @@ describe('concurrency', () => {
     const M = 256, N = 1024, K = 1024;  // ~0.5 GFLOP: milliseconds on any machine
     const x = dev.tensor(randn(M * K, 1), [M, K]);
     const w = dev.tensor(randn(N * K, 2), [N, K]);
-    const op = dev.linear(x, w).then(() => 'op');
+    const op = dev.linear(x, w).toFloat32().then(() => 'op');
     const timer = new Promise((resolve) => setTimeout(() => resolve('timer'), 0));
     expect(await Promise.race([op, timer])).toBe('timer');
     expect(await op).toBe('op');

@@ -24,11 +24,11 @@ const { open } = require(workerData.dist);
   const wt = dev.tensor(w, [N, K]);
   if (!wait) {
     // Start ops and leave them running: the main thread terminates this worker now.
-    for (let i = 0; i < ops; i++) dev.linear(xt, wt).then((y) => y.dispose(), () => {});
+    for (let i = 0; i < ops; i++) dev.linear(xt, wt).toFloat32().catch(() => {});
     parentPort.postMessage({ started: ops });
     return;
   }
-  const y = await dev.linear(xt, wt);
+  const y = dev.linear(xt, wt);
   parentPort.postMessage({ y: await y.toFloat32(), backend: dev.info.backend });
 })().catch((e) => parentPort.postMessage({ error: String(e && e.stack || e) }));
 `;

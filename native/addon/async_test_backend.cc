@@ -1,7 +1,12 @@
 #include "async_test_backend.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -10,9 +15,44 @@
 namespace mto::addon {
 namespace {
 
+using Op = std::function<void(Backend& cpu)>;
+
+// The "GPU": one thread that runs flushed batches in order, as a command queue does. Shared with
+// the thread, which ends once the backend is gone and the queue is empty.
+struct Queue {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::vector<Op>> batches;
+  bool stop = false;
+  bool running = false;
+};
+
+void run_queue(std::shared_ptr<Queue> q, BackendPtr cpu) {
+  for (;;) {
+    std::vector<Op> batch;
+    {
+      std::unique_lock<std::mutex> lock(q->mu);
+      q->cv.wait(lock, [&] { return q->stop || !q->batches.empty(); });
+      if (q->batches.empty()) {
+        q->running = false;
+        return;
+      }
+      batch = std::move(q->batches.front());
+      q->batches.pop_front();
+    }
+    for (const Op& op : batch) op(*cpu);
+  }
+}
+
 class AsyncTestBackend final : public Backend {
  public:
-  explicit AsyncTestBackend(BackendPtr cpu) : cpu_(std::move(cpu)) {}
+  AsyncTestBackend(BackendPtr cpu, AsyncTestScript script)
+      : cpu_(std::move(cpu)), script_(std::move(script)), queue_(std::make_shared<Queue>()) {}
+  ~AsyncTestBackend() override {
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    queue_->stop = true;
+    queue_->cv.notify_all();
+  }
 
   BackendInfo info() const override { return cpu_->info(); }
   BufferPtr allocate(size_t bytes) override { return cpu_->allocate(bytes); }
@@ -25,57 +65,73 @@ class AsyncTestBackend final : public Backend {
       throw Error(code::Backend, "compiling the Metal library shaders/quantize.metal (MSL 3.1) failed: "
                                  "simulated compiler error");
     }
-    return later([=, &x, &out](BackendPtr b) { b->quantize(x, out, done); });
+    return later(done, [&x, &out](Backend& b, Completion d) { b.quantize(x, out, std::move(d)); });
   }
   bool dequantize(const QTensor&, Tensor&, Completion) override { return false; }
   bool cast(const Tensor&, Tensor&, Completion) override { return false; }
   bool linear(const Operand& x, const Operand& w, const Tensor* bias, const LinearParams& p,
               Tensor& y, Completion done) override {
-    return later([=, &y](BackendPtr b) { b->linear(x, w, bias, p, y, done); });
+    return later(done, [=, &y](Backend& b, Completion d) { b.linear(x, w, bias, p, y, std::move(d)); });
   }
   // As the metal backend: a and b of one dtype have a kernel, mixed dtypes are declined.
   bool matmul(const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c, Completion done) override {
     if (a.dtype != b.dtype) return false;
-    return later([=, &a, &b, &c](BackendPtr cpu) { cpu->matmul(a, b, p, c, done); });
+    return later(done, [=, &a, &b, &c](Backend& cpu, Completion d) { cpu.matmul(a, b, p, c, std::move(d)); });
   }
   bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
                  Tensor& o, Completion done) override {
-    return later([=, &o](BackendPtr b) { b->attention(q, k, v, p, o, done); });
+    return later(done, [=, &o](Backend& b, Completion d) { b.attention(q, k, v, p, o, std::move(d)); });
+  }
+
+  // Ends the batch (a command buffer's commit): the "GPU" thread runs it after the earlier ones.
+  void flush() override {
+    std::vector<Op> batch;
+    batch.swap(batch_);
+    if (batch.empty()) return;
+    // A GPU error fails every op of the command buffer: its ops complete with the error instead.
+    if (script_.fail_batches.count(++batches_) > 0) batch.swap(fail_ops_of_batch_);
+    fail_ops_of_batch_.clear();
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    queue_->batches.push_back(std::move(batch));
+    if (!queue_->running) {
+      queue_->running = true;
+      std::thread(run_queue, queue_, cpu_).detach();
+    }
+    queue_->cv.notify_all();
   }
 
  private:
-  // Queues `op` for the next flush(), as the metal backend holds ops in one command buffer. The
-  // operands are the caller's, alive until `done` (core/backend.h).
-  template <class Op>
-  bool later(Op op) {
-    std::lock_guard<std::mutex> lock(mu_);
-    batch_.push_back(std::move(op));
+  // Queues the op for the next flush(); the operands are the caller's, alive until `done`
+  // (core/backend.h). Scripted: the op fails instead of running, or runs after a delay.
+  bool later(Completion done, std::function<void(Backend&, Completion)> run) {
+    const int64_t n = ++ops_;
+    const bool fail = script_.fail_ops.count(n) > 0;
+    const char* code = script_.fail_code;
+    const int64_t delay = script_.delay_us;
+    batch_.push_back([=](Backend& cpu) {
+      if (delay) std::this_thread::sleep_for(std::chrono::microseconds(delay));
+      if (fail) return done(OpStatus{code, "the GPU failed running op " + std::to_string(n) + " (scripted)"});
+      run(cpu, done);
+    });
+    // The failure of a whole batch, should this one be scripted to fail (flush() picks these).
+    fail_ops_of_batch_.push_back([=](Backend&) {
+      done(OpStatus{code, "the GPU failed running a command buffer (scripted)"});
+    });
     return true;
   }
 
-  // Runs the batch on a new thread, in order, as a GPU would finish the ops after the calls
-  // returned. Ops that were never flushed never complete: the tests would hang.
-  void flush() override {
-    std::vector<std::function<void(BackendPtr)>> batch;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      batch.swap(batch_);
-    }
-    if (batch.empty()) return;
-    std::thread([cpu = cpu_, batch = std::move(batch)] {
-      for (const auto& op : batch) op(cpu);
-    }).detach();
-  }
-
   BackendPtr cpu_;
-  std::mutex mu_;
-  std::vector<std::function<void(BackendPtr)>> batch_;
+  AsyncTestScript script_;
+  std::shared_ptr<Queue> queue_;
+  std::vector<Op> batch_;                // encoded since the last flush (JS thread, or the stream
+  std::vector<Op> fail_ops_of_batch_;    // under its encode lock)
+  int64_t ops_ = 0, batches_ = 0;
 };
 
 }  // namespace
 
-BackendPtr make_async_test_backend(BackendPtr cpu) {
-  return std::make_shared<AsyncTestBackend>(std::move(cpu));
+BackendPtr make_async_test_backend(BackendPtr cpu, AsyncTestScript script) {
+  return std::make_shared<AsyncTestBackend>(std::move(cpu), std::move(script));
 }
 
 }  // namespace mto::addon

@@ -9,6 +9,7 @@
 #include "core/ops.h"
 #include "errors.h"
 #include "internal.h"
+#include "js_completion.h"
 #include "tensors.h"
 #include "typed_arrays.h"
 
@@ -79,6 +80,7 @@ Napi::Function NativeDevice::Init(Napi::Env env) {
                       InstanceMethod("tensor", &NativeDevice::Tensor),
                       InstanceMethod("fromQuantized", &NativeDevice::FromQuantized),
                       InstanceMethod("close", &NativeDevice::Close),
+                      InstanceMethod("synchronize", &NativeDevice::Synchronize),
                       InstanceMethod("quantize", &NativeDevice::Quantize),
                       InstanceMethod("dequantize", &NativeDevice::Dequantize),
                       InstanceMethod("cast", &NativeDevice::Cast),
@@ -93,14 +95,32 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   TierRequest request;
   if (info.Length() > 1 && info[1].IsString()) request.backend = info[1].As<Napi::String>().Utf8Value();
   if (info.Length() > 2 && info[2].IsString()) request.tier = info[2].As<Napi::String>().Utf8Value();
-  // Tests only (test/async-path.test.ts): a 4th argument { asyncTestBackend: true }.
+  // Tests only (test/async-path.test.ts, test/stream.test.ts): a 4th argument
+  // { asyncTestBackend: true, failOps?: number[], failBatches?: number[], failCode?, delayUs? }.
   const bool async_test = info.Length() > 3 && info[3].IsObject() &&
                           info[3].As<Napi::Object>().Get("asyncTestBackend").ToBoolean().Value();
+  AsyncTestScript script;
+  if (async_test) {
+    Napi::Object o = info[3].As<Napi::Object>();
+    auto numbers = [&](const char* key, std::set<int64_t>& out) {
+      Napi::Value v = o.Get(key);
+      if (!v.IsArray()) return;
+      Napi::Array a = v.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); ++i) out.insert(int64_t(a.Get(i).ToNumber().DoubleValue()));
+    };
+    numbers("failOps", script.fail_ops);
+    numbers("failBatches", script.fail_batches);
+    if (o.Get("failCode").IsString() && o.Get("failCode").As<Napi::String>().Utf8Value() == "E_BACKEND") {
+      script.fail_code = code::Backend;
+    }
+    if (o.Get("delayUs").IsNumber()) script.delay_us = o.Get("delayUs").As<Napi::Number>().Int64Value();
+  }
   guard(info.Env(), [&] {
     cpu_ = make_cpu_backend(threads);
     OpenedBackend opened = open_backend(request, cpu_);
-    backend_ = async_test ? make_async_test_backend(cpu_) : opened.backend;
+    backend_ = async_test ? make_async_test_backend(cpu_, script) : opened.backend;
     fallback_reason_ = opened.fallback_reason;
+    stream_ = Stream::make(backend_, cpu_);
   });
 }
 
@@ -111,9 +131,19 @@ void NativeDevice::require_open(Napi::Env env) const {
 }
 
 Napi::Value NativeDevice::Close(const Napi::CallbackInfo& info) {
+  if (stream_) stream_->flush();  // nothing stays in an open batch (lib/ has synchronized first)
+  stream_.reset();
   backend_.reset();
   cpu_.reset();
   return info.Env().Undefined();
+}
+
+Napi::Value NativeDevice::Synchronize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    require_open(env);
+    return when_done(env, stream_->tail(), /*reject_failed=*/false);
+  });
 }
 
 Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {

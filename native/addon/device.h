@@ -1,6 +1,7 @@
 // The JS handle of an opened device. It talks to the compute backend only through
 // core/backend.h: the one open() chose (metal or cpu), plus the cpu backend for ops the chosen
-// one has no kernel for. Construction, info and tensor import are here; the async ops in ops.cc.
+// one has no kernel for, with one in-order stream (core/stream.h) over both. Construction, info,
+// tensor import and synchronize are here; the ops in ops.cc.
 #pragma once
 #include <napi.h>
 
@@ -8,7 +9,7 @@
 #include <string>
 
 #include "core/backend.h"
-#include "host_op.h"
+#include "core/stream.h"
 
 namespace mto::addon {
 
@@ -39,22 +40,24 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Matmul(const Napi::CallbackInfo& info);        // (a, b)
   Napi::Value Attention(const Napi::CallbackInfo& info);     // (q, k, v, scale|null, causal, mask|null)
 
-  // Starts an op: start(backend, done) on the chosen backend, or on the cpu backend when the
-  // chosen one declines (returns false). A backend that runs on the caller gets it through
-  // run_host_op (host_op.h); one that completes later settles the Promise through a thread-safe
-  // function. finish() builds the result on the JS thread.
-  using Start = OpStart;
-  Napi::Promise launch(Napi::Env env, double work_estimate, Start start,
-                       std::function<Napi::Value(Napi::Env)> finish);
+  // Synchronize(): undefined when every op queued so far has run, else a Promise resolved then
+  // (failed ops included: their reads reject).
+  Napi::Value Synchronize(const Napi::CallbackInfo& info);
 
-  // Makes sure backend_->flush() runs once the current JS turn ends (setImmediate), so the ops
-  // started in this turn are submitted together.
+  // Queues an op on the device's stream (core/stream.h) after the ops that write its inputs and
+  // returns its event, which the caller gives to the op's outputs. Ops run in call order; the
+  // JS thread only validates, allocates and queues.
+  EventPtr submit(Napi::Env env, double work, std::vector<EventPtr> inputs, OpStart start);
+
+  // Makes sure the stream is flushed once the current JS turn ends (setImmediate), so that the
+  // ops an asynchronous backend holds in its open batch are submitted together.
   void schedule_flush(Napi::Env env);
 
-  // Shared with running ops, which keep the backends alive past the device's collection.
+  // Shared with queued ops, which keep the backends alive past the device's collection.
   BackendPtr backend_;
-  std::shared_ptr<bool> flush_pending_ = std::make_shared<bool>(false);
   BackendPtr cpu_;
+  StreamPtr stream_;
+  std::shared_ptr<bool> flush_pending_ = std::make_shared<bool>(false);
   std::string fallback_reason_;
 };
 

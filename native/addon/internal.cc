@@ -17,7 +17,7 @@
 #include "core/shader_source.h"
 #include "core/tiers.h"
 #include "errors.h"
-#include "host_op.h"
+#include "core/stream.h"
 #include "js_completion.h"
 
 namespace mto::addon {
@@ -329,15 +329,15 @@ Napi::Value ExpandShader(const Napi::CallbackInfo& info) {
 }
 
 // hostOpTimes(start: boolean) -> number[] | undefined: start (true) records the kernel time of
-// every op the cpu backend runs on its pool (host_op.h); false ends the recording and returns the
+// every op the cpu backend runs on its pool (core/stream.h); false ends the recording and returns the
 // times, in microseconds, in the order the ops finished.
 Napi::Value HostOpTimes(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info[0].ToBoolean()) {
-    start_host_op_times();
+    start_op_times();
     return env.Undefined();
   }
-  const std::vector<double> us = take_host_op_times();
+  const std::vector<double> us = take_op_times();
   Napi::Array out = Napi::Array::New(env, us.size());
   for (size_t i = 0; i < us.size(); ++i) out.Set(uint32_t(i), us[i]);
   return out;

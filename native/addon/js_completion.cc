@@ -153,4 +153,19 @@ Completion JsCompletion::completion() const {
 
 void JsCompletion::abandon() { state_->send(std::nullopt); }
 
+Napi::Value when_done(Napi::Env env, const EventPtr& event, bool reject_failed) {
+  if (!event || event->done()) {
+    if (reject_failed && event && event->failure()) {
+      throw make_error(env, event->failure()->code, event->failure()->message);
+    }
+    return env.Undefined();
+  }
+  if (StreamPtr stream = event->stream()) stream->flush();
+  JsCompletion completion(env, [](Napi::Env e) -> Napi::Value { return e.Undefined(); });
+  event->then([settle = completion.completion(), event, reject_failed] {
+    settle(reject_failed && event->failure() ? *event->failure() : OpStatus{});
+  });
+  return completion.promise();
+}
+
 }  // namespace mto::addon

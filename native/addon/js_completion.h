@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "core/backend.h"
+#include "core/stream.h"
 
 namespace mto::addon {
 
@@ -34,5 +35,11 @@ class JsCompletion {
   std::shared_ptr<State> state_;
   Napi::Promise::Deferred deferred_;
 };
+
+// The wait behind reads and synchronize(): undefined when `event` is null or done (throwing its
+// failure, when it failed and reject_failed); else a Promise settled on the JS thread once it is
+// done (rejected with its failure when reject_failed). The event's stream is flushed first, so an
+// op held in an asynchronous backend's open batch starts now rather than at the turn's end.
+Napi::Value when_done(Napi::Env env, const EventPtr& event, bool reject_failed);
 
 }  // namespace mto::addon

@@ -1,15 +1,13 @@
-// The async ops of NativeDevice. Each one validates synchronously (errors throw at the call),
-// allocates its output from the backend, then starts the backend op (launch) and resolves with
-// the output's handle. Inputs and output are held by shared_ptr inside the closures until the
-// op completes, so disposing them meanwhile is safe.
+// The ops of NativeDevice. Each one validates (errors throw at the call), allocates its outputs,
+// queues the op on the device's stream and returns the outputs' handles at once: the op runs
+// after the ops queued before it, and reads wait for it. Inputs and outputs are held by
+// shared_ptr inside the queued closure until the op ran, so disposing them meanwhile is safe.
 #include <optional>
 
 #include "core/error.h"
 #include "core/ops.h"
 #include "device.h"
 #include "errors.h"
-#include "js_completion.h"
-#include "host_op.h"
 #include "tensors.h"
 
 namespace mto::addon {
@@ -29,42 +27,33 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
 }
 
 Operand operand(const HeldOperand& h) { return Operand{h.dense.get(), h.quant.get()}; }
+EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->event : h.quant->event; }
 
 Napi::Value wrap_tensor(Napi::Env env, const TensorPtr& t) { return NativeTensor::Wrap(env, t); }
 
 }  // namespace
 
-Napi::Promise NativeDevice::launch(Napi::Env env, double work_estimate, Start start,
-                                   std::function<Napi::Value(Napi::Env)> finish) {
-  if (!backend_->runs_on_caller()) {
-    JsCompletion completion(env, finish);
-    // `start` holds the op's operands: keep it until the backend completes (a disposed input
-    // must outlive the GPU's reads of it).
-    auto held = std::make_shared<Start>(start);
-    Completion done = [settle = completion.completion(), held](OpStatus s) { settle(std::move(s)); };
-    if (start(*backend_, std::move(done))) {
-      schedule_flush(env);
-      return completion.promise();
-    }
-    completion.abandon();  // no kernel on this backend: the cpu backend runs it below
-  }
-  return run_host_op(env, backend_->runs_on_caller() ? backend_ : cpu_, work_estimate,
-                     std::move(start), std::move(finish));
+EventPtr NativeDevice::submit(Napi::Env env, double work, std::vector<EventPtr> inputs,
+                              OpStart start) {
+  auto event = std::make_shared<OpEvent>();
+  stream_->submit(StreamOp{std::move(start), std::move(inputs), work}, event);
+  if (!backend_->runs_on_caller()) schedule_flush(env);
+  return event;
 }
 
 void NativeDevice::schedule_flush(Napi::Env env) {
   if (*flush_pending_) return;
   Napi::Value set_immediate = env.Global().Get("setImmediate");
   if (!set_immediate.IsFunction()) {  // an environment without it: submit at once
-    backend_->flush();
+    stream_->flush();
     return;
   }
   *flush_pending_ = true;
-  // Holds the backend and the flag, not the device: a device collected meanwhile still flushes.
+  // Holds the stream and the flag, not the device: a device collected meanwhile still flushes.
   Napi::Function flush = Napi::Function::New(
-      env, [backend = backend_, pending = flush_pending_](const Napi::CallbackInfo&) {
+      env, [stream = stream_, pending = flush_pending_](const Napi::CallbackInfo&) {
         *pending = false;
-        backend->flush();
+        stream->flush();
       });
   set_immediate.As<Napi::Function>().Call({flush});
 }
@@ -83,10 +72,9 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
     check_quantize(x->shape, f, block);
     QTensorPtr q = make_qtensor(x->shape, f, block, allocator_of(backend_));
     backend_->attach_device_view(*q);
-    return launch(
-        env, double(shape_numel(x->shape)),
-        [x, q](Backend& b, Completion done) { return b.quantize(*x, *q, std::move(done)); },
-        [q](Napi::Env e) -> Napi::Value { return NativeQTensor::Wrap(e, q); });
+    q->event = submit(env, double(shape_numel(x->shape)), {x->event},
+                      [x, q](Backend& b, Completion done) { return b.quantize(*x, *q, std::move(done)); });
+    return NativeQTensor::Wrap(env, q);
   });
 }
 
@@ -97,10 +85,9 @@ Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
     QTensorPtr q = NativeQTensor::Get(info[0], "tensor");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     TensorPtr out = make_tensor(q->shape, dtype, allocator_of(backend_));
-    return launch(
-        env, double(shape_numel(q->shape)),
-        [q, out](Backend& b, Completion done) { return b.dequantize(*q, *out, std::move(done)); },
-        [out](Napi::Env e) { return wrap_tensor(e, out); });
+    out->event = submit(env, double(shape_numel(q->shape)), {q->event},
+                        [q, out](Backend& b, Completion done) { return b.dequantize(*q, *out, std::move(done)); });
+    return wrap_tensor(env, out);
   });
 }
 
@@ -111,10 +98,9 @@ Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
     TensorPtr x = NativeTensor::Get(info[0], "x");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     TensorPtr out = make_tensor(x->shape, dtype, allocator_of(backend_));
-    return launch(
-        env, double(x->numel()),
-        [x, out](Backend& b, Completion done) { return b.cast(*x, *out, std::move(done)); },
-        [out](Napi::Env e) { return wrap_tensor(e, out); });
+    out->event = submit(env, double(x->numel()), {x->event},
+                        [x, out](Backend& b, Completion done) { return b.cast(*x, *out, std::move(done)); });
+    return wrap_tensor(env, out);
   });
 }
 
@@ -128,12 +114,12 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    return launch(
-        env, double(p.M) * double(p.N) * double(p.K),
-        [x, w, bias, p, y](Backend& b, Completion done) {
-          return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
-        },
-        [y](Napi::Env e) { return wrap_tensor(e, y); });
+    y->event = submit(env, double(p.M) * double(p.N) * double(p.K),
+                      {event_of(x), event_of(w), bias ? bias->event : nullptr},
+                      [x, w, bias, p, y](Backend& b, Completion done) {
+                        return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
+                      });
+    return wrap_tensor(env, y);
   });
 }
 
@@ -145,10 +131,9 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    return launch(
-        env, double(p.batch) * double(p.M) * double(p.N) * double(p.K),
-        [a, b, p, c](Backend& be, Completion done) { return be.matmul(*a, *b, p, *c, std::move(done)); },
-        [c](Napi::Env e) { return wrap_tensor(e, c); });
+    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), {a->event, b->event},
+                      [a, b, p, c](Backend& be, Completion done) { return be.matmul(*a, *b, p, *c, std::move(done)); });
+    return wrap_tensor(env, c);
   });
 }
 
@@ -169,14 +154,13 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(p.Lk) * double(p.D);
-    return launch(
-        env, work,
-        [q, k, v, mask, p, o](Backend& b, Completion done) {
-          AttentionParams run = p;
-          run.mask = mask.get();
-          return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
-        },
-        [o](Napi::Env e) { return wrap_tensor(e, o); });
+    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->event : nullptr},
+                      [q, k, v, mask, p, o](Backend& b, Completion done) {
+                        AttentionParams run = p;
+                        run.mask = mask.get();
+                        return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
+                      });
+    return wrap_tensor(env, o);
   });
 }
 

@@ -6,6 +6,7 @@
 
 #include "addon_data.h"
 #include "errors.h"
+#include "js_completion.h"
 #include "typed_arrays.h"
 
 namespace mto::addon {
@@ -23,6 +24,15 @@ void copy_into(Napi::Value dst, napi_typedarray_type type, const char* expected,
   if (bytes) std::memcpy(out.data, src, bytes);
 }
 
+// Reads copy what the tensor holds once the op that writes it ran: lib/ waits for whenReady()
+// first. A read that comes early is an internal error; one of a failed op's output rejects with
+// the op's failure.
+void require_ready(Napi::Env env, const EventPtr& event) {
+  if (!event) return;
+  if (!event->done()) throw_error(env, code::Backend, "internal: a tensor was read before its op ran");
+  if (event->failure()) throw make_error(env, event->failure()->code, event->failure()->message);
+}
+
 // Runs in destructors (finalizers, also while a worker's environment is torn down): it must not
 // throw, so it calls Node-API directly and ignores a failure (the environment is going away).
 void adjust_memory(Napi::Env env, int64_t delta) {
@@ -36,7 +46,8 @@ void adjust_memory(Napi::Env env, int64_t delta) {
 
 Napi::Function NativeTensor::Init(Napi::Env env) {
   return DefineClass(env, "NativeTensor",
-                     {InstanceMethod("readInto", &NativeTensor::ReadInto),
+                     {InstanceMethod("whenReady", &NativeTensor::WhenReady),
+                      InstanceMethod("readInto", &NativeTensor::ReadInto),
                       InstanceMethod("toFloat32Into", &NativeTensor::ToFloat32Into),
                       InstanceMethod("dispose", &NativeTensor::Dispose),
                       InstanceAccessor("disposed", &NativeTensor::Disposed, nullptr),
@@ -92,10 +103,16 @@ static napi_typedarray_type storage_array_type(DType t) {
   return napi_uint8_array;
 }
 
+Napi::Value NativeTensor::WhenReady(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value { return when_done(env, Get(Value(), "tensor")->event, true); });
+}
+
 Napi::Value NativeTensor::ReadInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
+    require_ready(env, t->event);
     copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
               t->buffer->data(), t->bytes());
     return env.Undefined();
@@ -106,6 +123,7 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
+    require_ready(env, t->event);
     const size_t n = size_t(t->numel());
     TypedBytes out = typed_bytes_of(info[0], napi_float32_array, "out", "a Float32Array");
     if (out.length != n) {
@@ -143,7 +161,8 @@ Napi::Value NativeTensor::DTypeJs(const Napi::CallbackInfo& info) {
 
 Napi::Function NativeQTensor::Init(Napi::Env env) {
   return DefineClass(env, "NativeQTensor",
-                     {InstanceMethod("planeLengths", &NativeQTensor::PlaneLengths),
+                     {InstanceMethod("whenReady", &NativeQTensor::WhenReady),
+                      InstanceMethod("planeLengths", &NativeQTensor::PlaneLengths),
                       InstanceMethod("codesInto", &NativeQTensor::CodesInto),
                       InstanceMethod("scalesInto", &NativeQTensor::ScalesInto),
                       InstanceMethod("biasesInto", &NativeQTensor::BiasesInto),
@@ -195,6 +214,11 @@ QTensorPtr NativeQTensor::Get(Napi::Value v, const char* arg) {
   return self->tensor_;
 }
 
+Napi::Value NativeQTensor::WhenReady(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value { return when_done(env, Get(Value(), "tensor")->event, true); });
+}
+
 Napi::Value NativeQTensor::PlaneLengths(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -212,6 +236,7 @@ Napi::Value NativeQTensor::CodesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
+    require_ready(env, t->event);
     copy_into(info[0], napi_uint8_array, "a Uint8Array", t->codes->data(), t->codes->bytes());
     return env.Undefined();
   });
@@ -221,6 +246,7 @@ Napi::Value NativeQTensor::ScalesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
+    require_ready(env, t->event);
     if (format_info(t->format).affine) {
       copy_into(info[0], napi_uint16_array, "a Uint16Array", t->scales->data(), t->scales->bytes());
     } else {
@@ -234,6 +260,7 @@ Napi::Value NativeQTensor::BiasesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
+    require_ready(env, t->event);
     if (!t->biases) throw_error(env, code::Format, "biases() exists only for affine formats");
     copy_into(info[0], napi_uint16_array, "a Uint16Array", t->biases->data(), t->biases->bytes());
     return env.Undefined();

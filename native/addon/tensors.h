@@ -20,7 +20,10 @@ class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
   ~NativeTensor() override;
 
  private:
-  // Reads copy into a typed array that lib/ allocated (typed_arrays.h says why).
+  // whenReady(): undefined, a throw (the op that writes the tensor failed) or a Promise settled
+  // once that op ran. Reads copy into a typed array that lib/ allocated (typed_arrays.h says why),
+  // once the tensor is ready.
+  Napi::Value WhenReady(const Napi::CallbackInfo& info);
   Napi::Value ReadInto(const Napi::CallbackInfo& info);       // (out: storage-type array)
   Napi::Value ToFloat32Into(const Napi::CallbackInfo& info);  // (out: Float32Array)
   Napi::Value Dispose(const Napi::CallbackInfo& info);
@@ -48,6 +51,7 @@ class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
   ~NativeQTensor() override;
 
  private:
+  Napi::Value WhenReady(const Napi::CallbackInfo& info);     // as NativeTensor's
   Napi::Value PlaneLengths(const Napi::CallbackInfo& info);  // { codes, scales, biases } elements
   Napi::Value CodesInto(const Napi::CallbackInfo& info);     // (out: Uint8Array)
   Napi::Value ScalesInto(const Napi::CallbackInfo& info);    // (out: Uint8Array | Uint16Array)

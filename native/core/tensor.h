@@ -14,6 +14,8 @@
 
 namespace mto {
 
+class OpEvent;  // stream.h: the completion of the op that writes a tensor
+
 // One allocation the host can read and write. This class owns 64-byte aligned host memory (cache
 // line / AVX-512 width); a backend's subclass owns device storage the host sees at data() (the
 // metal backend: a shared MTLBuffer's contents on unified memory).
@@ -62,6 +64,9 @@ struct Tensor {
   Shape shape;
   DType dtype = DType::Float32;
   BufferPtr buffer;
+  // The queued op that writes the tensor (null: written when made). Set and read on the JS
+  // thread only: ops capture it when queued, reads wait for it.
+  std::shared_ptr<OpEvent> event;
 
   int64_t numel() const { return shape_numel(shape); }
   size_t bytes() const { return size_t(numel()) * dtype_size(dtype); }
@@ -79,6 +84,7 @@ struct QTensorDeviceView {
 };
 
 struct QTensor {
+  std::shared_ptr<OpEvent> event;  // as Tensor::event
   Shape shape;  // logical shape; the last dim is blocked
   Format format = Format::MXFP4;
   int block = 32;

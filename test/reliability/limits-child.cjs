@@ -61,10 +61,28 @@ async function memory() {
       reads[name] = codeOf(e);
     }
   }
+  // A run-time failure: the float16 output (32 MiB) is allocated at the call, but the float32
+  // staging its kernel needs (64 MiB) is not there when it runs. The op and what is computed from
+  // it fail with E_OOM at their reads.
+  const x = dev.tensor(new Float32Array(8192 * 64).fill(1), [8192, 64]);
+  const w = dev.tensor(new Float32Array(2048 * 64).fill(1), [2048, 64]);
+  const half = dev.linear(x, w, { outDtype: 'float16' });
+  const downstream = dev.linear(half, dev.tensor(new Float32Array(4 * 2048).fill(1), [4, 2048]));  // small
+  const runtime = {};
+  for (const [name, t] of [['op', half], ['downstream', downstream]]) {
+    try {
+      await t.data();
+      runtime[name] = 'read';
+    } catch (e) {
+      runtime[name] = codeOf(e);
+    }
+  }
+  half.dispose();
+  downstream.dispose();
   // The device and the tensors are still usable: a small op and a small read work.
   const y = await dev.linear(dev.tensor([1, 2], [1, 2]), dev.tensor([3, 4], [1, 2]));
   const small = Array.from(await y.toFloat32());
-  return { reads, small };
+  return { reads, runtime, small };
 }
 
 (async () => {

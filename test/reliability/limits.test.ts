@@ -33,7 +33,7 @@ describe.runIf(linux)('resource limits', () => {
     60_000,
   );
 
-  it('reading back with memory exhausted answers E_OOM, and the device still works', async () => {
+  it('reading back with memory exhausted answers E_OOM; so does an op whose memory runs out while it runs, and what is computed from it; the device still works', async () => {
     const slack = 48 * 2 ** 20;  // less than any of the three reads needs (256, 256 and 64 MiB)
     const r = await runProbe('limits-child.cjs', ['memory'], {
       prefix: ['prlimit', `--as=${4 * 2 ** 30}`],
@@ -48,7 +48,11 @@ describe.runIf(linux)('resource limits', () => {
     });
     expect(r.signal, r.stderr).toBeNull();
     expect(r.code, r.stderr).toBe(0);
-    expect(r.report).toEqual({ reads: { data: 'E_OOM', toFloat32: 'E_OOM', codes: 'E_OOM' }, small: [11] });
+    expect(r.report).toEqual({
+      reads: { data: 'E_OOM', toFloat32: 'E_OOM', codes: 'E_OOM' },
+      runtime: { op: 'E_OOM', downstream: 'E_OOM' },
+      small: [11],
+    });
   }, 60_000);
 
   it('100 devices opened in one turn and closed release their threads at once', async () => {

@@ -1,0 +1,167 @@
+// Stream-ordered execution (docs/design/API.md "Execution model"): ops return their outputs at
+// once and run in call order; only reads wait. On the cpu backend for real, and through the
+// test-only asynchronous backend (native/addon/async_test_backend.h), which completes ops in
+// order from another thread as a GPU queue does, declines some ops (the stream runs them on the
+// cpu backend between the "GPU" ones) and fails scripted ops or batches as a GPU error would.
+import { beforeAll, describe, expect, it } from 'vitest';
+import { open, Tensor, type Device } from '../lib/index';
+import { deviceInfo } from '../lib/backend';
+import { Device as DeviceClass } from '../lib/device';
+import { loadBinding, type NativeDeviceHandle } from '../lib/native';
+import { expectBitExact, expectClose, randn } from './helpers/compare';
+import { linearRef } from './helpers/reference';
+
+interface Script { failOps?: number[]; failBatches?: number[]; failCode?: string; delayUs?: number }
+
+function gpuLike(script: Script = {}): Device {
+  const Native = loadBinding().NativeDevice as unknown as new (
+    threads: number, backend: string, tier: string, test: Script & { asyncTestBackend: boolean },
+  ) => NativeDeviceHandle;
+  const native = new Native(2, 'cpu', '', { asyncTestBackend: true, ...script });
+  return new DeviceClass(native, deviceInfo(native.info()));
+}
+
+let cpu: Device;
+beforeAll(async () => {
+  cpu = await open({ backend: 'cpu', threads: 2 });
+});
+
+const K = 64;
+// One step of a chain: y = (x @ w^T) cast to float16 and back, so every step depends on the last
+// and the chain mixes ops the test backend runs with ops it declines (cast).
+function step(dev: Device, x: Tensor, w: Tensor): Tensor {
+  return dev.cast(dev.cast(dev.linear(x, w), 'float16'), 'float32');
+}
+
+async function awaitedChain(dev: Device, steps: number, x0: Float32Array, wv: Float32Array): Promise<Float32Array> {
+  let x = dev.tensor(x0, [1, K]);
+  const w = dev.tensor(wv, [K, K]);
+  for (let i = 0; i < steps; i++) {
+    const y = step(dev, x, w);
+    await y.data();  // one trip to JS per step, as 0.1's Promises made every op
+    x = y;
+  }
+  return x.toFloat32();
+}
+
+function queuedChain(dev: Device, steps: number, x0: Float32Array, wv: Float32Array): Tensor {
+  let x = dev.tensor(x0, [1, K]);
+  const w = dev.tensor(wv, [K, K]);
+  for (let i = 0; i < steps; i++) x = step(dev, x, w);  // no await: everything queues
+  return x;
+}
+
+// w = 0.995 I + noise small enough (spectral norm ~0.01) that values stay O(1) over 334 steps.
+const x0 = randn(K, 1);
+const wv = Float32Array.from(randn(K * K, 2, 0.0005), (v, i) => v + (i % (K + 1) === 0 ? 0.995 : 0));
+
+describe('stream-ordered execution', () => {
+  for (const [name, make] of [['cpu backend', () => cpu], ['asynchronous backend', () => gpuLike()]] as const) {
+    it(`${name}: a chain of 1,000 dependent ops queued without await equals the same ops awaited one by one, bit for bit`, async () => {
+      const dev = make();
+      const t0 = performance.now();
+      const out = queuedChain(dev, 334, x0, wv);  // 3 ops a step: 1,002 ops
+      const queueMs = performance.now() - t0;
+      const queued = await out.toFloat32();
+      const awaited = await awaitedChain(dev, 334, x0, wv);
+      expectBitExact(queued, awaited, name);
+      expect(queued.every(Number.isFinite)).toBe(true);
+      // Queueing returned long before the work was done (no op waited for another on this thread).
+      expect(queueMs).toBeLessThan(5000);
+    });
+  }
+
+  it('ops return at once with their shape and dtype; reads in any order resolve with the right values', async () => {
+    const M = 4, N = 48;
+    const xs = [0, 1, 2].map((i) => randn(M * K, 10 + i));
+    const w = cpu.tensor(randn(N * K, 20), [N, K]);
+    const wd = await w.toFloat32();
+    const ys = xs.map((x) => cpu.linear(cpu.tensor(x, [M, K]), w, { outDtype: 'float32' }));
+    for (const y of ys) {
+      expect(y.shape).toEqual([M, N]);
+      expect(y.dtype).toBe('float32');
+      expect(typeof (y as unknown as { then?: unknown }).then).toBe('undefined');  // not a thenable
+    }
+    const order = [2, 0, 1];
+    const got = await Promise.all(order.map((i) => ys[i].toFloat32()));
+    order.forEach((i, j) => expectClose(got[j], linearRef(xs[i], wd, M, N, K), 1e-5, `y${i}`));
+    // `await` of an op still works as in 0.1: it returns the tensor itself.
+    const again = await cpu.linear(cpu.tensor(xs[0], [M, K]), w);
+    expect(again).toBeInstanceOf(Tensor);
+  });
+
+  it('synchronize() resolves once everything queued before it ran', async () => {
+    const dev = gpuLike({ delayUs: 2000 });
+    const ys = Array.from({ length: 5 }, (_, i) => dev.linear(dev.tensor(randn(K, 30 + i), [1, K]), dev.tensor(wv, [K, K])));
+    let ran = 0;
+    ys.forEach((y) => y.toFloat32().then(() => ran++));
+    await dev.synchronize();
+    await new Promise((r) => setImmediate(r));  // the reads' own continuations
+    expect(ran).toBe(5);
+  });
+
+  describe('a failure while running', () => {
+    it('fails the op, every output computed from it (through declined ops too), and nothing else; the device stays usable', async () => {
+      // Op 2 accepted by the "GPU" fails (E_OOM). Ops: linear (1), linear (2, fails), then a cast
+      // (declined: run on the cpu) and a linear (3) computed from op 2's output.
+      const dev = gpuLike({ failOps: [2] });
+      const w = dev.tensor(wv, [K, K]);
+      const a = dev.linear(dev.tensor(x0, [1, K]), w);
+      const bad = dev.linear(dev.tensor(x0, [1, K]), w);
+      const viaCpu = dev.cast(bad, 'float16');
+      const downstream = dev.linear(dev.cast(viaCpu, 'float32'), w);
+      const independent = dev.linear(dev.tensor(x0, [1, K]), w);
+      for (const t of [bad, viaCpu, downstream]) {
+        await expect(t.toFloat32()).rejects.toMatchObject({ name: 'TensorOpsError', code: 'E_OOM', message: 'the GPU failed running op 2 (scripted)' });
+      }
+      const want = linearRef(x0, wv, 1, K, K);
+      expectClose(await a.toFloat32(), want, 1e-5, 'the op before');
+      expectClose(await independent.toFloat32(), want, 1e-5, 'an independent op after');
+      await dev.synchronize();  // resolves: failed ops are done too
+      expectClose(await dev.linear(dev.tensor(x0, [1, K]), w).toFloat32(), want, 1e-5, 'the device afterwards');
+    });
+
+    it('a failed command buffer fails its ops only', async () => {
+      // Batch 1 holds the two ops of the first JS turn; batch 2 the op after the await.
+      const dev = gpuLike({ failBatches: [1], failCode: 'E_BACKEND' });
+      const w = dev.tensor(wv, [K, K]);
+      const first = [dev.linear(dev.tensor(x0, [1, K]), w), dev.linear(dev.tensor(x0, [1, K]), w)];
+      await new Promise((r) => setImmediate(r));  // the turn ends: batch 1 is committed
+      const second = dev.linear(dev.tensor(x0, [1, K]), w);
+      for (const t of first) {
+        await expect(t.toFloat32()).rejects.toMatchObject({ code: 'E_BACKEND', message: 'the GPU failed running a command buffer (scripted)' });
+      }
+      expectClose(await second.toFloat32(), linearRef(x0, wv, 1, K, K), 1e-5, 'the next batch');
+    });
+
+    it('an input disposed while its op is queued stays alive until the op ran', async () => {
+      const dev = gpuLike({ delayUs: 3000 });
+      const x = dev.tensor(x0, [1, K]);
+      const w = dev.tensor(wv, [K, K]);
+      const y = dev.linear(x, w);
+      x.dispose();
+      w.dispose();
+      // Churn the buffer pool with NaN-filled tensors while the op waits on the "GPU".
+      for (let i = 0; i < 20; i++) dev.tensor(new Float32Array(K * K).fill(NaN), [K, K]).dispose();
+      expectClose(await y.toFloat32(), linearRef(x0, wv, 1, K, K), 1e-5, 'y');
+    });
+  });
+
+  it('close() with work queued: the work runs, then the device is gone', async () => {
+    const dev = gpuLike({ delayUs: 1000 });
+    const w = dev.tensor(wv, [K, K]);
+    const ys = Array.from({ length: 50 }, () => dev.linear(dev.tensor(x0, [1, K]), w));
+    await dev.close();
+    expect(() => dev.linear(ys[0], w)).toThrow(expect.objectContaining({ code: 'E_DISPOSED' }));
+    const want = linearRef(x0, wv, 1, K, K);
+    for (const y of ys) expectClose(await y.toFloat32(), want, 1e-5, 'queued before close');
+  });
+
+  it('tensors of one device feed another device\'s ops (its stream waits for the op that writes them)', async () => {
+    const slow = gpuLike({ delayUs: 5000 });
+    const y = slow.linear(slow.tensor(x0, [1, K]), slow.tensor(wv, [K, K]));
+    const z = cpu.linear(y, cpu.tensor(wv, [K, K]));
+    const y64 = linearRef(x0, wv, 1, K, K);
+    expectClose(await z.toFloat32(), linearRef(Float32Array.from(y64), wv, 1, K, K), 1e-4, 'z');
+  });
+});
