@@ -1,7 +1,9 @@
 // The main job on the default device: one transformer block (GQA attention + SwiGLU MLP) over a
 // few hundred tokens, with weights quantized to mxfp8 (attention) and mxfp4 (MLP), run next to the
 // same block in float32. Prints the device, each quantized path's error against float32, and the
-// time of each step.
+// time of each step. Ops return their outputs at once and run in order on the device; only reads
+// (toFloat32) wait. Until the library has the layer's other ops (heads split, SiLU, residual add),
+// those run here in JavaScript, between reads.
 import { open } from 'metal-tensorops';
 
 const T = 256;                 // tokens
@@ -44,10 +46,12 @@ function relError(got, want) {
   return Math.sqrt(num / den);
 }
 
+// Times fn's ops until they ran (synchronize), for the table at the end.
 const timings = [];
 async function step(name, fn) {
   const t0 = performance.now();
   const result = await fn();
+  await dev.synchronize();
   timings.push([name, performance.now() - t0]);
   return result;
 }
@@ -70,12 +74,12 @@ const w = {
 };
 const formatOf = { q: 'mxfp8', k: 'mxfp8', v: 'mxfp8', o: 'mxfp8', gate: 'mxfp4', up: 'mxfp4', down: 'mxfp4' };
 const wq = {};
-await step('quantize weights (mxfp8 attention, mxfp4 MLP)', async () => {
-  for (const [name, t] of Object.entries(w)) wq[name] = await dev.quantize(t, { format: formatOf[name] });
+await step('quantize weights (mxfp8 attention, mxfp4 MLP)', () => {
+  for (const [name, t] of Object.entries(w)) wq[name] = dev.quantize(t, { format: formatOf[name] });  // queued
 });
 
 async function block(W, label) {
-  const proj = async (name, input) => (await step(`${label} linear ${name}`, () => dev.linear(input, W[name])));
+  const proj = (name, input) => step(`${label} linear ${name}`, () => dev.linear(input, W[name]));
   const q = await proj('q', x), k = await proj('k', x), v = await proj('v', x);
   const heads = async (t, H) => dev.tensor(toHeads(await t.toFloat32(), H), [1, H, T, D]);
   const attn = await step(`${label} attention`, async () =>
@@ -84,7 +88,7 @@ async function block(W, label) {
   const o = await proj('o', merged);
   const h = dev.tensor((await o.toFloat32()).map((val, i) => val + x_[i]), [T, d]);
   const gate = await (await proj('gate', h)).toFloat32();
-  const up = await (await proj('up', h)).toFloat32();
+  const up = await (await proj('up', h)).toFloat32();  // (the next issue's swiglu keeps this on the device)
   const act = dev.tensor(gate.map((g, i) => silu(g) * up[i]), [T, ff]);
   const y = await proj('down', act);
   return { q: await q.toFloat32(), attn: await attn.toFloat32(), o: await o.toFloat32(), y: await y.toFloat32() };

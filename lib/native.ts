@@ -10,6 +10,8 @@ export interface NativeTensorHandle {
   readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
   /** undefined when ready, a Promise settled once the op writing it ran; throws its failure. */
   whenReady(): Promise<void> | undefined;
+  /** A view with another shape: the same storage and writing op. */
+  reshape(shape: readonly number[]): NativeTensorHandle;
   /** Copies into `out`, allocated by lib/ (host-arrays.ts says why), once ready. */
   readInto(out: TypedData): void;
   toFloat32Into(out: Float32Array): void;

@@ -4,7 +4,7 @@ import { TensorOpsError, awaitNative, callNative } from './errors';
 import { allocateArray } from './host-arrays';
 import type { NativeQTensorHandle, NativeTensorHandle } from './native';
 import type { AnyDType, DType, Format, TypedData } from './types';
-import { checkDType, elementCount } from './validate';
+import { checkDType, checkShape, describe, elementCount, readOnce } from './validate';
 
 /** @internal The native handle behind a public tensor object. */
 export const handleOf = Symbol('metal-tensorops.handle');
@@ -57,6 +57,15 @@ export class Tensor {
     const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
     callNative(() => h.toFloat32Into(out));
     return out;
+  }
+
+  /**
+   * The same elements in another shape: a view (no copy) of the same storage, ready when this
+   * tensor is. One dimension may be -1 (worked out from the others).
+   */
+  reshape(shape: readonly number[]): Tensor {
+    const dims = resolveShape(shape, elementCount(this.shape));
+    return new Tensor(callNative(() => this[handleOf].reshape(dims)), this.#owner);
   }
 
   /** A new tensor of another dtype (round-to-nearest-even), queued as dev.cast(). */
@@ -160,4 +169,27 @@ async function readyHandle<H extends { readonly disposed: boolean; whenReady(): 
   const wait = callNative(() => h.whenReady());
   if (wait) await awaitNative(() => wait);
   return h;
+}
+
+/** A reshape target with its one -1 worked out; E_SHAPE when it cannot hold `elements`. */
+function resolveShape(shape: readonly number[], elements: number): number[] {
+  if (!Array.isArray(shape)) throw new TensorOpsError('E_SHAPE', `shape must be an array of integers; got ${describe(shape)}`);
+  const dims = readOnce(() => Array.from(shape as unknown[]), 'shape');
+  const free = dims.indexOf(-1);
+  if (free >= 0 && dims.indexOf(-1, free + 1) >= 0) {
+    throw new TensorOpsError('E_SHAPE', `shape ${describe(dims)} has more than one -1; accepted: at most one`);
+  }
+  if (free >= 0) {
+    const rest = checkShape(dims.filter((_, i) => i !== free), 'shape');
+    const known = elementCount(rest);
+    if (elements % known !== 0) {
+      throw new TensorOpsError('E_SHAPE', `shape ${describe(dims)} cannot hold the tensor's ${elements} elements`);
+    }
+    dims[free] = elements / known;
+  }
+  const out = checkShape(dims, 'shape');
+  if (elementCount(out) !== elements) {
+    throw new TensorOpsError('E_SHAPE', `shape ${describe(dims)} has ${elementCount(out)} elements; the tensor has ${elements}`);
+  }
+  return out;
 }

@@ -165,3 +165,26 @@ describe('stream-ordered execution', () => {
     expectClose(await z.toFloat32(), linearRef(Float32Array.from(y64), wv, 1, K, K), 1e-4, 'z');
   });
 });
+
+describe('reshape', () => {
+  it('is a view of the same storage, ready with the op that writes it, with one -1 worked out', async () => {
+    const dev = gpuLike({ delayUs: 2000 });
+    const y = dev.linear(dev.tensor(x0, [1, K]), dev.tensor(wv, [K, K]));  // queued on the "GPU"
+    const heads = y.reshape([1, 4, 1, -1]);
+    expect(heads.shape).toEqual([1, 4, 1, K / 4]);
+    expect(heads.bytes).toBe(y.bytes);
+    expectBitExact(await heads.toFloat32(), await y.toFloat32(), 'view');
+    // An op on the view waits for y's op too, and disposing y leaves the view intact.
+    const z = dev.linear(heads.reshape([1, K]), dev.tensor(wv, [K, K]));
+    y.dispose();
+    expectClose(await z.toFloat32(), linearRef(Float32Array.from(linearRef(x0, wv, 1, K, K)), wv, 1, K, K), 1e-4, 'z');
+  });
+
+  it('rejects shapes that do not hold the elements', () => {
+    const t = cpu.tensor(new Float32Array(12), [3, 4]);
+    expect(() => t.reshape([5, -1])).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('cannot hold') }));
+    expect(() => t.reshape([2, 2])).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('12') }));
+    expect(() => t.reshape([-1, -1])).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('more than one -1') }));
+    expect(t.reshape([12]).shape).toEqual([12]);
+  });
+});

@@ -47,6 +47,7 @@ void adjust_memory(Napi::Env env, int64_t delta) {
 Napi::Function NativeTensor::Init(Napi::Env env) {
   return DefineClass(env, "NativeTensor",
                      {InstanceMethod("whenReady", &NativeTensor::WhenReady),
+                      InstanceMethod("reshape", &NativeTensor::Reshape),
                       InstanceMethod("readInto", &NativeTensor::ReadInto),
                       InstanceMethod("toFloat32Into", &NativeTensor::ToFloat32Into),
                       InstanceMethod("dispose", &NativeTensor::Dispose),
@@ -57,13 +58,15 @@ Napi::Function NativeTensor::Init(Napi::Env env) {
 }
 
 NativeTensor::NativeTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeTensor>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+  if (info.Length() < 1 || !info[0].IsExternal()) {
     throw_error(info.Env(), code::Arg, "NativeTensor is created by the device (dev.tensor())");
   }
   tensor_ = *info[0].As<Napi::External<TensorPtr>>().Data();
   shape_ = tensor_->shape;
   dtype_ = tensor_->dtype;
-  reported_ = int64_t(tensor_->bytes());
+  // A view (reshape) shares its storage: the tensor it was made from reports the bytes.
+  const bool view = info.Length() > 1 && info[1].ToBoolean().Value();
+  reported_ = view ? 0 : int64_t(tensor_->bytes());
   adjust_memory(info.Env(), reported_);
 }
 
@@ -76,8 +79,26 @@ void NativeTensor::Release() {
   reported_ = 0;
 }
 
-Napi::Object NativeTensor::Wrap(Napi::Env env, TensorPtr t) {
-  return addon_data(env).tensor_ctor.New({Napi::External<TensorPtr>::New(env, &t)});
+Napi::Object NativeTensor::Wrap(Napi::Env env, TensorPtr t, bool view) {
+  return addon_data(env).tensor_ctor.New(
+      {Napi::External<TensorPtr>::New(env, &t), Napi::Boolean::New(env, view)});
+}
+
+Napi::Value NativeTensor::Reshape(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorPtr t = Get(Value(), "tensor");
+    Shape shape = read_shape(info[0], "shape");
+    if (shape_numel(shape) != t->numel()) {
+      throw_error(env, code::Shape, "shape " + shape_string(shape) + " has " +
+                                        std::to_string(shape_numel(shape)) + " elements; the tensor " +
+                                        shape_string(t->shape) + " has " + std::to_string(t->numel()));
+    }
+    // The same storage and the same writing op: a read or an op on the view waits for it.
+    auto view = std::make_shared<Tensor>(*t);
+    view->shape = std::move(shape);
+    return Wrap(env, view, true);
+  });
 }
 
 bool NativeTensor::Is(Napi::Value v) {

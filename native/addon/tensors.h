@@ -11,7 +11,8 @@ namespace mto::addon {
 class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
  public:
   static Napi::Function Init(Napi::Env env);
-  static Napi::Object Wrap(Napi::Env env, TensorPtr t);
+  // `view`: t shares the storage of a tensor that reports it as external memory already.
+  static Napi::Object Wrap(Napi::Env env, TensorPtr t, bool view = false);
   // Unwraps a JS value that must be a live NativeTensor; `arg` names it in errors.
   static TensorPtr Get(Napi::Value v, const char* arg);
   static bool Is(Napi::Value v);
@@ -24,6 +25,7 @@ class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
   // once that op ran. Reads copy into a typed array that lib/ allocated (typed_arrays.h says why),
   // once the tensor is ready.
   Napi::Value WhenReady(const Napi::CallbackInfo& info);
+  Napi::Value Reshape(const Napi::CallbackInfo& info);  // (shape): a view, same storage and op
   Napi::Value ReadInto(const Napi::CallbackInfo& info);       // (out: storage-type array)
   Napi::Value ToFloat32Into(const Napi::CallbackInfo& info);  // (out: Float32Array)
   Napi::Value Dispose(const Napi::CallbackInfo& info);
