@@ -116,6 +116,25 @@ const LEGEND = [
   'they fit: a decode cell compares it with ours timed on one copy of the data too ("ggml vs ours (ratio)"; oursFromCache in the JSON).',
 ];
 
+/** The decode step's lines (decode-step.mjs), or none when it did not run. */
+export function decodeStepLines(doc) {
+  const d = doc.decodeStep;
+  if (!d) return [];
+  const s = d.shape;
+  const what = {
+    layer: 'layer (other ops in JS, between reads)',
+    queued: 'device ops, queued (one read a token)',
+    awaited: 'device ops, awaited one by one (0.1)',
+  };
+  return [
+    `decode step: ${s.layers} layers of width ${s.d}, GQA ${s.Hq}/${s.Hkv} heads of ${s.D}, MLP ${s.ff}, ${s.weights} weights, ` +
+      `${s.kvCache} KV cache of ${s.context}; ${d.opsPerToken} device ops a token; JS cost of queueing an op: ${d.queueCallUs.median} us (median)`,
+    ...Object.entries(d.variants).map(([name, v]) =>
+      `  ${(what[name] ?? name).padEnd(40)} ${String(v.tokensPerSecond).padStart(7)} tokens/s  ${String(v.stepMs).padStart(8)} ms a token` +
+      (v.kernelSumMs !== null ? `  kernels ${v.kernelSumMs} ms (x${v.overKernels})  ${v.perOpOverheadUs} us an op beyond its kernel` : '')),
+  ];
+}
+
 export function renderText(doc) {
   const body = rows(doc);
   const widths = HEAD.map((h, i) => Math.max(h.length, ...body.map((r) => r[i].length)));
@@ -131,6 +150,7 @@ export function renderText(doc) {
     ...LEGEND,
     'peer ops:',
     ...ops.map((o) => `  ${o}`),
+    ...(doc.decodeStep ? ['', ...decodeStepLines(doc)] : []),
     summaryLine(doc),
   ].join('\n');
 }

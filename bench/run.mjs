@@ -25,6 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { combinePeaks, describeMachine, measurePeaks } from './machine.mjs';
 import { MODES } from './cases.mjs';
 import { runAttention } from './attention.mjs';
+import { runDecodeStep } from './decode-step.mjs';
 import { runLinear } from './linear.mjs';
 import { runOverhead } from './overhead.mjs';
 import { runQuantize } from './quantize.mjs';
@@ -150,6 +151,7 @@ async function main() {
     ...(await runAttention(ctx)),
     ...(await runQuantize(ctx)),
   ];
+  const decodeStep = await runDecodeStep(ctx);
   const seconds = Math.round((Date.now() - started) / 100) / 10;
   log('measuring the limits again (the best of both measurements counts)');
   const peaks = combinePeaks([peaksAtStart, measurePeaks(binding, threads, settings.peaks)]);
@@ -182,6 +184,7 @@ async function main() {
       `decode cases (limit bandwidth): a loop over layers, as a model's decode runs. Each side makes C copies of the streamed data (weights; K and V), C = max(2, ceil(${settings.layerLoopBytes / 2 ** 20} MiB / bytes per copy)) (streaming.copies), and runs rep i on copy i % C back to back, so every run reads data that the other C - 1 runs have evicted from the caches. Ours: C weight (K, V) tensors; the peer: C sessions of the same model with intra-op spinning off (linear: C spinning thread pools would compete for the cores, which the single pool of a model's one session never does), C feed sets with their own past_key/past_value on one session (attention).`,
     ],
     cases,
+    ...(decodeStep ? { decodeStep } : {}),
     summary: {
       cases: cases.length,
       targetsMet: targets.filter((t) => t.met === true).length,

@@ -33,6 +33,10 @@ interface Doc {
   peer: { available: boolean; version?: string; reason?: string; intraOpThreads?: number; loadedFrom?: string };
   morePeers: { openblas: { available: boolean; threads?: number; core?: string; reason?: string } };
   cases: Case[];
+  decodeStep?: {
+    shape: { layers: number }; opsPerToken: number; queueCallUs: { median: number; calls: number };
+    variants: Record<string, { tokensPerSecond: number; stepMs: number; kernelSumMs: number; overKernels: number; perOpOverheadUs: number }>;
+  };
   summary: { checksFailed: number };
 }
 
@@ -126,6 +130,20 @@ describe('npm run bench -- --smoke --json', () => {
       }
     }
     for (const c of doc.cases.filter((x) => x.phase === 'prefill')) expect(c.streaming, c.id).toBeUndefined();
+  });
+
+  it('times a decode step three ways (layer with JS ops, device ops queued, awaited one by one), each beside its kernels\' sum', () => {
+    const d = doc.decodeStep!;
+    expect(Object.keys(d.variants)).toEqual(['layer', 'queued', 'awaited']);
+    expect(d.opsPerToken).toBe(8 * d.shape.layers);
+    expect(d.queueCallUs.calls).toBe(d.opsPerToken);
+    expect(d.queueCallUs.median).toBeGreaterThan(0);
+    for (const [name, v] of Object.entries(d.variants)) {
+      expect(v.tokensPerSecond, name).toBeCloseTo(1e3 / v.stepMs, 0);
+      expect(v.kernelSumMs, name).toBeGreaterThan(0);
+      // The kernels run one after another inside the step: their sum fits in its wall time.
+      expect(v.kernelSumMs, name).toBeLessThanOrEqual(v.stepMs);
+    }
   });
 
   it('reports our time in the kernel alone for ops run on the pool, within our round trip', () => {
