@@ -54,6 +54,19 @@ describe('the npm package', () => {
   });
 });
 
+describe('the API reference', () => {
+  it('docs/api is what `npm run docs:api` generates from lib/ today', () => {
+    const out = mkdtempSync(join(tmpdir(), 'mto-api-'));
+    execFileSync(process.execPath, [join(root, 'node_modules/typedoc/bin/typedoc'), '--out', out, '--logLevel', 'Error'], { cwd: root, stdio: 'pipe' });
+    const list = (dir: string): string[] => readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md')).sort();
+    const generated = list(out);
+    expect(list(join(root, 'docs/api')), 'the same pages').toEqual(generated);
+    for (const f of generated) {
+      expect(readFileSync(join(root, 'docs/api', f), 'utf8'), `docs/api/${f}: run npm run docs:api`).toBe(readFileSync(join(out, f), 'utf8'));
+    }
+  });
+});
+
 describe('entry points', () => {
   it('require() and import() load the built package and share one set of classes', () => {
     const script = `
