@@ -1,7 +1,7 @@
 // The package as users get it: one source list for both builds, dual ESM/CJS entry points that
 // share one set of classes, and a loader error that says what to do.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -51,6 +51,30 @@ describe('the npm package', () => {
       expect(files.has(file), file).toBe(true);
     }
     expect([...files].filter((f) => f.startsWith('test/'))).toEqual([]);
+  });
+});
+
+describe('the published types', () => {
+  it('type-check a user\'s TypeScript: the default import, `using` and `await using`', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mto-types-'));
+    const user = join(dir, 'user.mts');
+    writeFileSync(user, [
+      `import mto, { open, type Tensor } from ${JSON.stringify(join(root, 'dist/esm/index.js'))};`,
+      'export async function run(): Promise<number> {',
+      '  await using dev = await open({ backend: \'cpu\' });',
+      '  using t = dev.tensor([1, 2], [2]);',
+      '  const y: Tensor = dev.cast(t, \'float16\');',
+      '  const opened: typeof open = mto.open;',
+      '  return (await y.toFloat32()).length + (opened === open ? 0 : 1);',
+      '}',
+      '',
+    ].join('\n'));
+    const tsc = join(root, 'node_modules/typescript/bin/tsc');
+    const r = spawnSync(process.execPath, [tsc, '--noEmit', '--strict', '--target', 'ES2022', '--module', 'nodenext',
+      '--moduleResolution', 'nodenext', '--lib', 'ES2022,ESNext.Disposable', '--types', 'node', '--typeRoots', join(root, 'node_modules/@types'), user],
+    { encoding: 'utf8' });
+    expect(`${r.stdout}${r.stderr}`).toBe('');
+    expect(r.status).toBe(0);
   });
 });
 
