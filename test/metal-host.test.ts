@@ -27,6 +27,7 @@ interface Internal {
   sizeClass(bytes: number): number;
   poolRun(opts: { cacheLimit: number; maxOutstanding?: number }, script: ({ acquire: number } | { release: number })[]): PoolResult;
   pipelineKey(kernel: string, constants?: { index: number; type: string; value: number | boolean }[]): string;
+  commitPolicy(architecture: string, opsEnv?: string, mbEnv?: string): { maxOps: number; maxBytes: number };
 }
 
 const internal = (loadBinding() as unknown as { _internal: Internal })._internal;
@@ -342,5 +343,26 @@ describe('pipeline cache keys (native/core/pipeline_key.cc)', () => {
     expect(thrown(() => internal.pipelineKey('k', [{ index: 0, type: 'i16', value: 40000 }])).code).toBe('E_ARG');
     expect(thrown(() => internal.pipelineKey('k', [{ index: 0, type: 'u32', value: -1 }])).code).toBe('E_ARG');
     expect(thrown(() => internal.pipelineKey('k', [{ index: 0, type: 'f64', value: 1 }])).code).toBe('E_ARG');
+  });
+});
+
+describe('command buffer commit policy (core/commit_policy.h)', () => {
+  const MiB = 2 ** 20;
+  it('by GPU class, from the architecture name\'s last letter, as MLX sets it', () => {
+    expect(internal.commitPolicy('applegpu_g17p')).toEqual({ maxOps: 20, maxBytes: 40 * MiB });  // phone / tablet
+    expect(internal.commitPolicy('applegpu_g13g')).toEqual({ maxOps: 40, maxBytes: 40 * MiB });  // base, Pro
+    expect(internal.commitPolicy('applegpu_g16s')).toEqual({ maxOps: 50, maxBytes: 50 * MiB });  // Max
+    expect(internal.commitPolicy('applegpu_g15d')).toEqual({ maxOps: 50, maxBytes: 50 * MiB });  // Ultra
+    expect(internal.commitPolicy('')).toEqual({ maxOps: 40, maxBytes: 40 * MiB });  // paravirtual: unknown
+  });
+
+  it('METAL_TENSOROPS_COMMIT_OPS and _MB override it; a bad value is E_ARG naming the variable', () => {
+    expect(internal.commitPolicy('applegpu_g16s', '80', '256')).toEqual({ maxOps: 80, maxBytes: 256 * MiB });
+    expect(internal.commitPolicy('applegpu_g17p', '', undefined)).toEqual({ maxOps: 20, maxBytes: 40 * MiB });
+    for (const bad of ['0', '-3', '1.5', 'many']) {
+      expect(thrown(() => internal.commitPolicy('applegpu_g13g', bad))).toMatchObject({
+        code: 'E_ARG', message: `METAL_TENSOROPS_COMMIT_OPS must be an integer from 1 to 100000; got '${bad}'`,
+      });
+    }
   });
 });

@@ -17,6 +17,7 @@
 #include "core/shader_source.h"
 #include "core/tiers.h"
 #include "errors.h"
+#include "core/commit_policy.h"
 #include "core/stream.h"
 #include "js_completion.h"
 
@@ -343,6 +344,23 @@ Napi::Value HostOpTimes(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// commitPolicy(architecture, opsEnv | undefined, mbEnv | undefined) -> { maxOps, maxBytes }:
+// when the metal backend commits a command buffer (core/commit_policy.h).
+Napi::Value CommitPolicyOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    const std::string arch = info[0].IsString() ? info[0].As<Napi::String>().Utf8Value() : "";
+    const std::string ops = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : "";
+    const std::string mb = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : "";
+    const CommitPolicy p = commit_policy(arch, info[1].IsString() ? ops.c_str() : nullptr,
+                                         info[2].IsString() ? mb.c_str() : nullptr);
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("maxOps", p.max_ops);
+    o.Set("maxBytes", double(p.max_bytes));
+    return o;
+  });
+}
+
 }  // namespace
 
 Napi::Object InitInternal(Napi::Env env) {
@@ -360,6 +378,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("scalePlaneLayout", Napi::Function::New(env, ScalePlaneLayoutOf, "scalePlaneLayout"));
   o.Set("quantizedView", Napi::Function::New(env, QuantizedView, "quantizedView"));
   o.Set("hostOpTimes", Napi::Function::New(env, HostOpTimes, "hostOpTimes"));
+  o.Set("commitPolicy", Napi::Function::New(env, CommitPolicyOf, "commitPolicy"));
   return o;
 }
 

@@ -6,6 +6,7 @@
 #include "backend.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "ops.h"
 #include "qtensor.h"
@@ -28,7 +29,9 @@ class MetalBackend final : public Backend {
         caps_(caps),
         choice_(choice),
         pool_(std::make_shared<MetalBufferPool>(device, pool_cache_limit(caps))),
-        stream_(device, ShaderLibraries::for_device(device, caps)),
+        stream_(device, ShaderLibraries::for_device(device, caps),
+                commit_policy(caps.architecture, std::getenv("METAL_TENSOROPS_COMMIT_OPS"),
+                              std::getenv("METAL_TENSOROPS_COMMIT_MB"))),
         ctx_{stream_, *pool_, choice.tier} {}
 
   BackendInfo info() const override {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/commit_policy.h"
 #include "buffers.h"
 #include "core/dispatch_plan.h"
 #include "shader_library.h"
@@ -42,7 +43,7 @@ Float32Target float32_target(MetalBufferPool& pool, Tensor& out);
 // The device's command queue and the batch being encoded. Used from the JS thread only.
 class CommandStream {
  public:
-  CommandStream(id<MTLDevice> device, ShaderLibraries& libraries);
+  CommandStream(id<MTLDevice> device, ShaderLibraries& libraries, CommitPolicy policy);
 
   // Encodes `passes` in order into the open batch: one command buffer with one serial compute
   // encoder, shared by every op started since the last flush() (a serial encoder runs a pass
@@ -59,15 +60,16 @@ class CommandStream {
   void flush();
 
  private:
-  // A batch is committed at this many ops even before flush(), so a loop that never yields to
-  // the event loop still makes progress on the GPU.
-  static constexpr int kMaxOpsPerBatch = 64;
-
+  // A batch is also committed before flush() once it holds policy_.max_ops ops or its ops bound
+  // policy_.max_bytes of buffers (core/commit_policy.h), so that the GPU starts on a long chain
+  // of ops while the rest is still being encoded.
+  CommitPolicy policy_;
   id<MTLCommandQueue> queue_;
   ShaderLibraries& libraries_;
   id<MTLCommandBuffer> batch_ = nil;
   id<MTLComputeCommandEncoder> encoder_ = nil;
   int ops_in_batch_ = 0;
+  size_t bytes_in_batch_ = 0;
 };
 
 }  // namespace mto::metal

@@ -48,8 +48,8 @@ bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
   return true;
 }
 
-CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries)
-    : queue_([device newCommandQueue]), libraries_(libraries) {
+CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries, CommitPolicy policy)
+    : policy_(policy), queue_([device newCommandQueue]), libraries_(libraries) {
   if (!queue_) throw Error(code::Backend, "could not create a Metal command queue");
   queue_.label = @"metal-tensorops";
 }
@@ -100,7 +100,9 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgT
         if (s.arg == plan::Arg::Params) {
           [encoder_ setBytes:d.params.data() length:d.params.size() atIndex:s.index];
         } else {
-          [encoder_ setBuffer:(s.arg == plan::Arg::Unused ? spare[i] : args.get(s.arg)) offset:0 atIndex:s.index];
+          id<MTLBuffer> b = s.arg == plan::Arg::Unused ? spare[i] : args.get(s.arg);
+          [encoder_ setBuffer:b offset:0 atIndex:s.index];
+          bytes_in_batch_ += size_t(b.length);
         }
       }
       [encoder_ dispatchThreadgroups:size3(d.threadgroups) threadsPerThreadgroup:size3(d.threads_per_threadgroup)];
@@ -118,7 +120,7 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgT
       done(std::move(status));
     }];
   }
-  if (++ops_in_batch_ >= kMaxOpsPerBatch) flush();
+  if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
 }
 
 void CommandStream::flush() {
@@ -128,6 +130,7 @@ void CommandStream::flush() {
   batch_ = nil;
   encoder_ = nil;
   ops_in_batch_ = 0;
+  bytes_in_batch_ = 0;
 }
 
 }  // namespace mto::metal
