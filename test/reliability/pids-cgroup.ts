@@ -20,7 +20,15 @@ function pidsRoot(): string | undefined {
 export function pidsLimitUnavailable(): string | undefined {
   if (process.platform !== 'linux') return 'not Linux';
   if (process.getuid?.() !== 0) return 'not root (a pids cgroup needs root)';
-  if (!pidsRoot()) return 'no pids cgroup controller is mounted';
+  const root = pidsRoot();
+  if (!root) return 'no pids cgroup controller is mounted';
+  const probe = join(root, `metal-tensorops-probe-${process.pid}`);
+  try {
+    mkdirSync(probe);
+    rmdirSync(probe);
+  } catch (err) {
+    return `the pids cgroup at ${root} cannot be written (${(err as Error).message})`;
+  }
   return undefined;
 }
 
