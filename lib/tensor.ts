@@ -16,18 +16,27 @@ export interface TensorOwner {
 }
 
 export class Tensor {
-  readonly shape: readonly number[];
-  readonly dtype: AnyDType;
   /** @internal */
   readonly [handleOf]: NativeTensorHandle;
   readonly #owner: TensorOwner;
+  // Read from the addon on first use: most outputs of a queued chain are never asked, and the
+  // reads cost about as much as queueing the op itself.
+  #shape: readonly number[] | undefined;
+  #dtype: AnyDType | undefined;
 
   /** @internal Tensors are made by a Device (dev.tensor(), op results). */
   constructor(handle: NativeTensorHandle, owner: TensorOwner) {
     this[handleOf] = handle;
     this.#owner = owner;
-    this.shape = Object.freeze(handle.shape);
-    this.dtype = handle.dtype;
+  }
+
+  /** The dimensions (frozen). */
+  get shape(): readonly number[] {
+    return (this.#shape ??= Object.freeze(this[handleOf].shape));
+  }
+
+  get dtype(): AnyDType {
+    return (this.#dtype ??= this[handleOf].dtype);
   }
 
   get disposed(): boolean {

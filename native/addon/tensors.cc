@@ -58,15 +58,15 @@ Napi::Function NativeTensor::Init(Napi::Env env) {
 }
 
 NativeTensor::NativeTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeTensor>(info) {
-  if (info.Length() < 1 || !info[0].IsExternal()) {
+  AddonData& data = addon_data(info.Env());
+  if (!data.wrapping_tensor) {
     throw_error(info.Env(), code::Arg, "NativeTensor is created by the device (dev.tensor())");
   }
-  tensor_ = *info[0].As<Napi::External<TensorPtr>>().Data();
+  tensor_ = std::move(data.wrapping_tensor);
   shape_ = tensor_->shape;
   dtype_ = tensor_->dtype;
   // A view (reshape) shares its storage: the tensor it was made from reports the bytes.
-  const bool view = info.Length() > 1 && info[1].ToBoolean().Value();
-  reported_ = view ? 0 : int64_t(tensor_->bytes());
+  reported_ = data.wrapping_view ? 0 : int64_t(tensor_->bytes());
   adjust_memory(info.Env(), reported_);
 }
 
@@ -80,8 +80,15 @@ void NativeTensor::Release() {
 }
 
 Napi::Object NativeTensor::Wrap(Napi::Env env, TensorPtr t, bool view) {
-  return addon_data(env).tensor_ctor.New(
-      {Napi::External<TensorPtr>::New(env, &t), Napi::Boolean::New(env, view)});
+  AddonData& data = addon_data(env);
+  data.wrapping_tensor = std::move(t);
+  data.wrapping_view = view;
+  try {
+    return data.tensor_ctor.New({});  // the constructor takes wrapping_tensor
+  } catch (...) {
+    data.wrapping_tensor.reset();
+    throw;
+  }
 }
 
 Napi::Value NativeTensor::Reshape(const Napi::CallbackInfo& info) {
@@ -197,11 +204,12 @@ Napi::Function NativeQTensor::Init(Napi::Env env) {
 
 NativeQTensor::NativeQTensor(const Napi::CallbackInfo& info)
     : Napi::ObjectWrap<NativeQTensor>(info) {
-  if (info.Length() != 1 || !info[0].IsExternal()) {
+  AddonData& data = addon_data(info.Env());
+  if (!data.wrapping_qtensor) {
     throw_error(info.Env(), code::Arg,
                 "NativeQTensor is created by the device (dev.quantize(), dev.fromQuantized())");
   }
-  tensor_ = *info[0].As<Napi::External<QTensorPtr>>().Data();
+  tensor_ = std::move(data.wrapping_qtensor);
   shape_ = tensor_->shape;
   format_ = tensor_->format;
   block_ = tensor_->block;
@@ -219,7 +227,14 @@ void NativeQTensor::Release() {
 }
 
 Napi::Object NativeQTensor::Wrap(Napi::Env env, QTensorPtr t) {
-  return addon_data(env).qtensor_ctor.New({Napi::External<QTensorPtr>::New(env, &t)});
+  AddonData& data = addon_data(env);
+  data.wrapping_qtensor = std::move(t);
+  try {
+    return data.qtensor_ctor.New({});  // the constructor takes wrapping_qtensor
+  } catch (...) {
+    data.wrapping_qtensor.reset();
+    throw;
+  }
 }
 
 bool NativeQTensor::Is(Napi::Value v) {
