@@ -12,9 +12,12 @@ export interface NativeTensorHandle {
   whenReady(): Promise<void> | undefined;
   /** A view with another shape: the same storage and writing op. */
   reshape(shape: readonly number[]): NativeTensorHandle;
-  /** Copies into `out`, allocated by lib/ (host-arrays.ts says why), once ready. */
-  readInto(out: TypedData): void;
-  toFloat32Into(out: Float32Array): void;
+  /**
+   * Copies into `out`, allocated by lib/ (host-arrays.ts says why), once ready: at once, or (1 MiB
+   * and more) on libuv's thread pool, returning a Promise.
+   */
+  readInto(out: TypedData): Promise<void> | undefined;
+  toFloat32Into(out: Float32Array): Promise<void> | undefined;
   dispose(): void;
   readonly disposed: boolean;
   readonly bytes: number;
@@ -27,9 +30,9 @@ export interface NativeQTensorHandle {
   whenReady(): Promise<void> | undefined;
   /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
   planeLengths(): { codes: number; scales: number; biases: number };
-  codesInto(out: Uint8Array): void;
-  scalesInto(out: Uint8Array | Uint16Array): void;
-  biasesInto(out: Uint16Array): void;
+  codesInto(out: Uint8Array): Promise<void> | undefined;
+  scalesInto(out: Uint8Array | Uint16Array): Promise<void> | undefined;
+  biasesInto(out: Uint16Array): Promise<void> | undefined;
   dispose(): void;
   readonly disposed: boolean;
   readonly bytes: number;

@@ -56,7 +56,7 @@ export class Tensor {
       this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
       : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
       : allocateArray(Uint16Array, n, 'tensor.data()');
-    callNative(() => h.readInto(out));
+    await copied(callNative(() => h.readInto(out)));
     return out;
   }
 
@@ -64,7 +64,7 @@ export class Tensor {
   async toFloat32(): Promise<Float32Array> {
     const h = await readyHandle(this[handleOf]);
     const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
-    callNative(() => h.toFloat32Into(out));
+    await copied(callNative(() => h.toFloat32Into(out)));
     return out;
   }
 
@@ -126,7 +126,7 @@ export class QuantizedTensor {
   async codes(): Promise<Uint8Array> {
     const h = await readyHandle(this[handleOf]);
     const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
-    callNative(() => h.codesInto(out));
+    await copied(callNative(() => h.codesInto(out)));
     return out;
   }
 
@@ -135,7 +135,7 @@ export class QuantizedTensor {
     const h = await readyHandle(this[handleOf]);
     const n = callNative(() => h.planeLengths()).scales;
     const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
-    callNative(() => h.scalesInto(out));
+    await copied(callNative(() => h.scalesInto(out)));
     return out;
   }
 
@@ -146,7 +146,7 @@ export class QuantizedTensor {
       throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
     }
     const out = allocateArray(Uint16Array, callNative(() => h.planeLengths()).biases, 'biases()');
-    callNative(() => h.biasesInto(out));
+    await copied(callNative(() => h.biasesInto(out)));
     return out;
   }
 
@@ -201,4 +201,9 @@ function resolveShape(shape: readonly number[], elements: number): number[] {
     throw new TensorOpsError('E_SHAPE', `shape ${describe(dims)} has ${elementCount(out)} elements; the tensor has ${elements}`);
   }
   return out;
+}
+
+/** Waits for a copy the addon runs off the JS thread (large reads), if it did. */
+async function copied(copy: Promise<void> | undefined): Promise<void> {
+  if (copy) await awaitNative(() => copy);
 }

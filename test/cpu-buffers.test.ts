@@ -27,7 +27,7 @@ const stats = () => {
 const bytesOf = async (t: NativeTensorHandle) => {
   await t.whenReady();
   const d = new Uint8Array(t.bytes);
-  t.readInto(t.dtype === 'float32' ? new Float32Array(d.buffer) : t.dtype === 'bool' ? d : new Uint16Array(d.buffer));
+  await t.readInto(t.dtype === 'float32' ? new Float32Array(d.buffer) : t.dtype === 'bool' ? d : new Uint16Array(d.buffer));
   return Buffer.from(d.buffer);
 };
 type Result = NativeTensorHandle | NativeQTensorHandle;
@@ -37,13 +37,13 @@ const planes = async (r: Result): Promise<Buffer[]> => {
   const n = r.planeLengths();
   const affine = r.format.startsWith('affine');
   const codes = new Uint8Array(n.codes);
-  r.codesInto(codes);
+  await r.codesInto(codes);
   const scales = affine ? new Uint16Array(n.scales) : new Uint8Array(n.scales);
-  r.scalesInto(scales);
+  await r.scalesInto(scales);
   const out = [codes, scales];
   if (affine) {
     const biases = new Uint16Array(n.biases);
-    r.biasesInto(biases);
+    await r.biasesInto(biases);
     out.push(biases);
   }
   return out.map((p) => Buffer.from(p.buffer, p.byteOffset, p.byteLength));

@@ -166,6 +166,24 @@ describe('stream-ordered execution', () => {
   });
 });
 
+describe('reads', () => {
+  it('a large read copies off the JS thread: a zero-delay timer runs first, and the values are right', async () => {
+    const n = 16 << 20;  // 64 MiB of float32
+    const values = new Float32Array(n);
+    for (let i = 0; i < n; i += 4099) values[i] = i;
+    const t = cpu.tensor(values, [n]);
+    const read = t.toFloat32().then((v) => ({ v }));
+    const timer = new Promise((resolve) => setTimeout(() => resolve('timer'), 0));
+    expect(await Promise.race([read, timer])).toBe('timer');
+    const { v } = await read;
+    expect(v.length).toBe(n);
+    for (let i = 0; i < n; i += 4099) if (v[i] !== i) expect.fail(`[${i}] = ${v[i]}`);
+    const bits = await cpu.cast(t, 'bfloat16').data();  // a large read in the storage type too
+    expect(bits).toBeInstanceOf(Uint16Array);
+    expect(bits[4099 * 2]).toBe(new Uint16Array(new Float32Array([4099 * 2]).buffer)[1]);
+  });
+});
+
 describe('reshape', () => {
   it('is a view of the same storage, ready with the op that writes it, with one -1 worked out', async () => {
     const dev = gpuLike({ delayUs: 2000 });

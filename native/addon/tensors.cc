@@ -6,22 +6,27 @@
 
 #include "addon_data.h"
 #include "errors.h"
+#include "host_copy.h"
 #include "js_completion.h"
 #include "typed_arrays.h"
 
 namespace mto::addon {
 namespace {
 
-// Copies `bytes` from src into the typed array `dst` (allocated by lib/ in JavaScript, of the
-// type `expected` names, holding exactly `bytes`).
-void copy_into(Napi::Value dst, napi_typedarray_type type, const char* expected, const void* src,
-               size_t bytes) {
+// Copies `bytes` of `keep`'s storage at src into the typed array `dst` (allocated by lib/ in
+// JavaScript, of the type `expected` names, holding exactly `bytes`): undefined when done, or a
+// Promise when the copy is large (host_copy.h).
+Napi::Value copy_into(Napi::Value dst, napi_typedarray_type type, const char* expected,
+                      std::shared_ptr<const void> keep, const void* src, size_t bytes) {
   TypedBytes out = typed_bytes_of(dst, type, "out", expected);
   if (out.bytes != bytes) {
     throw_error(dst.Env(), code::Shape, "out has " + std::to_string(out.bytes) +
                                             " bytes; the tensor has " + std::to_string(bytes));
   }
-  if (bytes) std::memcpy(out.data, src, bytes);
+  uint8_t* to = out.data;
+  return copy_to_js(dst.Env(), dst, bytes, std::move(keep), [to, src, bytes] {
+    if (bytes) std::memcpy(to, src, bytes);
+  });
 }
 
 // Reads copy what the tensor holds once the op that writes it ran: lib/ waits for whenReady()
@@ -141,9 +146,8 @@ Napi::Value NativeTensor::ReadInto(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
     require_ready(env, t->event);
-    copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
-              t->buffer->data(), t->bytes());
-    return env.Undefined();
+    return copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
+                     t->buffer, t->buffer->data(), t->bytes());
   });
 }
 
@@ -158,8 +162,11 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
       throw_error(env, code::Shape, "out has " + std::to_string(out.length) +
                                         " elements; the tensor has " + std::to_string(n));
     }
-    to_float32(t->dtype, t->buffer->data(), reinterpret_cast<float*>(out.data), n);
-    return env.Undefined();
+    float* to = reinterpret_cast<float*>(out.data);
+    const void* from = t->buffer->data();
+    const DType dtype = t->dtype;
+    return copy_to_js(env, info[0], n * sizeof(float), t->buffer,
+                      [dtype, from, to, n] { to_float32(dtype, from, to, n); });
   });
 }
 
@@ -273,8 +280,8 @@ Napi::Value NativeQTensor::CodesInto(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
     require_ready(env, t->event);
-    copy_into(info[0], napi_uint8_array, "a Uint8Array", t->codes->data(), t->codes->bytes());
-    return env.Undefined();
+    return copy_into(info[0], napi_uint8_array, "a Uint8Array", t->codes, t->codes->data(),
+                     t->codes->bytes());
   });
 }
 
@@ -284,11 +291,11 @@ Napi::Value NativeQTensor::ScalesInto(const Napi::CallbackInfo& info) {
     QTensorPtr t = Get(Value(), "tensor");
     require_ready(env, t->event);
     if (format_info(t->format).affine) {
-      copy_into(info[0], napi_uint16_array, "a Uint16Array", t->scales->data(), t->scales->bytes());
-    } else {
-      copy_into(info[0], napi_uint8_array, "a Uint8Array", t->scales->data(), t->scales->bytes());
+      return copy_into(info[0], napi_uint16_array, "a Uint16Array", t->scales, t->scales->data(),
+                       t->scales->bytes());
     }
-    return env.Undefined();
+    return copy_into(info[0], napi_uint8_array, "a Uint8Array", t->scales, t->scales->data(),
+                     t->scales->bytes());
   });
 }
 
@@ -298,8 +305,8 @@ Napi::Value NativeQTensor::BiasesInto(const Napi::CallbackInfo& info) {
     QTensorPtr t = Get(Value(), "tensor");
     require_ready(env, t->event);
     if (!t->biases) throw_error(env, code::Format, "biases() exists only for affine formats");
-    copy_into(info[0], napi_uint16_array, "a Uint16Array", t->biases->data(), t->biases->bytes());
-    return env.Undefined();
+    return copy_into(info[0], napi_uint16_array, "a Uint16Array", t->biases, t->biases->data(),
+                     t->biases->bytes());
   });
 }
 

@@ -14,7 +14,9 @@ const { open } = require(workerData.dist);
   const keep = [];
   const w = dev.tensor(new Float32Array(64 * 256).fill(0.5), [64, 256]);
   const q = await dev.quantize(w, { format: 'mxfp4' });
+  const big = dev.tensor(new Float32Array(1 << 22), [1 << 22]);  // 16 MiB: read off the JS thread
   for (let i = 0; ; i++) {
+    if (i % 20 === 0) big.toFloat32();  // a large read in flight when the worker goes
     keep.push(dev.tensor(new Float32Array(64), [8, 8]));     // finalizers pending at teardown
     if (keep.length > 2000) keep.splice(0, 1000);
     const x = dev.tensor(new Float32Array(64 * 256).fill(1), [64, 256]);
