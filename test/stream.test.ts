@@ -3,6 +3,7 @@
 // test-only asynchronous backend (native/addon/async_test_backend.h), which completes ops in
 // order from another thread as a GPU queue does, declines some ops (the stream runs them on the
 // cpu backend between the "GPU" ones) and fails scripted ops or batches as a GPU error would.
+import { join, resolve } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { open, Tensor, type Device } from '../lib/index';
 import { deviceInfo } from '../lib/backend';
@@ -11,7 +12,10 @@ import { loadBinding, type NativeDeviceHandle } from '../lib/native';
 import { expectBitExact, expectClose, randn } from './helpers/compare';
 import { linearRef } from './helpers/reference';
 
-interface Script { failOps?: number[]; failBatches?: number[]; failCode?: string; delayUs?: number }
+interface Script {
+  failOps?: number[]; failBatches?: number[]; failCode?: string; delayUs?: number;
+  compileUs?: number; compileFail?: boolean;
+}
 
 function gpuLike(script: Script = {}): Device {
   const Native = loadBinding().NativeDevice as unknown as new (
@@ -163,6 +167,71 @@ describe('stream-ordered execution', () => {
     const z = cpu.linear(y, cpu.tensor(wv, [K, K]));
     const y64 = linearRef(x0, wv, 1, K, K);
     expectClose(await z.toFloat32(), linearRef(Float32Array.from(y64), wv, 1, K, K), 1e-4, 'z');
+  });
+});
+
+describe('kernels still to compile (a Metal pipeline\'s first use)', () => {
+  const internal = () => loadBinding()._internal as unknown as {
+    asyncTestCounters(): { opsRun: number; preparedOnJsThread: number };
+  };
+
+  it('compile on a pool thread, never the JS thread: the op returns at once, the ops after it keep their order', async () => {
+    const before = internal().asyncTestCounters().preparedOnJsThread;
+    const dev = gpuLike({ compileUs: 300_000 });  // the first linear, matmul, ... each "compile" 300 ms
+    const w = dev.tensor(wv, [K, K]);
+    const t0 = performance.now();
+    const chain = queuedChain(dev, 5, x0, wv);  // linear (compiles), then cast (declined), linear...
+    const m = dev.matmul(chain, dev.tensor(wv, [K, K]));  // a second kernel to compile, behind them
+    const queued = performance.now() - t0;
+    expect(queued).toBeLessThan(100);
+    let timerRan = false;
+    setTimeout(() => { timerRan = true; }, 0);
+    const got = await chain.toFloat32();
+    expect(timerRan).toBe(true);
+    expectBitExact(got, await awaitedChain(cpu, 5, x0, wv), 'the chain');
+    const want = await cpu.matmul(cpu.tensor(got, [1, K]), cpu.tensor(wv, [K, K])).toFloat32();
+    expectBitExact(await m.toFloat32(), want, 'the matmul after it');
+    expect(performance.now() - t0).toBeGreaterThan(550);  // both compiles did happen
+    // Compiled once: later ops encode on the JS thread at once.
+    const t1 = performance.now();
+    const again = dev.linear(dev.tensor(x0, [1, K]), w);
+    expect(performance.now() - t1).toBeLessThan(50);
+    expectClose(await again.toFloat32(), linearRef(x0, wv, 1, K, K), 1e-5, 'after compiling');
+    expect(internal().asyncTestCounters().preparedOnJsThread).toBe(before);
+  });
+
+  it('a kernel that fails to compile fails its op and what is computed from it; others run', async () => {
+    const dev = gpuLike({ compileUs: 1000, compileFail: true });
+    const x = dev.tensor(x0, [1, K]);
+    const y = dev.linear(x, dev.tensor(wv, [K, K]));
+    const downstream = dev.cast(y, 'float16');
+    const independent = dev.cast(x, 'float16');  // declined by the "GPU": runs on the cpu backend
+    for (const t of [y, downstream]) {
+      await expect(t.toFloat32()).rejects.toMatchObject({ code: 'E_BACKEND', message: 'compiling the pipeline for linear failed (scripted)' });
+    }
+    expectBitExact(await independent.toFloat32(), await cpu.cast(cpu.tensor(x0, [1, K]), 'float16').toFloat32(), 'independent');
+  });
+
+  it('a worker that ends with ops in the open batch (no JS turn end to commit it) still runs them', async () => {
+    const { Worker } = await import('node:worker_threads');
+    const before = internal().asyncTestCounters().opsRun;
+    const bindingPath = join(resolve(__dirname, '..'), 'dist', 'cjs', 'native.js');  // built by pretest
+    // The worker queues 40 linears in one turn and exits in that turn, before setImmediate could
+    // commit them: the device's finalizer, run as the environment goes, commits them.
+    const worker = new Worker(`
+      const { loadBinding } = require(${JSON.stringify(bindingPath)});
+      const b = loadBinding();
+      const d = new b.NativeDevice(1, 'cpu', '', { asyncTestBackend: true });
+      const w = d.tensor(new Float32Array(64 * 64).fill(0.01), [64, 64], 'float32');
+      for (let i = 0; i < 40; i++) d.linear(d.tensor(new Float32Array(64).fill(1), [1, 64], 'float32'), w, null, null);
+      process.exit(0);
+    `, { eval: true });
+    await new Promise((resolve) => worker.once('exit', resolve));
+    const deadline = Date.now() + 5000;
+    while (internal().asyncTestCounters().opsRun < before + 40 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    expect(internal().asyncTestCounters().opsRun - before).toBe(40);
   });
 });
 

@@ -1,11 +1,13 @@
 #include "async_test_backend.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +18,9 @@ namespace mto::addon {
 namespace {
 
 using Op = std::function<void(Backend& cpu)>;
+
+std::atomic<int64_t> g_ops_run{0};
+std::atomic<int64_t> g_prepared_on_js_thread{0};
 
 // The "GPU": one thread that runs flushed batches in order, as a command queue does. Shared with
 // the thread, which ends once the backend is gone and the queue is empty.
@@ -40,14 +45,20 @@ void run_queue(std::shared_ptr<Queue> q, BackendPtr cpu) {
       batch = std::move(q->batches.front());
       q->batches.pop_front();
     }
-    for (const Op& op : batch) op(*cpu);
+    for (const Op& op : batch) {
+      op(*cpu);
+      g_ops_run.fetch_add(1, std::memory_order_relaxed);
+    }
   }
 }
 
 class AsyncTestBackend final : public Backend {
  public:
   AsyncTestBackend(BackendPtr cpu, AsyncTestScript script)
-      : cpu_(std::move(cpu)), script_(std::move(script)), queue_(std::make_shared<Queue>()) {}
+      : cpu_(std::move(cpu)),
+        script_(std::move(script)),
+        queue_(std::make_shared<Queue>()),
+        js_thread_(std::this_thread::get_id()) {}
   ~AsyncTestBackend() override {
     std::lock_guard<std::mutex> lock(queue_->mu);
     queue_->stop = true;
@@ -65,21 +76,25 @@ class AsyncTestBackend final : public Backend {
       throw Error(code::Backend, "compiling the Metal library shaders/quantize.metal (MSL 3.1) failed: "
                                  "simulated compiler error");
     }
+    prepared("quantize");
     return later(done, [&x, &out](Backend& b, Completion d) { b.quantize(x, out, std::move(d)); });
   }
   bool dequantize(const QTensor&, Tensor&, Completion) override { return false; }
   bool cast(const Tensor&, Tensor&, Completion) override { return false; }
   bool linear(const Operand& x, const Operand& w, const Tensor* bias, const LinearParams& p,
               Tensor& y, Completion done) override {
+    prepared("linear");
     return later(done, [=, &y](Backend& b, Completion d) { b.linear(x, w, bias, p, y, std::move(d)); });
   }
   // As the metal backend: a and b of one dtype have a kernel, mixed dtypes are declined.
   bool matmul(const Tensor& a, const Tensor& b, const MatmulParams& p, Tensor& c, Completion done) override {
     if (a.dtype != b.dtype) return false;
+    prepared("matmul");
     return later(done, [=, &a, &b, &c](Backend& cpu, Completion d) { cpu.matmul(a, b, p, c, std::move(d)); });
   }
   bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
                  Tensor& o, Completion done) override {
+    prepared("attention");
     return later(done, [=, &o](Backend& b, Completion d) { b.attention(q, k, v, p, o, std::move(d)); });
   }
 
@@ -101,6 +116,24 @@ class AsyncTestBackend final : public Backend {
   }
 
  private:
+  // As a Metal pipeline not compiled yet: asks the stream to prepare `kind` first (once).
+  void prepared(const char* kind) {
+    if (script_.compile_us <= 0) return;
+    {
+      std::lock_guard<std::mutex> lock(prepared_mu_);
+      if (prepared_.count(kind) > 0) return;
+    }
+    throw EncodeNeedsPreparation{[this, kind] {
+      if (std::this_thread::get_id() == js_thread_) g_prepared_on_js_thread.fetch_add(1);
+      std::this_thread::sleep_for(std::chrono::microseconds(script_.compile_us));
+      if (script_.compile_fail) {
+        throw Error(code::Backend, std::string("compiling the pipeline for ") + kind + " failed (scripted)");
+      }
+      std::lock_guard<std::mutex> lock(prepared_mu_);
+      prepared_.insert(kind);
+    }};
+  }
+
   // Queues the op for the next flush(); the operands are the caller's, alive until `done`
   // (core/backend.h). Scripted: the op fails instead of running, or runs after a delay.
   bool later(Completion done, std::function<void(Backend&, Completion)> run) {
@@ -126,9 +159,16 @@ class AsyncTestBackend final : public Backend {
   std::vector<Op> batch_;                // encoded since the last flush (JS thread, or the stream
   std::vector<Op> fail_ops_of_batch_;    // under its encode lock)
   int64_t ops_ = 0, batches_ = 0;
+  const std::thread::id js_thread_;
+  std::mutex prepared_mu_;
+  std::set<std::string> prepared_;
 };
 
 }  // namespace
+
+AsyncTestCounters async_test_counters() {
+  return AsyncTestCounters{g_ops_run.load(), g_prepared_on_js_thread.load()};
+}
 
 BackendPtr make_async_test_backend(BackendPtr cpu, AsyncTestScript script) {
   return std::make_shared<AsyncTestBackend>(std::move(cpu), std::move(script));

@@ -96,7 +96,8 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   if (info.Length() > 1 && info[1].IsString()) request.backend = info[1].As<Napi::String>().Utf8Value();
   if (info.Length() > 2 && info[2].IsString()) request.tier = info[2].As<Napi::String>().Utf8Value();
   // Tests only (test/async-path.test.ts, test/stream.test.ts): a 4th argument
-  // { asyncTestBackend: true, failOps?: number[], failBatches?: number[], failCode?, delayUs? }.
+  // { asyncTestBackend: true, failOps?: number[], failBatches?: number[], failCode?, delayUs?,
+  // compileUs?, compileFail? }.
   const bool async_test = info.Length() > 3 && info[3].IsObject() &&
                           info[3].As<Napi::Object>().Get("asyncTestBackend").ToBoolean().Value();
   AsyncTestScript script;
@@ -114,6 +115,8 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       script.fail_code = code::Backend;
     }
     if (o.Get("delayUs").IsNumber()) script.delay_us = o.Get("delayUs").As<Napi::Number>().Int64Value();
+    if (o.Get("compileUs").IsNumber()) script.compile_us = o.Get("compileUs").As<Napi::Number>().Int64Value();
+    script.compile_fail = o.Get("compileFail").ToBoolean().Value();
   }
   guard(info.Env(), [&] {
     cpu_ = make_cpu_backend(threads);
@@ -122,6 +125,10 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     fallback_reason_ = opened.fallback_reason;
     stream_ = Stream::make(backend_, cpu_);
   });
+}
+
+NativeDevice::~NativeDevice() {
+  if (stream_) stream_->flush();
 }
 
 void NativeDevice::require_open(Napi::Env env) const {

@@ -19,6 +19,9 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   // (threads: number, backend: string, tier: string): backend is options.backend overridden by
   // METAL_TENSOROPS_BACKEND, tier is METAL_TENSOROPS_TIER ("" = auto); see core/tiers.h.
   explicit NativeDevice(const Napi::CallbackInfo& info);
+  // Collected (or its environment torn down) with ops in an open batch: they are committed, as
+  // no JS turn end may come to do it; queued ops hold what they need.
+  ~NativeDevice() override;
 
  private:
   // device.cc

@@ -19,6 +19,7 @@
 #include "errors.h"
 #include "core/commit_policy.h"
 #include "core/stream.h"
+#include "async_test_backend.h"
 #include "js_completion.h"
 
 namespace mto::addon {
@@ -361,6 +362,16 @@ Napi::Value CommitPolicyOf(const Napi::CallbackInfo& info) {
   });
 }
 
+// asyncTestCounters() -> { opsRun, preparedOnJsThread }: process-wide counters of the test-only
+// asynchronous backend (async_test_backend.h).
+Napi::Value AsyncTestCountersOf(const Napi::CallbackInfo& info) {
+  const AsyncTestCounters c = async_test_counters();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("opsRun", double(c.ops_run));
+  o.Set("preparedOnJsThread", double(c.prepared_on_js_thread));
+  return o;
+}
+
 }  // namespace
 
 Napi::Object InitInternal(Napi::Env env) {
@@ -378,6 +389,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("scalePlaneLayout", Napi::Function::New(env, ScalePlaneLayoutOf, "scalePlaneLayout"));
   o.Set("quantizedView", Napi::Function::New(env, QuantizedView, "quantizedView"));
   o.Set("hostOpTimes", Napi::Function::New(env, HostOpTimes, "hostOpTimes"));
+  o.Set("asyncTestCounters", Napi::Function::New(env, AsyncTestCountersOf, "asyncTestCounters"));
   o.Set("commitPolicy", Napi::Function::New(env, CommitPolicyOf, "commitPolicy"));
   return o;
 }

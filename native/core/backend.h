@@ -23,6 +23,15 @@ struct OpStatus {
   std::string message;
   bool ok() const { return code == nullptr; }
 };
+// Thrown by an asynchronous backend's op, before it encodes anything, when encoding it needs work
+// that takes long and is not done yet (the metal backend: compiling a library or a pipeline, tens
+// of milliseconds each). The stream runs `prepare` on one of its own threads, never the JS
+// thread and outside its encode lock (so a flush does not wait for a compiler), then starts the op
+// again; what `prepare` throws fails the op.
+struct EncodeNeedsPreparation {
+  std::function<void()> prepare;
+};
+
 // Called exactly once per op that a backend accepted, on any thread (the cpu backend calls it
 // before returning; the metal backend from the command buffer's completed handler).
 using Completion = std::function<void(OpStatus)>;
@@ -75,7 +84,8 @@ class Backend {
   // The ops. Outputs are allocated by the caller with allocate() and shaped by core/ops.h's
   // check_*; inputs and outputs stay alive until `done` has run (the caller holds them). An op returns false without
   // doing anything (and without calling `done`) when this backend has no kernel for the request;
-  // the caller then runs it on the cpu backend over the same host-visible storage.
+  // the caller then runs it on the cpu backend over the same host-visible storage. An
+  // asynchronous backend's op may throw EncodeNeedsPreparation instead of blocking.
   virtual bool quantize(const Tensor& x, QTensor& out, Completion done) = 0;
   virtual bool dequantize(const QTensor& q, Tensor& out, Completion done) = 0;
   virtual bool cast(const Tensor& x, Tensor& out, Completion done) = 0;

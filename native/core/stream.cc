@@ -103,10 +103,12 @@ void Stream::submit(StreamOp op, const EventPtr& event) {
       }
       if (encodable) {
         lock.unlock();
-        bool encoded = false;
+        Encode r = Encode::Declined;
+        std::function<void()> prepare;  // compiled by the drain below, off this thread
         // An op that cannot be encoded (a pipeline that fails to compile) fails like one that
         // fails on the GPU: its outputs carry the error to their reads.
-        OpStatus thrown = capture_status([&] { encoded = try_encode(op, event); });
+        OpStatus thrown = capture_status([&] { r = try_encode(op, event, &prepare); });
+        const bool encoded = r == Encode::Encoded;
         lock.lock();
         if (!thrown.ok() || encoded) {
           tail_ = event;
@@ -135,7 +137,7 @@ void Stream::submit(StreamOp op, const EventPtr& event) {
   cpu_->post([self = shared_from_this()] { self->drain(); });
 }
 
-bool Stream::try_encode(StreamOp& op, const EventPtr& event) {
+Stream::Encode Stream::try_encode(StreamOp& op, const EventPtr& event, std::function<void()>* prepare) {
   // The completion holds the op (and through it its operands) until the backend is done with
   // them; then it completes the event with the op's failure or its first failed input's.
   auto held = std::make_shared<OpStart>(op.start);
@@ -161,13 +163,46 @@ bool Stream::try_encode(StreamOp& op, const EventPtr& event) {
   std::lock_guard<std::mutex> lock(encode_mu_);
   event->on_queue_ = true;
   try {
-    if ((*held)(*backend_, std::move(done))) return true;
+    if ((*held)(*backend_, std::move(done))) return Encode::Encoded;
+  } catch (EncodeNeedsPreparation& needs) {
+    event->on_queue_ = false;
+    *prepare = std::move(needs.prepare);
+    return Encode::NeedsPreparation;
   } catch (...) {
     event->on_queue_ = false;
     throw;
   }
   event->on_queue_ = false;
-  return false;
+  return Encode::Declined;
+}
+
+Stream::Encode Stream::encode_prepared(StreamOp& op, const EventPtr& event, bool* unflushed,
+                                       FailurePtr* failure) {
+  // Each round prepares one missing piece (an attention plan has up to two pipelines); a backend
+  // that keeps asking is a bug, reported on the op rather than spinning.
+  for (int round = 0; round < 8; ++round) {
+    Encode r = Encode::Declined;
+    std::function<void()> prepare;
+    OpStatus thrown = capture_status([&] { r = try_encode(op, event, &prepare); });
+    if (!thrown.ok()) {
+      *failure = std::make_shared<const OpStatus>(std::move(thrown));
+      return Encode::Declined;
+    }
+    if (r != Encode::NeedsPreparation) return r;
+    // The GPU works through what is encoded while this thread compiles.
+    if (*unflushed) {
+      flush();
+      *unflushed = false;
+    }
+    OpStatus prepared = capture_status(prepare);
+    if (!prepared.ok()) {
+      *failure = std::make_shared<const OpStatus>(std::move(prepared));
+      return Encode::Declined;
+    }
+  }
+  *failure = std::make_shared<const OpStatus>(
+      OpStatus{code::Backend, "internal: the backend still asks to prepare the op after 8 rounds"});
+  return Encode::Declined;
 }
 
 void Stream::drain() {
@@ -190,8 +225,7 @@ void Stream::drain() {
     bool encoded = false;
     FailurePtr failure;
     if (async_ && !first_failure(e.op.inputs)) {
-      OpStatus thrown = capture_status([&] { encoded = try_encode(e.op, e.event); });
-      if (!thrown.ok()) failure = std::make_shared<const OpStatus>(std::move(thrown));
+      encoded = encode_prepared(e.op, e.event, &unflushed, &failure) == Encode::Encoded;
     }
     if (encoded) {
       unflushed = true;

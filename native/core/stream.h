@@ -4,7 +4,8 @@
 // threads (the next op starts the moment the previous one ended, no trip to JS); an asynchronous
 // backend (metal) encodes ops into its command queue as they are called, and the ops it declines
 // run on the cpu backend once their inputs are ready, with the ops queued after them waiting in
-// turn. Plain C++ (no Node-API).
+// turn. An op whose kernel must first be compiled waits in the queue too, and the compiler runs
+// on a pool thread (EncodeNeedsPreparation). Plain C++ (no Node-API).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -104,8 +105,13 @@ class Stream : public std::enable_shared_from_this<Stream> {
   // Runs op on the cpu backend on this thread (its inputs done): its failure, or its first
   // failed input's (then it does not run), or null.
   FailurePtr run_on_cpu(StreamOp& op, bool timed);
-  // Encodes op into the asynchronous backend; false when it declines the op.
-  bool try_encode(StreamOp& op, const EventPtr& event);
+  // Encodes op into the asynchronous backend: Declined when it has no kernel for it, NeedsPreparation
+  // (with *prepare set) when it must first compile something (EncodeNeedsPreparation).
+  enum class Encode { Encoded, Declined, NeedsPreparation };
+  Encode try_encode(StreamOp& op, const EventPtr& event, std::function<void()>* prepare);
+  // Drain thread: encodes op, running what it needs prepared first (outside the encode lock);
+  // what that throws, or encoding does, comes back as the op's failure.
+  Encode encode_prepared(StreamOp& op, const EventPtr& event, bool* unflushed, FailurePtr* failure);
 
   BackendPtr backend_, cpu_;
   const bool async_;

@@ -32,6 +32,8 @@ class PipelineCache {
   // The pipeline for `kernel` specialised with `constants`; throws Error(E_BACKEND) carrying
   // Metal's message when the function is missing or the pipeline cannot be made.
   id<MTLComputePipelineState> get(const std::string& kernel, const std::vector<FunctionConstant>& constants);
+  // The pipeline when it was made already, else nil (never compiles; throws nothing).
+  id<MTLComputePipelineState> find(const std::string& kernel, const std::vector<FunctionConstant>& constants) const;
   size_t size() const;
 
  private:

@@ -91,6 +91,14 @@ id<MTLComputePipelineState> PipelineCache::get(const std::string& kernel,
   return pipeline;
 }
 
+id<MTLComputePipelineState> PipelineCache::find(const std::string& kernel,
+                                                const std::vector<FunctionConstant>& constants) const {
+  const std::string key = pipeline_key(kernel, constants);
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = pipelines_.find(key);
+  return it == pipelines_.end() ? nil : it->second;
+}
+
 size_t PipelineCache::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pipelines_.size();

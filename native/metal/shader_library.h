@@ -36,11 +36,16 @@ class ShaderLibraries {
   // calls during static destruction at exit).
   static ShaderLibraries& for_device(id<MTLDevice> device, const Capabilities& caps);
 
-  // The pipeline of `kernel` in library `stem`, compiling the library on first use. A library
-  // that failed to compile is not retried. Throws Error(E_BACKEND) carrying the compiler's or
-  // Metal's message.
+  // The pipeline of `kernel` in library `stem` when it is ready. Never compiles: the encoding
+  // thread may be the JS thread. When the library or the pipeline is not made yet, throws
+  // EncodeNeedsPreparation (core/backend.h) whose `prepare` is make(stem, kernel, constants), which
+  // the stream runs on a pool thread. A library that failed to compile is not retried: throws
+  // Error(E_BACKEND) carrying the compiler's message.
   id<MTLComputePipelineState> pipeline(const std::string& stem, const std::string& kernel,
                                        const std::vector<FunctionConstant>& constants);
+  // Compiles the library on first use and makes the pipeline (tens of milliseconds each);
+  // throws as pipeline() does. Thread-safe; a second caller waits for the first.
+  void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants);
 
  private:
   ShaderLibraries(id<MTLDevice> device, const Capabilities& caps);
@@ -48,6 +53,9 @@ class ShaderLibraries {
   id<MTLDevice> device_;
   PipelineArchive archive_;
   std::mutex mu_;
+  // The library of `stem` (compiled now when `compile`, else null while it is not made yet).
+  PipelineCache* library(const std::string& stem, bool compile);
+
   std::map<std::string, std::unique_ptr<PipelineCache>> libraries_;
   std::map<std::string, std::string> failures_;  // stem -> compiler message
 };

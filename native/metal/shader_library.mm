@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "core/backend.h"
 #include "core/error.h"
 #include "core/shader_source.h"
 #include "objc_strings.h"
@@ -68,32 +69,40 @@ ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabil
 ShaderLibraries::ShaderLibraries(id<MTLDevice> device, const Capabilities& caps)
     : device_(device), archive_(device, default_archive_path(caps)) {}
 
+PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto failed = failures_.find(stem);
+  if (failed != failures_.end()) throw Error(code::Backend, failed->second);
+  auto it = libraries_.find(stem);
+  if (it != libraries_.end()) return it->second.get();
+  if (!compile) return nullptr;
+  // Compiling under the lock: two first uses of one library must not compile it twice.
+  std::string error;
+  const MslVersion version = library_msl_version(stem);
+  id<MTLLibrary> library = load_precompiled(device_, stem);
+  if (!library) library = compile_library(device_, library_source(stem), version, &error);
+  if (!library) {
+    const std::string message = "compiling the Metal library shaders/" + stem + ".metal (MSL " +
+                                std::to_string(version.major) + "." + std::to_string(version.minor) +
+                                ") failed: " + error;
+    failures_[stem] = message;
+    throw Error(code::Backend, message);
+  }
+  return libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, library, &archive_)).first->second.get();
+}
+
 id<MTLComputePipelineState> ShaderLibraries::pipeline(const std::string& stem, const std::string& kernel,
                                                       const std::vector<FunctionConstant>& constants) {
-  PipelineCache* cache = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto failed = failures_.find(stem);
-    if (failed != failures_.end()) throw Error(code::Backend, failed->second);
-    auto it = libraries_.find(stem);
-    if (it == libraries_.end()) {
-      // Compiling under the lock: two first uses of one library must not compile it twice.
-      std::string error;
-      const MslVersion version = library_msl_version(stem);
-      id<MTLLibrary> library = load_precompiled(device_, stem);
-      if (!library) library = compile_library(device_, library_source(stem), version, &error);
-      if (!library) {
-        const std::string message = "compiling the Metal library shaders/" + stem + ".metal (MSL " +
-                                    std::to_string(version.major) + "." + std::to_string(version.minor) +
-                                    ") failed: " + error;
-        failures_[stem] = message;
-        throw Error(code::Backend, message);
-      }
-      it = libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, library, &archive_)).first;
-    }
-    cache = it->second.get();
-  }
-  return cache->get(kernel, constants);  // thread-safe on its own
+  PipelineCache* cache = library(stem, false);
+  id<MTLComputePipelineState> p = cache ? cache->find(kernel, constants) : nil;
+  if (p) return p;
+  // The library is process-wide and never destroyed, so the task may outlive the backend.
+  throw EncodeNeedsPreparation{[this, stem, kernel, constants] { make(stem, kernel, constants); }};
+}
+
+void ShaderLibraries::make(const std::string& stem, const std::string& kernel,
+                           const std::vector<FunctionConstant>& constants) {
+  library(stem, true)->get(kernel, constants);  // each thread-safe on its own
 }
 
 }  // namespace mto::metal
