@@ -1,39 +1,45 @@
 // Device: the object open() returns. It validates arguments, calls the addon and wraps results;
 // which backend runs is decided once, in backend.ts, and reported in `info`.
 import { TensorOpsError, awaitNative, callNative } from './errors';
+import { operandHandle, tensorHandle } from './ops/args';
+import * as elementwise from './ops/elementwise';
+import * as embeddingOp from './ops/embedding';
+import * as layout from './ops/layout';
+import * as moe from './ops/moe';
+import * as norm from './ops/norm';
+import * as ropeOp from './ops/rope';
+import * as sampling from './ops/sampling';
+import * as softmaxOp from './ops/softmax';
 import type { NativeDeviceHandle, NativeQTensorHandle, NativeTensorHandle } from './native';
 import { QuantizedTensor, Tensor, handleOf, type TensorOwner } from './tensor';
 import type {
-  AnyDType, AttentionOptions, DType, DeviceInfo, FromQuantizedOptions, LinearOptions,
-  QuantizeOptions, TypedData,
+  AnyDType, AttentionOptions, DType, DeviceInfo, FloatDType, FromQuantizedOptions, GeluOptions, GroupedLinearOptions, LinearOptions,
+  NormOptions, QuantizeOptions, RopeOptions, SampleOptions, SliceOptions, TypedData, WriteOptions,
 } from './types';
-import { checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from './validate';
+import { DTYPES, checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from './validate';
 
 type Operand = Tensor | QuantizedTensor;
 
-function tensorHandle(value: unknown, arg: string): NativeTensorHandle {
-  if (value instanceof Tensor) return value[handleOf];
-  throw new TensorOpsError('E_ARG', `${arg} must be a Tensor; got ${describe(value)}`);
-}
-
-function operandHandle(value: unknown, arg: string): NativeTensorHandle | NativeQTensorHandle {
-  if (value instanceof Tensor || value instanceof QuantizedTensor) return value[handleOf];
-  throw new TensorOpsError('E_ARG', `${arg} must be a Tensor or a QuantizedTensor; got ${describe(value)}`);
-}
-
 function toTypedData(data: unknown, dtype: AnyDType): TypedData {
   // SharedArrayBuffer-backed arrays are accepted: the addon copies whatever backs them.
-  if (data instanceof Float32Array || data instanceof Uint16Array || data instanceof Uint8Array) return data;
+  if (data instanceof Float32Array || data instanceof Uint16Array || data instanceof Uint8Array ||
+      data instanceof Int32Array) return data;
   if (Array.isArray(data)) {
     const values = readOnce(() => Array.from(data as unknown[]), 'data');  // read once
     if (values.every((x) => typeof x === 'number' || typeof x === 'boolean')) {
-      return dtype === 'bool' ? Uint8Array.from(values, Number) : Float32Array.from(values, Number);
+      if (dtype === 'bool') return Uint8Array.from(values, Number);
+      if (dtype !== 'int32') return Float32Array.from(values, Number);
+      const bad = values.findIndex((x) => !Number.isInteger(x) || (x as number) < -(2 ** 31) || (x as number) >= 2 ** 31);
+      if (bad >= 0) {
+        throw new TensorOpsError('E_ARG', `data[${bad}] is ${describe(values[bad])}; an int32 tensor takes integers in [-2^31, 2^31)`);
+      }
+      return Int32Array.from(values as number[]);
     }
   }
   throw new TensorOpsError(
     'E_ARG',
-    `data must be a Float32Array, a Uint16Array (float16/bfloat16 bits), a Uint8Array (bool) ` +
-      `or an array of numbers; got ${describe(data)}`,
+    `data must be a Float32Array, a Uint16Array (float16/bfloat16 bits), a Uint8Array (bool), ` +
+      `an Int32Array (int32) or an array of numbers; got ${describe(data)}`,
   );
 }
 
@@ -104,7 +110,7 @@ export class Device implements TensorOwner {
    */
   tensor(data: TypedData | readonly number[], shape: readonly number[], dtype: AnyDType = 'float32'): Tensor {
     this.#checkOpen();
-    const dt = checkDType(dtype, 'dtype', true);
+    const dt = checkDType(dtype, 'dtype', [...DTYPES, 'bool']);
     const dims = checkShape(shape, 'shape');
     const typed = toTypedData(data, dt);
     return this.#wrap(callNative(() => this.#native.tensor(typed, dims, dt)));
@@ -140,7 +146,7 @@ export class Device implements TensorOwner {
   }
 
   /** The values of a quantized tensor in a dense dtype (queued). */
-  dequantize(q: QuantizedTensor, dtype: DType = 'float32'): Tensor {
+  dequantize(q: QuantizedTensor, dtype: FloatDType = 'float32'): Tensor {
     const dt = checkDType(dtype, 'dtype');
     if (!(q instanceof QuantizedTensor)) {
       throw new TensorOpsError('E_ARG', `q must be a QuantizedTensor; got ${describe(q)}`);
@@ -149,9 +155,12 @@ export class Device implements TensorOwner {
     return this.#wrap(this.#op(() => this.#native.dequantize(h, dt)));
   }
 
-  /** A copy in another dtype, rounded to nearest-even (queued). */
+  /**
+   * A copy in another dtype (queued): floats round to nearest-even; to int32 rounds toward zero,
+   * saturates at the int32 range and makes NaN 0.
+   */
   cast(x: Tensor, dtype: DType): Tensor {
-    const dt = checkDType(dtype, 'dtype');
+    const dt = checkDType(dtype, 'dtype', DTYPES);
     const h = tensorHandle(x, 'x');
     return this.#wrap(this.#op(() => this.#native.cast(h, dt)));
   }
@@ -189,5 +198,104 @@ export class Device implements TensorOwner {
     const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
     const scale = (opts.scale as number | undefined) ?? null;
     return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)));
+  }
+
+  // ---- The op set a model needs (docs/design/API.md): lib/ops/ validates, the addon queues.
+
+  /** a + b with NumPy broadcasting (float dtypes; mixed dtypes give float32), queued. */
+  add(a: Tensor, b: Tensor): Tensor {
+    return this.#wrap(this.#op(() => elementwise.binary(this.#native, 'add', a, b)));
+  }
+
+  /** a * b with NumPy broadcasting, queued. */
+  mul(a: Tensor, b: Tensor): Tensor {
+    return this.#wrap(this.#op(() => elementwise.binary(this.#native, 'mul', a, b)));
+  }
+
+  /** x * sigmoid(x), queued. */
+  silu(x: Tensor): Tensor {
+    return this.#wrap(this.#op(() => elementwise.silu(this.#native, x)));
+  }
+
+  /** GELU, exact (erf) or `{ approximate: 'tanh' }`, queued. */
+  gelu(x: Tensor, options?: GeluOptions): Tensor {
+    return this.#wrap(this.#op(() => elementwise.gelu(this.#native, x, options)));
+  }
+
+  /** silu(gate) * up with broadcasting (the SwiGLU MLP's activation), queued. */
+  swiglu(gate: Tensor, up: Tensor): Tensor {
+    return this.#wrap(this.#op(() => elementwise.binary(this.#native, 'swiglu', gate, up)));
+  }
+
+  /** x / sqrt(mean(x^2) + eps) * weight over the last axis (weight [D] or null), queued. */
+  rmsNorm(x: Tensor, weight: Tensor | null, options?: NormOptions): Tensor {
+    return this.#wrap(this.#op(() => norm.rmsNorm(this.#native, x, weight, options)));
+  }
+
+  /** (x - mean) / sqrt(var + eps) * weight + bias over the last axis, queued. */
+  layerNorm(x: Tensor, weight: Tensor | null, bias: Tensor | null, options?: NormOptions): Tensor {
+    return this.#wrap(this.#op(() => norm.layerNorm(this.#native, x, weight, bias, options)));
+  }
+
+  /** Rotary position embedding of x [B, H, L, D] (or [B, L, H, D] with layout 'blhd'), queued. */
+  rope(x: Tensor, options?: RopeOptions): Tensor {
+    return this.#wrap(this.#op(() => ropeOp.rope(this.#native, x, options)));
+  }
+
+  /** softmax over the last axis, queued. */
+  softmax(x: Tensor): Tensor {
+    return this.#wrap(this.#op(() => softmaxOp.softmax(this.#native, x)));
+  }
+
+  /** A copy with the axes permuted (output axis i is input axis perm[i]), queued. */
+  transpose(x: Tensor, perm: readonly number[]): Tensor {
+    return this.#wrap(this.#op(() => layout.transpose(this.#native, x, perm)));
+  }
+
+  /** A copy of x[start:end] along one axis, queued. */
+  slice(x: Tensor, options: SliceOptions): Tensor {
+    return this.#wrap(this.#op(() => layout.slice(this.#native, x, options)));
+  }
+
+  /** The tensors joined along an axis (one dtype; equal shapes elsewhere), queued. */
+  concat(tensors: readonly Tensor[], axis: number): Tensor {
+    return this.#wrap(this.#op(() => layout.concat(this.#native, tensors, axis)));
+  }
+
+  /**
+   * Writes src into dst in place at `offset` along `axis` (a KV cache append), queued: ops and
+   * reads queued before see dst as it was, those after see the write (views of dst included).
+   */
+  write(dst: Tensor, src: Tensor, options: WriteOptions): void {
+    this.#op(() => layout.write(this.#native, dst, src, options));
+  }
+
+  /** The index of the largest value along the last axis (NaN largest; ties to the lower), int32, queued. */
+  argmax(x: Tensor): Tensor {
+    return this.#wrap(this.#op(() => sampling.argmax(this.#native, x)));
+  }
+
+  /** The k largest values along the last axis, largest first, and their int32 indices, queued. */
+  topK(x: Tensor, k: number): { values: Tensor; indices: Tensor } {
+    const [values, indices] = this.#op(() => sampling.topK(this.#native, x, k));
+    return { values: this.#wrap(values), indices: this.#wrap(indices) };
+  }
+
+  /** One int32 id per row of logits [..., V], drawn on the device (SampleOptions), queued. */
+  sample(logits: Tensor, options?: SampleOptions): Tensor {
+    return this.#wrap(this.#op(() => sampling.sample(this.#native, logits, options)));
+  }
+
+  /** Rows of a dense or quantized table [V, D] for int32 ids: [...ids.shape, D], queued. */
+  embedding(table: Tensor | QuantizedTensor, ids: Tensor): Tensor {
+    return this.#wrap(this.#op(() => embeddingOp.embedding(this.#native, table, ids)));
+  }
+
+  /**
+   * y[T, N]: the rows of x [T, K] grouped by expert (groupSizes, int32 [E], read on the device)
+   * each times its expert's w [E, N, K] transposed, queued.
+   */
+  groupedLinear(x: Tensor, w: Tensor | QuantizedTensor, groupSizes: Tensor, options?: GroupedLinearOptions): Tensor {
+    return this.#wrap(this.#op(() => moe.groupedLinear(this.#native, x, w, groupSizes, options)));
   }
 }

@@ -72,6 +72,27 @@ export interface NativeDeviceHandle {
     q: Operand, k: Operand, v: Operand, scale: number | null, causal: boolean,
     mask: NativeTensorHandle | null,
   ): NativeTensorHandle;
+  // The model ops (lib/ops/).
+  unary(op: 'silu' | 'gelu' | 'gelu_tanh', x: NativeTensorHandle): NativeTensorHandle;
+  binary(op: 'add' | 'mul' | 'swiglu', a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
+  norm(
+    layer: boolean, x: NativeTensorHandle, weight: NativeTensorHandle | null, bias: NativeTensorHandle | null,
+    eps: number,
+  ): NativeTensorHandle;
+  rope(
+    x: NativeTensorHandle, positions: NativeTensorHandle | null, freqs: NativeTensorHandle | null,
+    layout: string, style: string, base: number, offset: number, dims: number | null,
+  ): NativeTensorHandle;
+  softmax(x: NativeTensorHandle): NativeTensorHandle;
+  layout(op: 'transpose', x: NativeTensorHandle, perm: readonly number[]): NativeTensorHandle;
+  layout(op: 'slice', x: NativeTensorHandle, axis: number, start: number, end: number): NativeTensorHandle;
+  layout(op: 'concat', xs: readonly NativeTensorHandle[], axis: number): NativeTensorHandle;
+  write(dst: NativeTensorHandle, src: NativeTensorHandle, axis: number, offset: number): void;
+  pick(op: 'argmax', x: NativeTensorHandle): NativeTensorHandle;
+  pick(op: 'topk', x: NativeTensorHandle, k: number): [NativeTensorHandle, NativeTensorHandle];
+  pick(op: 'sample', x: NativeTensorHandle, temperature: number, topK: number, topP: number, seed: number): NativeTensorHandle;
+  embedding(table: Operand, ids: NativeTensorHandle): NativeTensorHandle;
+  groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null): NativeTensorHandle;
 }
 
 export interface NativeBinding {

@@ -3,15 +3,15 @@
 import { TensorOpsError, awaitNative, callNative } from './errors';
 import { allocateArray } from './host-arrays';
 import type { NativeQTensorHandle, NativeTensorHandle } from './native';
-import type { AnyDType, DType, Format, TypedData } from './types';
-import { checkDType, checkShape, describe, elementCount, readOnce } from './validate';
+import type { AnyDType, DType, FloatDType, Format, TypedData } from './types';
+import { DTYPES, checkDType, checkShape, describe, elementCount, readOnce } from './validate';
 
 /** @internal The native handle behind a public tensor object. */
 export const handleOf = Symbol('metal-tensorops.handle');
 
 /** Dequantizes or casts through the device that made the tensor. */
 export interface TensorOwner {
-  dequantize(q: QuantizedTensor, dtype?: DType): Tensor;
+  dequantize(q: QuantizedTensor, dtype?: FloatDType): Tensor;
   cast(x: Tensor, dtype: DType): Tensor;
 }
 
@@ -48,13 +48,17 @@ export class Tensor {
     return this[handleOf].bytes;
   }
 
-  /** A copy in the storage type: Float32Array, Uint16Array (float16/bfloat16 bits) or Uint8Array (bool). */
+  /**
+   * A copy in the storage type: Float32Array, Uint16Array (float16/bfloat16 bits), Int32Array
+   * (int32) or Uint8Array (bool).
+   */
   async data(): Promise<TypedData> {
     const h = await readyHandle(this[handleOf]);
     const n = elementCount(this.shape);
     const out: TypedData =
       this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
       : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
+      : this.dtype === 'int32' ? allocateArray(Int32Array, n, 'tensor.data()')
       : allocateArray(Uint16Array, n, 'tensor.data()');
     await copied(callNative(() => h.readInto(out)));
     return out;
@@ -77,9 +81,9 @@ export class Tensor {
     return new Tensor(callNative(() => this[handleOf].reshape(dims)), this.#owner);
   }
 
-  /** A new tensor of another dtype (round-to-nearest-even), queued as dev.cast(). */
+  /** A new tensor of another dtype, queued as dev.cast() (its rounding rules). */
   astype(dtype: DType): Tensor {
-    return this.#owner.cast(this, checkDType(dtype, 'dtype') as DType);
+    return this.#owner.cast(this, checkDType(dtype, 'dtype', DTYPES) as DType);
   }
 
   /** Frees the native memory now. Disposing twice is an error (E_DISPOSED); `using` is safe. */
@@ -151,8 +155,8 @@ export class QuantizedTensor {
   }
 
   /** The values in a dense dtype, queued as dev.dequantize(). */
-  dequantize(dtype: DType = 'float32'): Tensor {
-    return this.#owner.dequantize(this, checkDType(dtype, 'dtype') as DType);
+  dequantize(dtype: FloatDType = 'float32'): Tensor {
+    return this.#owner.dequantize(this, checkDType(dtype, 'dtype') as FloatDType);
   }
 
   dispose(): void {

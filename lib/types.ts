@@ -1,5 +1,7 @@
-/** Dense element types. float16/bfloat16 cross the boundary as Uint16Array raw bits. */
-export type DType = 'float32' | 'float16' | 'bfloat16';
+/** Float element types. float16/bfloat16 cross the boundary as Uint16Array raw bits. */
+export type FloatDType = 'float32' | 'float16' | 'bfloat16';
+/** Dense element types: the float ones, and int32 (Int32Array) for token ids, positions and indices. */
+export type DType = FloatDType | 'int32';
 /** Mask tensors only: Uint8Array, nonzero = attend. */
 export type MaskDType = 'bool';
 export type AnyDType = DType | MaskDType;
@@ -58,7 +60,7 @@ export interface OpenOptions {
   threads?: number;
 }
 
-export type TypedData = Float32Array | Uint16Array | Uint8Array;
+export type TypedData = Float32Array | Uint16Array | Uint8Array | Int32Array;
 
 export interface QuantizeOptions {
   format: Format;
@@ -78,7 +80,65 @@ export interface FromQuantizedOptions extends QuantizeOptions {
 
 export interface LinearOptions {
   bias?: import('./tensor').Tensor;
-  outDtype?: DType;
+  outDtype?: FloatDType;
+}
+
+/** gelu: exact (erf) by default, or the tanh approximation. */
+export interface GeluOptions {
+  approximate?: 'none' | 'tanh';
+}
+
+/** rmsNorm / layerNorm: eps added to the variance (default 1e-5). */
+export interface NormOptions {
+  eps?: number;
+}
+
+/** rope: see docs/design/API.md "RoPE". */
+export interface RopeOptions {
+  /** Position of row 0 (rows are offset + l); default 0. Exclusive with positions. */
+  offset?: number;
+  /** int32 [L]: the position of each row. */
+  positions?: import('./tensor').Tensor;
+  /** Default 10000. */
+  base?: number;
+  /** Leading features that rotate (even; default the head dimension D). */
+  dims?: number;
+  /** 'neox' pairs i with i + dims/2 (default); 'interleaved' pairs 2i with 2i + 1. */
+  style?: 'neox' | 'interleaved';
+  /** float32 [dims/2]: inverse frequencies (llama3, YaRN scaling), instead of base. */
+  freqs?: import('./tensor').Tensor;
+  /** 'bhld' (default): x is [B, H, L, D]; 'blhd': [B, L, H, D]. */
+  layout?: 'bhld' | 'blhd';
+}
+
+/** sample: softmax(logits / temperature) over the topK largest whose probability reaches topP. */
+export interface SampleOptions {
+  /** 0 picks the largest (argmax); default 1. */
+  temperature?: number;
+  /** Keep the k largest logits (0 or absent: all). */
+  topK?: number;
+  /** Keep the smallest set of largest logits whose probability reaches topP; default 1. */
+  topP?: number;
+  /** The draw of row r depends only on (seed, r): pass a new seed per step. Default 0. */
+  seed?: number;
+}
+
+/** groupedLinear: the output dtype (default x's dtype). */
+export interface GroupedLinearOptions {
+  outDtype?: FloatDType;
+}
+
+/** slice along one axis: [start, end). */
+export interface SliceOptions {
+  axis: number;
+  start: number;
+  end: number;
+}
+
+/** write: where src goes in dst. */
+export interface WriteOptions {
+  axis: number;
+  offset: number;
 }
 
 export interface AttentionOptions {

@@ -1,9 +1,10 @@
 // Argument checks for the public API. Each failure names the argument, the value received and
 // what is accepted (the addon checks again: it trusts nothing from JS either).
 import { TensorOpsError } from './errors';
-import type { AnyDType, DType, Format } from './types';
+import type { AnyDType, DType, FloatDType, Format } from './types';
 
-export const DTYPES: readonly DType[] = ['float32', 'float16', 'bfloat16'];
+export const FLOAT_DTYPES: readonly FloatDType[] = ['float32', 'float16', 'bfloat16'];
+export const DTYPES: readonly DType[] = [...FLOAT_DTYPES, 'int32'];
 export const FORMATS: readonly Format[] = [
   'mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4',
   'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8',
@@ -28,9 +29,9 @@ function list(values: readonly string[]): string {
   return values.map((v) => `'${v}'`).join(', ');
 }
 
-export function checkDType(value: unknown, arg: string, allowBool = false): AnyDType {
-  const accepted: readonly string[] = allowBool ? [...DTYPES, 'bool'] : DTYPES;
-  if (typeof value !== 'string' || !accepted.includes(value)) {
+/** `accepted`: the float dtypes unless said otherwise. */
+export function checkDType(value: unknown, arg: string, accepted: readonly AnyDType[] = FLOAT_DTYPES): AnyDType {
+  if (typeof value !== 'string' || !(accepted as readonly string[]).includes(value)) {
     throw new TensorOpsError('E_DTYPE', `${arg} must be one of ${list(accepted)}; got ${describe(value)}`);
   }
   return value as AnyDType;

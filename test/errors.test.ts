@@ -61,7 +61,8 @@ describe('errors', () => {
   it('wrong TypedArray length or type', async () => {
     await rejects(() => dev.tensor(f(5), [2, 3]), 'E_SHAPE', '5', '[2, 3]', '6');
     await rejects(() => dev.tensor(new Uint16Array(4), [4], 'float32'), 'E_DTYPE', 'float32');
-    await rejects(() => dev.tensor(new Int32Array(4) as never, [4]), 'E_ARG', 'Int32Array');
+    await rejects(() => dev.tensor(new Int32Array(4), [4]), 'E_DTYPE', "'float32'", 'Int32Array (int32)');
+    await rejects(() => dev.tensor(new BigInt64Array(4) as never, [4]), 'E_ARG', 'Int32Array');
     await rejects(() => dev.tensor(f(4), [2, 0]), 'E_SHAPE', 'shape[1]', 'positive');
     await rejects(() => dev.fromQuantized({ format: 'mxfp4', shape: [1, 64], codes: new Uint8Array(31), scales: new Uint8Array(2) }),
       'E_SHAPE', 'codes', '31', '32');

@@ -86,7 +86,17 @@ Napi::Function NativeDevice::Init(Napi::Env env) {
                       InstanceMethod("cast", &NativeDevice::Cast),
                       InstanceMethod("linear", &NativeDevice::Linear),
                       InstanceMethod("matmul", &NativeDevice::Matmul),
-                      InstanceMethod("attention", &NativeDevice::Attention)});
+                      InstanceMethod("attention", &NativeDevice::Attention),
+                      InstanceMethod("unary", &NativeDevice::Unary),
+                      InstanceMethod("binary", &NativeDevice::Binary),
+                      InstanceMethod("norm", &NativeDevice::Norm),
+                      InstanceMethod("rope", &NativeDevice::Rope),
+                      InstanceMethod("softmax", &NativeDevice::Softmax),
+                      InstanceMethod("layout", &NativeDevice::Layout),
+                      InstanceMethod("pick", &NativeDevice::Pick),
+                      InstanceMethod("embedding", &NativeDevice::Embedding),
+                      InstanceMethod("groupedLinear", &NativeDevice::GroupedLinear),
+                      InstanceMethod("write", &NativeDevice::Write)});
 }
 
 NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeDevice>(info) {
@@ -192,15 +202,16 @@ Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {
       throw_error(env, code::Shape, "data has " + std::to_string(a.length) + " elements; shape " +
                                         shape_string(shape) + " needs " + std::to_string(n));
     }
-    const bool f32 = a.type == napi_float32_array && dtype != DType::Bool;
+    const bool f32 = a.type == napi_float32_array && is_float(dtype);
     const bool bits = (a.type == napi_uint16_array &&
                        (dtype == DType::Float16 || dtype == DType::BFloat16)) ||
-                      (a.type == napi_uint8_array && dtype == DType::Bool);
+                      (a.type == napi_uint8_array && dtype == DType::Bool) ||
+                      (a.type == napi_int32_array && dtype == DType::Int32);
     if (!f32 && !bits) {
       throw_error(env, code::DType,
                   std::string("data of this TypedArray type cannot make a '") + dtype_name(dtype) +
                       "' tensor; accepted: Float32Array (any float dtype), Uint16Array of raw "
-                      "bits (float16, bfloat16), Uint8Array (bool)");
+                      "bits (float16, bfloat16), Uint8Array (bool), Int32Array (int32)");
     }
     TensorPtr t = make_tensor(shape, dtype, allocator_of(backend_));
     if (f32) from_float32(dtype, reinterpret_cast<const float*>(a.data), t->buffer->data(), n);

@@ -42,6 +42,17 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Linear(const Napi::CallbackInfo& info);        // (x, w, bias|null, outDtype|null)
   Napi::Value Matmul(const Napi::CallbackInfo& info);        // (a, b)
   Napi::Value Attention(const Napi::CallbackInfo& info);     // (q, k, v, scale|null, causal, mask|null)
+  // ops_model.cc
+  Napi::Value Unary(const Napi::CallbackInfo& info);         // (op, x)
+  Napi::Value Binary(const Napi::CallbackInfo& info);        // (op, a, b)
+  Napi::Value Norm(const Napi::CallbackInfo& info);          // (layer, x, weight|null, bias|null, eps)
+  Napi::Value Rope(const Napi::CallbackInfo& info);          // (x, positions|null, freqs|null, layout, style, base, offset, dims|null)
+  Napi::Value Softmax(const Napi::CallbackInfo& info);       // (x)
+  Napi::Value Layout(const Napi::CallbackInfo& info);        // (op, ...): transpose, slice, concat
+  Napi::Value Pick(const Napi::CallbackInfo& info);          // (op, x, ...): argmax, topk, sample
+  Napi::Value Embedding(const Napi::CallbackInfo& info);     // (table, ids)
+  Napi::Value GroupedLinear(const Napi::CallbackInfo& info); // (x, w, groupSizes, outDtype|null)
+  Napi::Value Write(const Napi::CallbackInfo& info);         // (dst, src, axis, offset)
 
   // Synchronize(): undefined when every op queued so far has run, else a Promise resolved then
   // (failed ops included: their reads reject).

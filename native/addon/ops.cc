@@ -18,7 +18,7 @@ bool is_absent(Napi::Value v) { return v.IsUndefined() || v.IsNull(); }
 std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
   if (is_absent(v)) return std::nullopt;
   DType t;
-  if (!v.IsString() || !parse_dtype(v.As<Napi::String>().Utf8Value(), &t) || t == DType::Bool) {
+  if (!v.IsString() || !parse_dtype(v.As<Napi::String>().Utf8Value(), &t) || !is_float(t)) {
     throw_error(v.Env(), code::DType, std::string(arg) +
                                           " must be 'float32', 'float16' or 'bfloat16'; got " +
                                           describe_value(v));
@@ -27,7 +27,7 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
 }
 
 Operand operand(const HeldOperand& h) { return Operand{h.dense.get(), h.quant.get()}; }
-EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->event : h.quant->event; }
+EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->ready_event() : h.quant->event; }
 
 Napi::Value wrap_tensor(Napi::Env env, const TensorPtr& t) { return NativeTensor::Wrap(env, t); }
 
@@ -68,11 +68,13 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
       throw_error(env, code::Format, "format is not a known format: " + describe_value(info[1]));
     }
     int block = info[2].IsNumber() ? info[2].As<Napi::Number>().Int32Value() : 0;
-    if (x->dtype == DType::Bool) throw_error(env, code::DType, "x has dtype 'bool'; quantize takes float tensors");
+    if (!is_float(x->dtype)) {
+      throw_error(env, code::DType, std::string("x has dtype '") + dtype_name(x->dtype) + "'; quantize takes float tensors");
+    }
     check_quantize(x->shape, f, block);
     QTensorPtr q = make_qtensor(x->shape, f, block, allocator_of(backend_));
     backend_->attach_device_view(*q);
-    q->event = submit(env, double(shape_numel(x->shape)), {x->event},
+    q->event = submit(env, double(shape_numel(x->shape)), {x->ready_event()},
                       [x, q](Backend& b, Completion done) { return b.quantize(*x, *q, std::move(done)); });
     return NativeQTensor::Wrap(env, q);
   });
@@ -96,9 +98,13 @@ Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
   return guard(env, [&]() -> Napi::Value {
     require_open(env);
     TensorPtr x = NativeTensor::Get(info[0], "x");
-    DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
+    DType dtype = DType::Float32;  // lib/ checks the name; int32 <-> float casts are allowed
+    if (!is_absent(info[1]) && (!info[1].IsString() || !parse_dtype(info[1].As<Napi::String>().Utf8Value(), &dtype) ||
+                                dtype == DType::Bool)) {
+      throw_error(env, code::DType, "dtype must be 'float32', 'float16', 'bfloat16' or 'int32'; got " + describe_value(info[1]));
+    }
     TensorPtr out = make_tensor(x->shape, dtype, allocator_of(backend_));
-    out->event = submit(env, double(x->numel()), {x->event},
+    out->event = submit(env, double(x->numel()), {x->ready_event()},
                         [x, out](Backend& b, Completion done) { return b.cast(*x, *out, std::move(done)); });
     return wrap_tensor(env, out);
   });
@@ -115,7 +121,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
                                   read_optional_dtype(info[3], "outDtype"));
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     y->event = submit(env, double(p.M) * double(p.N) * double(p.K),
-                      {event_of(x), event_of(w), bias ? bias->event : nullptr},
+                      {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
                       [x, w, bias, p, y](Backend& b, Completion done) {
                         return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
                       });
@@ -131,7 +137,7 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), {a->event, b->event},
+    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), {a->ready_event(), b->ready_event()},
                       [a, b, p, c](Backend& be, Completion done) { return be.matmul(*a, *b, p, *c, std::move(done)); });
     return wrap_tensor(env, c);
   });
@@ -154,7 +160,7 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(p.Lk) * double(p.D);
-    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->event : nullptr},
+    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr},
                       [q, k, v, mask, p, o](Backend& b, Completion done) {
                         AttentionParams run = p;
                         run.mask = mask.get();

@@ -132,20 +132,21 @@ static napi_typedarray_type storage_array_type(DType t) {
     case DType::Float16:
     case DType::BFloat16: return napi_uint16_array;
     case DType::Bool: return napi_uint8_array;
+    case DType::Int32: return napi_int32_array;
   }
   return napi_uint8_array;
 }
 
 Napi::Value NativeTensor::WhenReady(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value { return when_done(env, Get(Value(), "tensor")->event, true); });
+  return guard(env, [&]() -> Napi::Value { return when_done(env, Get(Value(), "tensor")->ready_event(), true); });
 }
 
 Napi::Value NativeTensor::ReadInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->event);
+    require_ready(env, t->ready_event());
     return copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
                      t->buffer, t->buffer->data(), t->bytes());
   });
@@ -155,7 +156,7 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->event);
+    require_ready(env, t->ready_event());
     const size_t n = size_t(t->numel());
     TypedBytes out = typed_bytes_of(info[0], napi_float32_array, "out", "a Float32Array");
     if (out.length != n) {

@@ -95,6 +95,32 @@ class Backend {
                       Completion done) = 0;
   virtual bool attention(const Operand& q, const Operand& k, const Operand& v,
                          const AttentionParams& p, Tensor& o, Completion done) = 0;
+
+  // The model ops (core/ops.h). A backend without kernels for them keeps these defaults, which
+  // decline: the stream then runs the cpu backend's, in order, once the inputs are ready.
+  virtual bool unary(UnaryOp, const Tensor&, const ElementwiseParams&, Tensor&, Completion) { return false; }
+  virtual bool binary(BinaryOp, const Tensor&, const Tensor&, const ElementwiseParams&, Tensor&, Completion) {
+    return false;
+  }
+  virtual bool norm(const Tensor&, const Tensor*, const Tensor*, const NormParams&, Tensor&, Completion) {
+    return false;
+  }
+  virtual bool rope(const Tensor&, const Tensor*, const Tensor*, const RopeParams&, Tensor&, Completion) {
+    return false;
+  }
+  virtual bool softmax(const Tensor&, const RowsParams&, Tensor&, Completion) { return false; }
+  virtual bool argmax(const Tensor&, const PickParams&, Tensor&, Completion) { return false; }
+  virtual bool top_k(const Tensor&, const PickParams&, Tensor&, Tensor&, Completion) { return false; }
+  virtual bool sample(const Tensor&, const PickParams&, Tensor&, Completion) { return false; }
+  virtual bool embedding(const Operand&, const Tensor&, const EmbeddingParams&, Tensor&, Completion) { return false; }
+  virtual bool grouped_linear(const Operand&, const Operand&, const Tensor&, const GroupedLinearParams&, Tensor&,
+                              Completion) {
+    return false;
+  }
+  // Copies srcs[i] through parts[i] into dst (transpose, slice, concat, write).
+  virtual bool copy(const std::vector<const Tensor*>&, const std::vector<CopyPart>&, Tensor&, Completion) {
+    return false;
+  }
 };
 using BackendPtr = std::shared_ptr<Backend>;
 

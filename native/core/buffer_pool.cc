@@ -12,24 +12,24 @@ size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-size_t size_pool_class(size_t bytes) {
-  if (bytes <= kPoolPageBytes) return kPoolPageBytes;
-  if (bytes > kPoolLargeBytes) return round_up(bytes, kPoolPageBytes);
+size_t size_pool_class(size_t bytes, size_t page) {
+  if (bytes <= page) return page;
+  if (bytes > kPoolLargeBytes) return round_up(bytes, page);
   // Smallest m * 2^k >= bytes with m in {4, 5, 6, 7}: take the octave [4 * 2^k, 8 * 2^k) that
   // holds bytes - 1, then the first quarter step at or above bytes.
   size_t k = 0;
   while ((size_t(8) << k) <= bytes - 1) ++k;
   const size_t step = size_t(1) << k;
-  return round_up(round_up(bytes, step), kPoolPageBytes);
+  return round_up(round_up(bytes, step), page);
 }
 
-SizeClassPool::SizeClassPool(size_t cache_limit_bytes, AllocFn alloc, FreeFn free)
-    : limit_(cache_limit_bytes), alloc_(std::move(alloc)), free_(std::move(free)) {}
+SizeClassPool::SizeClassPool(size_t cache_limit_bytes, AllocFn alloc, FreeFn free, size_t page)
+    : page_(page), limit_(cache_limit_bytes), alloc_(std::move(alloc)), free_(std::move(free)) {}
 
 SizeClassPool::~SizeClassPool() { clear_cache(); }
 
 SizeClassPool::Block SizeClassPool::acquire(size_t bytes, bool* reused) {
-  const size_t cls = size_pool_class(bytes);
+  const size_t cls = size_pool_class(bytes, page_);
   std::lock_guard<std::mutex> lock(mu_);
   if (reused) *reused = false;
   auto it = by_class_.find(cls);

@@ -29,7 +29,8 @@ constexpr size_t kPoolLargeBytes = size_t(256) << 20;
 // The allocation size for a request of `bytes`: one page for 0..16 KiB; up to kPoolLargeBytes
 // the smallest of {4, 5, 6, 7} * 2^k that holds it, rounded up to whole pages; above, whole pages.
 // Monotone, and size_pool_class(size_pool_class(n)) == size_pool_class(n).
-size_t size_pool_class(size_t bytes);
+// `page` generalises the 16 KiB granule for pools of host memory (cpu/buffers.h: 64-byte lines).
+size_t size_pool_class(size_t bytes, size_t page = kPoolPageBytes);
 
 // A pool of blocks keyed by class. Thread-safe (the metal backend releases from completion
 // handlers). Reuse policy: a request takes the most recently released block of its class (warm
@@ -48,7 +49,8 @@ class SizeClassPool {
   using AllocFn = std::function<void*(size_t bytes)>;  // returns nullptr on failure
   using FreeFn = std::function<void(void* handle, size_t bytes)>;  // bytes: the block's class size
 
-  SizeClassPool(size_t cache_limit_bytes, AllocFn alloc, FreeFn free);
+  // `page`: the granule every class is a multiple of (size_pool_class).
+  SizeClassPool(size_t cache_limit_bytes, AllocFn alloc, FreeFn free, size_t page = kPoolPageBytes);
   ~SizeClassPool();  // frees every cached block (live ones belong to their holders)
   SizeClassPool(const SizeClassPool&) = delete;
   SizeClassPool& operator=(const SizeClassPool&) = delete;
@@ -66,6 +68,7 @@ class SizeClassPool {
   void free_locked(const Block& b);
 
   mutable std::mutex mu_;
+  const size_t page_;
   size_t limit_;
   AllocFn alloc_;
   FreeFn free_;

@@ -53,12 +53,13 @@ const char* dtype_name(DType t) {
     case DType::Float16: return "float16";
     case DType::BFloat16: return "bfloat16";
     case DType::Bool: return "bool";
+    case DType::Int32: return "int32";
   }
   return "unknown";
 }
 
 bool parse_dtype(const std::string& name, DType* out) {
-  static const DType kAll[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Bool};
+  static const DType kAll[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Bool, DType::Int32};
   for (DType t : kAll) {
     if (name == dtype_name(t)) {
       *out = t;
@@ -114,6 +115,11 @@ void to_float32(DType t, const void* src, float* dst, size_t n) {
       for (size_t i = 0; i < n; ++i) dst[i] = s[i] != 0 ? 1.0f : 0.0f;
       return;
     }
+    case DType::Int32: {  // exact up to 2^24, then rounded to nearest-even
+      const int32_t* s = static_cast<const int32_t*>(src);
+      for (size_t i = 0; i < n; ++i) dst[i] = float(s[i]);
+      return;
+    }
   }
 }
 
@@ -131,6 +137,14 @@ void from_float32(DType t, const float* src, void* dst, size_t n) {
     case DType::Bool: {  // nonzero (NaN included) is true, as in numpy and PyTorch
       uint8_t* d = static_cast<uint8_t*>(dst);
       for (size_t i = 0; i < n; ++i) d[i] = src[i] != 0.0f ? 1 : 0;
+      return;
+    }
+    case DType::Int32: {
+      int32_t* d = static_cast<int32_t*>(dst);
+      for (size_t i = 0; i < n; ++i) {
+        const float v = src[i];
+        d[i] = v != v ? 0 : v >= 2147483648.0f ? INT32_MAX : v <= -2147483648.0f ? INT32_MIN : int32_t(v);
+      }
       return;
     }
   }

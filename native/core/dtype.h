@@ -7,7 +7,8 @@
 
 namespace mto {
 
-enum class DType : uint8_t { Float32 = 0, Float16 = 1, BFloat16 = 2, Bool = 3 };
+// Int32: token ids, positions, expert indices and sampled ids (no arithmetic op takes it).
+enum class DType : uint8_t { Float32 = 0, Float16 = 1, BFloat16 = 2, Bool = 3, Int32 = 4 };
 
 inline size_t dtype_size(DType t) {
   switch (t) {
@@ -15,6 +16,7 @@ inline size_t dtype_size(DType t) {
     case DType::Float16: return 2;
     case DType::BFloat16: return 2;
     case DType::Bool: return 1;
+    case DType::Int32: return 4;
   }
   return 0;
 }
@@ -43,7 +45,11 @@ void float_to_half_n(const float* src, uint16_t* dst, size_t n);
 void bf16_to_float_n(const uint16_t* src, float* dst, size_t n);
 void float_to_bf16_n(const float* src, uint16_t* dst, size_t n);
 
-// Converts n elements of a dense dtype to float32 / from float32.
+inline bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; }
+
+// Converts n elements of a dense dtype to float32 / from float32. To int32: toward zero, NaN to 0,
+// saturating at the int32 range (PyTorch leaves NaN and out-of-range undefined; here they are
+// pinned down so both backends agree).
 void to_float32(DType t, const void* src, float* dst, size_t n);
 void from_float32(DType t, const float* src, void* dst, size_t n);
 

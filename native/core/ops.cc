@@ -13,9 +13,9 @@ namespace {
 std::string dims(const Shape& s) { return shape_string(s); }
 
 void require_float(const char* arg, DType t) {
-  if (t == DType::Bool) {
-    throw Error(code::DType, std::string(arg) +
-                                 " has dtype 'bool'; accepted: 'float32', 'float16', 'bfloat16'");
+  if (!is_float(t)) {
+    throw Error(code::DType, std::string(arg) + " has dtype '" + dtype_name(t) +
+                                 "'; accepted: 'float32', 'float16', 'bfloat16'");
   }
 }
 
@@ -138,6 +138,9 @@ AttentionParams check_attention(const Operand& q, const Operand& k, const Operan
   }
   p.causal = causal;
   if (mask) {
+    if (mask->dtype == DType::Int32) {
+      throw Error(code::DType, "mask has dtype 'int32'; accepted: 'bool' (true = attend) or a float dtype (added to the scores)");
+    }
     const Shape& ms = mask->shape;
     const int64_t target[4] = {p.B, p.Hq, p.Lq, p.Lk};
     if (ms.empty() || ms.size() > 4) {

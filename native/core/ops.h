@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "tensor.h"
 
@@ -60,5 +61,116 @@ AttentionParams check_attention(const Operand& q, const Operand& k, const Operan
 
 // Validates a quantization request for a dense tensor of `shape`.
 void check_quantize(const Shape& shape, Format f, int block);
+
+
+// ---- The op set a model needs (docs/design/API.md, 0.2). Float inputs of any float dtype are
+// read as float32, computed in float32 and written in the output dtype (round to nearest-even).
+
+// NumPy broadcasting of a and b to one output shape, as element strides per output dimension (0
+// where an operand repeats), adjacent dimensions merged where both operands allow it (so most
+// calls are one contiguous run, or rows against one broadcast row).
+struct Broadcast {
+  Shape out_shape;                    // the full output shape
+  Shape dims;                         // the merged iteration shape (innermost last)
+  std::vector<int64_t> a_strides, b_strides;  // per merged dimension
+};
+Broadcast broadcast_shapes(const char* a_name, const Shape& a, const char* b_name, const Shape& b);
+
+enum class UnaryOp : uint8_t { Silu, Gelu, GeluTanh };
+// Swiglu(gate, up) = silu(gate) * up.
+enum class BinaryOp : uint8_t { Add, Mul, Swiglu };
+struct ElementwiseParams {
+  Broadcast bc;  // for unary ops: both operands x, no broadcast
+  DType out_dtype = DType::Float32;
+};
+// Float dtypes only; the output has the inputs' dtype when they agree, else float32 (as
+// PyTorch's promotion of float16 with bfloat16).
+ElementwiseParams check_unary(const char* op, const Tensor& x);
+ElementwiseParams check_binary(const char* op, const Tensor& a, const Tensor& b);
+
+// rmsNorm / layerNorm over the last axis: y = (x - mean) / sqrt(var + eps) * weight + bias
+// (rmsNorm: no mean, var = mean of squares, no bias). weight and bias [cols], any float dtype.
+struct NormParams {
+  int64_t rows = 0, cols = 0;
+  float eps = 1e-5f;
+  bool layer = false;  // layerNorm
+  DType out_dtype = DType::Float32;
+};
+NormParams check_norm(bool layer, const Tensor& x, const Tensor* weight, const Tensor* bias, double eps);
+
+// RoPE on x [B, H, L, D] (blhd: [B, L, H, D]): row l has position offset + l or positions[l]
+// (int32 [L]); feature pairs (i, i + dims/2) (neox) or (2i, 2i + 1) (interleaved), i < dims/2,
+// rotate by pos * base^(-2i/dims) or pos * freqs[i] (float32 [dims/2]); features >= dims pass.
+struct RopeParams {
+  int64_t B = 0, H = 0, L = 0, D = 0, dims = 0;
+  bool blhd = false, neox = true;
+  double base = 10000;
+  int64_t offset = 0;
+  bool has_positions = false, has_freqs = false;
+  DType out_dtype = DType::Float32;
+};
+RopeParams check_rope(const Tensor& x, const Tensor* positions, const Tensor* freqs, bool blhd,
+                      bool neox, double base, int64_t offset, std::optional<int64_t> dims);
+
+// softmax over the last axis: rows x cols.
+struct RowsParams {
+  int64_t rows = 0, cols = 0;
+  DType out_dtype = DType::Float32;
+};
+RowsParams check_softmax(const Tensor& x);
+
+// A strided copy of one dense tensor into (part of) another of the same dtype: element idx of
+// the iteration shape goes from src[src_offset + idx . src_strides] to dst[dst_offset + idx .
+// dst_strides]. transpose, slice, concat (one part per input) and write are such copies.
+struct CopyPart {
+  Shape dims;
+  std::vector<int64_t> src_strides, dst_strides;
+  int64_t src_offset = 0, dst_offset = 0;
+};
+// The parts of each layout op; `out_shape` is set for the ops that make a new tensor.
+std::vector<CopyPart> plan_transpose(const Tensor& x, const std::vector<int64_t>& perm, Shape* out_shape);
+std::vector<CopyPart> plan_slice(const Tensor& x, int64_t axis, int64_t start, int64_t end, Shape* out_shape);
+std::vector<CopyPart> plan_concat(const std::vector<const Tensor*>& xs, int64_t axis, Shape* out_shape);
+std::vector<CopyPart> plan_write(const Tensor& dst, const Tensor& src, int64_t axis, int64_t offset);
+
+// argmax, topK and sample over the last axis of a float x [..., V] (rows x cols). NaN counts as
+// larger than every number (PyTorch's argmax and topk); ties go to the lower index.
+struct PickParams {
+  int64_t rows = 0, cols = 0;
+  int64_t k = 1;             // topK: values and ids [..., k], largest first
+  Shape out_shape;           // argmax, sample: x.shape[:-1] ([1] for a vector); topK: [..., k]
+  DType values_dtype = DType::Float32;
+  // sample: softmax(x / temperature) over the top_k largest (0: all) whose cumulative probability
+  // reaches top_p (the smallest such set, largest first), then one draw per row from a uniform
+  // number that depends only on (seed, row): the same ids on every backend and run.
+  double temperature = 1.0;  // 0: argmax
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+};
+PickParams check_pick(const char* op, const Tensor& x, int64_t k);
+// The uniform number in [0, 1) of row `row` for `seed` (sample's draw; exported for tests).
+double sample_uniform(uint64_t seed, int64_t row);
+
+// embedding: rows of a table [V, D] (dense, or quantized in any format) picked by int32 ids of
+// any shape -> [...ids.shape, D], in the table's dtype (float32 for a quantized table). An id
+// outside [0, V) fails the op when it runs (E_ARG naming the id and where it was).
+struct EmbeddingParams {
+  int64_t vocab = 0, dim = 0, count = 0;
+  Shape out_shape;
+  DType out_dtype = DType::Float32;
+};
+EmbeddingParams check_embedding(const Operand& table, const Tensor& ids);
+
+// groupedLinear: y[T, N] where rows [o_e, o_e + g_e) of x [T, K] use expert e of w [E, N, K]
+// (o_e = g_0 + ... + g_{e-1}), g = group_sizes, int32 [E], read when the op runs: sizes that
+// are negative or do not add up to T fail the op (E_ARG).
+struct GroupedLinearParams {
+  int64_t T = 0, E = 0, N = 0, K = 0;
+  Shape out_shape;
+  DType out_dtype = DType::Float32;
+};
+GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
+                                         std::optional<DType> out_dtype);
 
 }  // namespace mto

@@ -51,6 +51,21 @@ Buffer::~Buffer() {
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }
 
+namespace {
+class BufferView final : public Buffer {
+ public:
+  BufferView(BufferPtr parent, size_t offset, size_t bytes)
+      : Buffer(Adopt{}, static_cast<uint8_t*>(parent->data()) + offset, bytes), parent_(std::move(parent)) {}
+
+ private:
+  BufferPtr parent_;
+};
+}  // namespace
+
+BufferPtr buffer_view(const BufferPtr& parent, size_t offset, size_t bytes) {
+  return std::make_shared<BufferView>(parent, offset, bytes);
+}
+
 int64_t shape_numel(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;

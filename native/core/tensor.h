@@ -28,6 +28,9 @@ class Buffer {
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // The last queued op that wrote into this storage in place (dev.write), through any tensor
+  // viewing it; null when none did. JS thread only.
+  std::shared_ptr<OpEvent> last_write;
 
  protected:
   struct Adopt {};
@@ -41,6 +44,9 @@ class Buffer {
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 BufferPtr make_buffer(size_t bytes);
+// `bytes` of `parent` from byte `offset` (within it), keeping the parent alive: the rows of one
+// expert of a stacked weight, one group of rows of x.
+BufferPtr buffer_view(const BufferPtr& parent, size_t offset, size_t bytes);
 // The host memory behind Buffer(bytes) (64-byte aligned; from 2 MiB on, 2 MiB aligned with huge
 // pages asked for): null when it cannot be had. host_free takes the same `bytes`.
 void* host_alloc(size_t bytes);
@@ -67,6 +73,12 @@ struct Tensor {
   // The queued op that writes the tensor (null: written when made). Set and read on the JS
   // thread only: ops capture it when queued, reads wait for it.
   std::shared_ptr<OpEvent> event;
+
+  // What a reader (an op or a read) waits for: the last in-place write into the storage, which
+  // comes after the op that made it, else that op.
+  const std::shared_ptr<OpEvent>& ready_event() const {
+    return buffer && buffer->last_write ? buffer->last_write : event;
+  }
 
   int64_t numel() const { return shape_numel(shape); }
   size_t bytes() const { return size_t(numel()) * dtype_size(dtype); }

@@ -1,7 +1,8 @@
 // The cpu backend behind core/backend.h: host memory from a buffer pool (buffers.h) and the
 // kernels of this directory, run on the calling thread with the backend's thread pool (the addon
-// calls them from a task it posts to that pool, or inline for tiny ops). Kernels write float32;
-// other output dtypes go through a float32 staging buffer converted at the end.
+// calls them from a task it posts to that pool, or inline for tiny ops). linear, matmul, attention
+// and dequantize write float32, and other output dtypes go through a float32 staging buffer
+// converted at the end; the model ops write their outputs' dtypes themselves.
 #include <vector>
 
 #include "../core/backend.h"
@@ -64,6 +65,47 @@ class CpuBackend final : public Backend {
   bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
                  Tensor& o, Completion done) override {
     return run(done, [&] { write_as(o, [&](float* out) { cpu::attention(pool_, q, k, v, p, out); }); });
+  }
+  bool unary(UnaryOp op, const Tensor& x, const ElementwiseParams& p, Tensor& out, Completion done) override {
+    return run(done, [&] { cpu::unary(pool_, op, x, p, out); });
+  }
+  bool binary(BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& p, Tensor& out,
+              Completion done) override {
+    return run(done, [&] { cpu::binary(pool_, op, a, b, p, out); });
+  }
+  bool norm(const Tensor& x, const Tensor* weight, const Tensor* bias, const NormParams& p, Tensor& out,
+            Completion done) override {
+    return run(done, [&] { cpu::norm(pool_, x, weight, bias, p, out); });
+  }
+  bool rope(const Tensor& x, const Tensor* positions, const Tensor* freqs, const RopeParams& p, Tensor& out,
+            Completion done) override {
+    return run(done, [&] { cpu::rope(pool_, x, positions, freqs, p, out); });
+  }
+  bool softmax(const Tensor& x, const RowsParams& p, Tensor& out, Completion done) override {
+    return run(done, [&] { cpu::softmax(pool_, x, p, out); });
+  }
+  bool argmax(const Tensor& x, const PickParams& p, Tensor& ids, Completion done) override {
+    return run(done, [&] { cpu::argmax(pool_, x, p, ids); });
+  }
+  bool top_k(const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done) override {
+    return run(done, [&] { cpu::top_k(pool_, x, p, values, ids); });
+  }
+  bool sample(const Tensor& logits, const PickParams& p, Tensor& ids, Completion done) override {
+    return run(done, [&] { cpu::sample(pool_, logits, p, ids); });
+  }
+  bool embedding(const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out,
+                 Completion done) override {
+    return run(done, [&] { cpu::embedding(pool_, table, ids, p, out); });
+  }
+  bool grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes, const GroupedLinearParams& p,
+                      Tensor& y, Completion done) override {
+    return run(done, [&] { write_as(y, [&](float* o) { cpu::grouped_linear(pool_, x, w, group_sizes, p, o); }); });
+  }
+  bool copy(const std::vector<const Tensor*>& srcs, const std::vector<CopyPart>& parts, Tensor& dst,
+            Completion done) override {
+    return run(done, [&] {
+      for (size_t i = 0; i < parts.size(); ++i) cpu::copy(pool_, *srcs[i], parts[i], dst);
+    });
   }
 
  private:

@@ -24,7 +24,8 @@ class CpuBuffer final : public Buffer {
 }  // namespace
 
 CpuBufferPool::CpuBufferPool(size_t cache_limit)
-    : pool_(cache_limit, host_alloc, host_free) {}
+    : pool_(cache_limit, host_alloc, host_free),
+      small_(kCpuSmallCacheLimit, host_alloc, host_free, 64) {}
 
 std::shared_ptr<CpuBufferPool> CpuBufferPool::process_pool() {
   static std::mutex mutex;
@@ -39,9 +40,9 @@ std::shared_ptr<CpuBufferPool> CpuBufferPool::process_pool() {
 }
 
 BufferPtr CpuBufferPool::allocate(size_t bytes) {
-  if (bytes < kCpuPoolMinBytes) return make_buffer(bytes);
-  SizeClassPool::Block block = pool_.acquire(bytes);  // throws Error(E_OOM)
-  return std::make_shared<CpuBuffer>(shared_from_this(), &pool_, block, bytes);
+  SizeClassPool* pool = bytes < kCpuPoolMinBytes ? &small_ : &pool_;
+  SizeClassPool::Block block = pool->acquire(bytes);  // throws Error(E_OOM)
+  return std::make_shared<CpuBuffer>(shared_from_this(), pool, block, bytes);
 }
 
 }  // namespace mto::cpu

@@ -17,9 +17,14 @@ namespace mto::cpu {
 // Released buffers kept for reuse: at most this many bytes per process (kPoolLargeBytes, the
 // largest block the pool caches, so one such block fits).
 constexpr size_t kCpuCacheLimit = kPoolLargeBytes;
-// Smaller requests skip the pool: it rounds every block up to whole 16 KiB pages (Metal's
-// granularity), where malloc packs small blocks tightly and keeps them in its heap, warm.
+// Smaller requests come from a second pool of 64-byte-line classes instead (rounding them to
+// 16 KiB pages, Metal's granule, would waste most of each). malloc served them before, but a
+// decode step makes and drops several such outputs per op, and glibc's aligned allocation and the
+// consolidation that frees of ~1-64 KiB blocks trigger were a third of the JS thread's cost of
+// queueing an op (perf, decode step).
 constexpr size_t kCpuPoolMinBytes = size_t(64) << 10;
+// What the small pool keeps cached: a decode step's outputs many times over.
+constexpr size_t kCpuSmallCacheLimit = size_t(16) << 20;
 
 // The pool. Shared (shared_ptr) by every buffer it handed out, so a buffer freed after the
 // backend is gone (a tensor kept past its device) still has its pool.
@@ -30,13 +35,15 @@ class CpuBufferPool : public std::enable_shared_from_this<CpuBufferPool> {
   // is bounded per process, not per device; made again once no device or buffer holds it.
   static std::shared_ptr<CpuBufferPool> process_pool();
 
-  // A Buffer of `bytes` (its contents undefined, as a fresh allocation's): from the pool from
-  // kCpuPoolMinBytes on. Throws Error(E_OOM).
+  // A Buffer of `bytes` (its contents undefined, as a fresh allocation's): from the page pool
+  // from kCpuPoolMinBytes on, else from the small pool. Throws Error(E_OOM).
   BufferPtr allocate(size_t bytes);
+  // The page pool's counters (what dev's internal bufferStats reports).
   SizeClassPool::Stats stats() const { return pool_.stats(); }
 
  private:
   SizeClassPool pool_;
+  SizeClassPool small_;
 };
 
 }  // namespace mto::cpu

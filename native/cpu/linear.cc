@@ -8,8 +8,10 @@
 // skip the float32 spans altogether.
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "../core/error.h"
 #include "../kernels/dot.h"
 #include "gemm.h"
 #include "gemv.h"
@@ -163,6 +165,69 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
       return;
     }
     run(DenseRows(*w.dense, K));
+  }
+}
+
+}  // namespace mto::cpu
+
+namespace mto::cpu {
+
+void grouped_linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor& group_sizes,
+                    const GroupedLinearParams& p, float* y) {
+  const int32_t* g = group_sizes.data<int32_t>();
+  int64_t sum = 0;
+  for (int64_t e = 0; e < p.E; ++e) {
+    if (g[e] < 0) {
+      throw Error(code::Arg, "groupedLinear: groupSizes[" + std::to_string(e) + "] is " + std::to_string(g[e]) +
+                                 "; sizes must be >= 0");
+    }
+    sum += g[e];
+  }
+  if (sum != p.T) {
+    throw Error(code::Arg, "groupedLinear: groupSizes add up to " + std::to_string(sum) + "; x has " +
+                               std::to_string(p.T) + " rows");
+  }
+  // Each expert's rows of x and its [N, K] matrix, as views of the stacked planes (row-major, so
+  // expert e's share of every plane starts at e / E of it).
+  const Tensor& xd = *x.dense;
+  const size_t x_row = size_t(p.K) * dtype_size(xd.dtype);
+  int64_t row = 0;
+  for (int64_t e = 0; e < p.E; ++e) {
+    const int64_t rows = g[e];
+    if (rows == 0) continue;
+    Tensor xe;
+    xe.shape = {rows, p.K};
+    xe.dtype = xd.dtype;
+    xe.buffer = buffer_view(xd.buffer, size_t(row) * x_row, size_t(rows) * x_row);
+    QTensor qe;
+    Tensor de;
+    Operand we;
+    const auto share = [&](const BufferPtr& plane) {
+      const size_t bytes = plane->bytes() / size_t(p.E);
+      return buffer_view(plane, size_t(e) * bytes, bytes);
+    };
+    if (w.quant) {
+      qe = *w.quant;
+      qe.shape = {p.N, p.K};
+      qe.device_view = nullptr;
+      qe.codes = share(w.quant->codes);
+      qe.scales = share(w.quant->scales);
+      if (w.quant->biases) qe.biases = share(w.quant->biases);
+      we.quant = &qe;
+    } else {
+      de = *w.dense;
+      de.shape = {p.N, p.K};
+      de.buffer = share(w.dense->buffer);
+      we.dense = &de;
+    }
+    LinearParams lp;
+    lp.M = rows;
+    lp.N = p.N;
+    lp.K = p.K;
+    lp.out_shape = {rows, p.N};
+    lp.out_dtype = DType::Float32;
+    linear(pool, Operand{&xe, nullptr}, we, nullptr, lp, y + row * p.N);
+    row += rows;
   }
 }
 

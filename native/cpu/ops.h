@@ -1,5 +1,6 @@
 // The cpu backend's ops. native/metal mirrors these names file for file.
-// Every kernel writes float32 output; the caller converts to the requested dtype.
+// linear, matmul, attention and dequantize write float32, which the caller converts to the
+// requested dtype; the model ops below write their outputs' dtypes.
 #pragma once
 #include "../core/ops.h"
 #include "thread_pool.h"
@@ -20,5 +21,29 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
 // quantize.cc: fills out's planes from a dense tensor (any dtype), and the reverse.
 void quantize(ThreadPool& pool, const Tensor& x, QTensor& out);
 void dequantize(ThreadPool& pool, const QTensor& q, float* out);
+
+// The model ops, each reading and writing its tensors' own dtypes (rows.h).
+// elementwise.cc
+void unary(ThreadPool& pool, UnaryOp op, const Tensor& x, const ElementwiseParams& p, Tensor& out);
+void binary(ThreadPool& pool, BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& p,
+            Tensor& out);
+// norm.cc: rmsNorm / layerNorm.
+void norm(ThreadPool& pool, const Tensor& x, const Tensor* weight, const Tensor* bias,
+          const NormParams& p, Tensor& out);
+// rope.cc
+void rope(ThreadPool& pool, const Tensor& x, const Tensor* positions, const Tensor* freqs,
+          const RopeParams& p, Tensor& out);
+// softmax.cc
+void softmax(ThreadPool& pool, const Tensor& x, const RowsParams& p, Tensor& out);
+// pick.cc: argmax, topK, sample (int32 ids), and embedding.
+void argmax(ThreadPool& pool, const Tensor& x, const PickParams& p, Tensor& ids);
+void top_k(ThreadPool& pool, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids);
+void sample(ThreadPool& pool, const Tensor& logits, const PickParams& p, Tensor& ids);
+void embedding(ThreadPool& pool, const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out);
+// linear.cc: y[T, N] (float32) for rows grouped by expert.
+void grouped_linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor& group_sizes,
+                    const GroupedLinearParams& p, float* y);
+// layout.cc: one strided copy from src into dst.
+void copy(ThreadPool& pool, const Tensor& src, const CopyPart& p, Tensor& dst);
 
 }  // namespace mto::cpu

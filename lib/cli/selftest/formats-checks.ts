@@ -1,6 +1,6 @@
 // Self-test checks of the exact rules: quantize and dequantize for every format, cast between
 // the float dtypes. Each compares bit for bit with the reference (reference/).
-import type { DType, Format } from '../../types';
+import type { FloatDType as DType, Format } from '../../types';
 import { fromBfloat16Bits, fromHalfBits, toBfloat16Bits, toHalfBits } from '../reference/elements';
 import { dequantizeRef, isMx, quantizeRef } from '../reference/quantize';
 import type { Check } from './check';
@@ -132,7 +132,7 @@ function castCheck(from: DType, to: DType): Check {
       const value = (i: number) =>
         from === 'float32' ? source[i] : from === 'float16' ? fromHalfBits(source[i]) : fromBfloat16Bits(source[i]);
       const y = await dev.cast(dev.tensor(source, [source.length], from), to);
-      const got = read(await y.data());
+      const got = read(await y.data() as Float32Array | Uint16Array);
       if (to === 'float32') {
         return exact('values', got, Float32Array.from({ length: source.length }, (_, i) => value(i)));
       }

@@ -1,0 +1,13 @@
+// Mixture of experts: a linear per group of rows, the group sizes read on the device.
+import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
+import type { GroupedLinearOptions } from '../types';
+import { checkDType, checkOptions } from '../validate';
+import { operandHandle, tensorHandle } from './args';
+
+export function groupedLinear(
+  native: NativeDeviceHandle, x: unknown, w: unknown, groupSizes: unknown, options?: GroupedLinearOptions,
+): NativeTensorHandle {
+  const opts = checkOptions(options, 'options', ['outDtype']);
+  const out = opts.outDtype === undefined ? null : checkDType(opts.outDtype, 'options.outDtype');
+  return native.groupedLinear(tensorHandle(x, 'x'), operandHandle(w, 'w'), tensorHandle(groupSizes, 'groupSizes'), out);
+}

@@ -1,0 +1,112 @@
+// Shape and dtype rules of the ops that pick from or gather by indices (core/ops.h): argmax,
+// topK, sample, embedding, groupedLinear.
+#include <string>
+
+#include "error.h"
+#include "ops.h"
+
+namespace mto {
+namespace {
+
+void require_int32(const char* op, const char* arg, DType t) {
+  if (t != DType::Int32) {
+    throw Error(code::DType, std::string(op) + ": " + arg + " must be an int32 tensor; got dtype '" + dtype_name(t) + "'");
+  }
+}
+
+}  // namespace
+
+PickParams check_pick(const char* op, const Tensor& x, int64_t k) {
+  if (!is_float(x.dtype)) {
+    throw Error(code::DType, std::string(op) + ": x has dtype '" + dtype_name(x.dtype) +
+                                 "'; accepted: 'float32', 'float16', 'bfloat16'");
+  }
+  PickParams p;
+  p.cols = x.shape.back();
+  p.rows = x.numel() / p.cols;
+  p.values_dtype = x.dtype;
+  p.out_shape = Shape(x.shape.begin(), x.shape.end() - 1);
+  if (std::string(op) == "topK") {
+    if (k < 1 || k > p.cols) {
+      throw Error(code::Arg, "topK: k must be in [1, " + std::to_string(p.cols) + "] (x's last dimension); got " +
+                                 std::to_string(k));
+    }
+    p.k = k;
+    p.out_shape.push_back(k);
+  } else if (p.out_shape.empty()) {
+    p.out_shape.push_back(1);
+  }
+  return p;
+}
+
+double sample_uniform(uint64_t seed, int64_t row) {
+  // splitmix64 of (seed, row): counter-based, so a row's number needs no state.
+  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t(row) + 1);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return double(z >> 11) * 0x1.0p-53;
+}
+
+EmbeddingParams check_embedding(const Operand& table, const Tensor& ids) {
+  require_int32("embedding", "ids", ids.dtype);
+  const Shape& ts = table.shape();
+  if (ts.size() != 2) {
+    throw Error(code::Shape, "embedding: table must have shape [V, D]; got " + shape_string(ts));
+  }
+  if (table.dense && !is_float(table.dense->dtype)) {
+    throw Error(code::DType, std::string("embedding: table has dtype '") + dtype_name(table.dense->dtype) +
+                                 "'; accepted: a float dtype or a quantized table");
+  }
+  EmbeddingParams p;
+  p.vocab = ts[0];
+  p.dim = ts[1];
+  p.count = ids.numel();
+  p.out_shape = ids.shape;
+  p.out_shape.push_back(p.dim);
+  check_shape(p.out_shape, "embedding's output");
+  p.out_dtype = table.dense ? table.dense->dtype : DType::Float32;
+  return p;
+}
+
+GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
+                                         std::optional<DType> out_dtype) {
+  require_int32("groupedLinear", "groupSizes", group_sizes.dtype);
+  if (!x.dense) throw Error(code::Arg, "groupedLinear: x must be a dense Tensor [T, K]");
+  const Shape& ws = w.shape();
+  if (ws.size() != 3) {
+    throw Error(code::Shape, "groupedLinear: w must have shape [E, N, K] (one [N, K] matrix per expert); got " +
+                                 shape_string(ws));
+  }
+  if (x.shape().size() != 2) {
+    throw Error(code::Shape, "groupedLinear: x must have shape [T, K]; got " + shape_string(x.shape()));
+  }
+  if (group_sizes.shape.size() != 1 || group_sizes.shape[0] != ws[0]) {
+    throw Error(code::Shape, "groupedLinear: groupSizes must have shape [E] = [" + std::to_string(ws[0]) +
+                                 "] (one size per expert of w); got " + shape_string(group_sizes.shape));
+  }
+  // The shape and dtype rules of linear for one expert's [N, K] matrix.
+  QTensor qe;
+  Tensor de;
+  Operand one = w;
+  if (w.quant) {
+    qe = *w.quant;
+    qe.shape = {ws[1], ws[2]};
+    one.quant = &qe;
+  } else {
+    de = *w.dense;
+    de.shape = {ws[1], ws[2]};
+    one.dense = &de;
+  }
+  const LinearParams lp = check_linear(x, one, nullptr, out_dtype);
+  GroupedLinearParams p;
+  p.T = lp.M;
+  p.E = ws[0];
+  p.N = lp.N;
+  p.K = lp.K;
+  p.out_shape = lp.out_shape;
+  p.out_dtype = lp.out_dtype;
+  return p;
+}
+
+}  // namespace mto

@@ -1,0 +1,26 @@
+// Float32 runs in and out of dense tensors of any float dtype, for the cpu kernels of the model
+// ops (elementwise, norms, rope, softmax), which compute in float32 whatever they read or write.
+#pragma once
+#include <cstdint>
+
+#include "../core/dtype.h"
+#include "../core/tensor.h"
+
+namespace mto::cpu {
+
+// Elements a kernel converts at a time (on the stack), and the smallest share of an op's
+// elements worth a pool thread (below it, the wake-up costs more than the work).
+constexpr int64_t kRun = 1024;
+constexpr int64_t kParallelGrain = 16384;
+
+inline void load_f32(const Tensor& t, int64_t at, int64_t n, float* out) {
+  const auto* base = static_cast<const uint8_t*>(t.buffer->data()) + size_t(at) * dtype_size(t.dtype);
+  to_float32(t.dtype, base, out, size_t(n));
+}
+
+inline void store_f32(Tensor& t, int64_t at, int64_t n, const float* in) {
+  auto* base = static_cast<uint8_t*>(t.buffer->data()) + size_t(at) * dtype_size(t.dtype);
+  from_float32(t.dtype, in, base, size_t(n));
+}
+
+}  // namespace mto::cpu

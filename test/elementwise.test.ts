@@ -1,0 +1,136 @@
+// Elementwise ops (docs/design/API.md "Elementwise"): add, mul, silu, gelu (exact and tanh),
+// swiglu, with NumPy broadcasting, against float64 references, in every float dtype.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Device, Tensor } from '../lib/index';
+import { expectClose, randn } from './helpers/compare';
+import { testDevices } from './helpers/devices';
+import { roundToHalf } from './helpers/reference';
+
+let devices: [string, Device][];
+beforeAll(async () => { devices = await testDevices(); });
+
+const silu = (x: number) => (x === -Infinity ? -0 : x / (1 + Math.exp(-x)));
+// erf to float64 accuracy (Abramowitz-Stegun 7.1.26 is too coarse): series / continued fraction.
+function erf(x: number): number {
+  if (!Number.isFinite(x)) return Number.isNaN(x) ? NaN : Math.sign(x);
+  const ax = Math.abs(x);
+  if (ax < 3) {
+    let sum = x, term = x;
+    for (let n = 1; n < 200; n++) {
+      term *= -x * x / n;
+      const add = term / (2 * n + 1);
+      sum += add;
+      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
+    }
+    return (2 / Math.sqrt(Math.PI)) * sum;
+  }
+  // erfc continued fraction for large |x|
+  let f = 0;
+  for (let n = 60; n >= 1; n--) f = (n / 2) / (ax + f);
+  const erfc = Math.exp(-ax * ax) / Math.sqrt(Math.PI) / (ax + f);
+  return Math.sign(x) * (1 - erfc);
+}
+const gelu = (x: number) => (x === -Infinity ? -0 : 0.5 * x * (1 + erf(x / Math.SQRT2)));
+const geluTanh = (x: number) =>
+  !Number.isFinite(x) && !Number.isNaN(x) ? (x > 0 ? x : -0) : 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x ** 3)));
+
+// The NumPy broadcast of a over b, by index arithmetic independent of the addon's.
+function broadcastRef(a: Float32Array, as: number[], b: Float32Array, bs: number[], f: (x: number, y: number) => number) {
+  const rank = Math.max(as.length, bs.length);
+  const pa = [...Array(rank - as.length).fill(1), ...as], pb = [...Array(rank - bs.length).fill(1), ...bs];
+  const out = pa.map((d, i) => Math.max(d, pb[i]));
+  const n = out.reduce((p, d) => p * d, 1);
+  const res = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    let rest = i, ia = 0, ib = 0, sa = 1, sb = 1;
+    for (let d = rank - 1; d >= 0; d--) {
+      const idx = rest % out[d];
+      rest = Math.floor(rest / out[d]);
+      ia += (pa[d] === 1 ? 0 : idx) * sa;
+      ib += (pb[d] === 1 ? 0 : idx) * sb;
+      sa *= pa[d];
+      sb *= pb[d];
+    }
+    res[i] = f(a[ia], b[ib]);
+  }
+  return { res, out };
+}
+
+const dtypes = [['float32', 1e-6], ['float16', 1e-3], ['bfloat16', 8e-3]] as const;
+const round = (x: Float32Array, dt: string) => (dt === 'float16' ? roundToHalf(x) : dt === 'bfloat16' ? roundBf16(x) : x);
+function roundBf16(x: Float32Array): Float32Array {
+  const u = new Uint32Array(Float32Array.from(x).buffer);
+  for (let i = 0; i < u.length; i++) {
+    if ((u[i] & 0x7fffffff) > 0x7f800000) continue;
+    u[i] = ((u[i] + 0x7fff + ((u[i] >>> 16) & 1)) >>> 16) << 16;
+  }
+  return new Float32Array(u.buffer);
+}
+
+describe('binary ops with broadcasting', () => {
+  const shapes: [number[], number[]][] = [
+    [[3, 5, 7], [3, 5, 7]], [[3, 5, 7], [7]], [[3, 1, 7], [1, 5, 1]], [[4, 1], [3]], [[1], [2, 3]],
+    [[2, 3, 4, 5], [3, 1, 5]], [[70000], [70000]], [[300, 257], [257]],
+  ];
+  for (const [op, f] of [['add', (x: number, y: number) => x + y], ['mul', (x: number, y: number) => x * y],
+    ['swiglu', (x: number, y: number) => silu(x) * y]] as const) {
+    for (const [dt, tol] of dtypes) {
+      it(`${op} ${dt}: every broadcast pattern equals the float64 reference`, async () => {
+        for (const [name, dev] of devices) {
+          for (const [as, bs] of shapes) {
+            const a = round(randn(as.reduce((p, d) => p * d, 1), 1, 3), dt);
+            const b = round(randn(bs.reduce((p, d) => p * d, 1), 2, 3), dt);
+            const y = (dev[op] as (a: Tensor, b: Tensor) => Tensor).call(dev, dev.tensor(a, as, dt), dev.tensor(b, bs, dt));
+            const { res, out } = broadcastRef(a, as, b, bs, f);
+            expect(y.shape).toEqual(out);
+            expect(y.dtype).toBe(dt);
+            expectClose(await y.toFloat32(), res, tol, `${name} ${op} ${as} ${bs}`);
+          }
+        }
+      });
+    }
+  }
+
+  it('mixed dtypes give float32; NaN and infinities follow float arithmetic', async () => {
+    for (const [, dev] of devices) {
+      const y = dev.add(dev.tensor([1, 2], [2], 'float16'), dev.tensor([0.5, 0.25], [2], 'bfloat16'));
+      expect(y.dtype).toBe('float32');
+      expectClose(await y.toFloat32(), [1.5, 2.25], 0);
+      const z = dev.mul(dev.tensor([NaN, Infinity, Infinity, -0], [4]), dev.tensor([1, 0, -2, 5], [4]));
+      expectClose(await z.toFloat32(), [NaN, NaN, -Infinity, -0], 0);
+    }
+  });
+
+  it('rejects shapes that do not broadcast and non-float dtypes, naming them', () => {
+    const [, dev] = devices[0];
+    expect(() => dev.add(dev.tensor(new Float32Array(6), [2, 3]), dev.tensor(new Float32Array(4), [4])))
+      .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('[2, 3] and b [4] do not broadcast') }));
+    expect(() => dev.mul(dev.tensor(new Int32Array(2), [2], 'int32'), dev.tensor([1, 2], [2])))
+      .toThrow(expect.objectContaining({ code: 'E_DTYPE', message: expect.stringContaining("a has dtype 'int32'") }));
+    expect(() => dev.add(dev.tensor([1], [1]), 3 as unknown as Tensor)).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+  });
+});
+
+describe('unary ops', () => {
+  const special = [0, -0, 1e-30, -1e-30, 30, -30, 90, -90, 1e30, -1e30, Infinity, -Infinity, NaN];
+  for (const [op, f, opts] of [['silu', silu, undefined], ['gelu', gelu, undefined], ['gelu', geluTanh, { approximate: 'tanh' }]] as const) {
+    for (const [dt, tol] of dtypes) {
+      const label = `${op}${opts ? ' tanh' : ''} ${dt}`;
+      it(`${label}: random and extreme values equal the float64 reference (infinities give the limits)`, async () => {
+        for (const [name, dev] of devices) {
+          const x = round(Float32Array.from([...randn(5001, 3, 4), ...special]), dt);
+          const t = dev.tensor(x, [x.length], dt);
+          const y = op === 'silu' ? dev.silu(t) : dev.gelu(t, opts);
+          expect(y.dtype).toBe(dt);
+          expectClose(await y.toFloat32(), Array.from(x, f), tol * 2, `${name} ${label}`);
+        }
+      });
+    }
+  }
+
+  it('gelu rejects unknown options', () => {
+    const [, dev] = devices[0];
+    expect(() => dev.gelu(dev.tensor([1], [1]), { approximate: 'erf' as 'none' }))
+      .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining("options.approximate must be one of 'none', 'tanh'") }));
+  });
+});

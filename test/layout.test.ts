@@ -1,0 +1,119 @@
+// Layout ops (docs/design/API.md "Layout"): transpose, slice, concat and write, for every dtype,
+// against index arithmetic in JS; write as a KV cache append that attention then reads.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Device } from '../lib/index';
+import { expectClose, randn } from './helpers/compare';
+import { testDevices } from './helpers/devices';
+import { attentionRef } from './helpers/reference';
+
+let devices: [string, Device][];
+beforeAll(async () => { devices = await testDevices(); });
+
+const strides = (s: number[]) => s.map((_, i) => s.slice(i + 1).reduce((p, d) => p * d, 1));
+const count = (s: number[]) => s.reduce((p, d) => p * d, 1);
+function unravel(i: number, s: number[]): number[] {
+  const out = new Array(s.length);
+  for (let d = s.length - 1; d >= 0; d--) { out[d] = i % s[d]; i = Math.floor(i / s[d]); }
+  return out;
+}
+
+describe('transpose, slice, concat', () => {
+  it('transpose: every permutation of a rank-4 tensor, and int32 data', async () => {
+    for (const [name, dev] of devices) {
+      const shape = [2, 3, 4, 5];
+      const x = randn(count(shape), 1);
+      const xt = dev.tensor(x, shape);
+      const ids = dev.tensor(Int32Array.from({ length: 120 }, (_, i) => i * 7 - 300), shape, 'int32');
+      const perms = [[0, 1, 2, 3], [0, 2, 1, 3], [3, 2, 1, 0], [1, 3, 0, 2], [0, 1, 3, 2]];
+      for (const perm of perms) {
+        const out = perm.map((p) => shape[p]);
+        const want = Float32Array.from({ length: count(out) }, (_, i) => {
+          const idx = unravel(i, out);
+          return x[perm.reduce((s, p, k) => s + idx[k] * strides(shape)[p], 0)];
+        });
+        const y = dev.transpose(xt, perm);
+        expect(y.shape).toEqual(out);
+        expect(await y.toFloat32()).toEqual(want);
+        const yi = await dev.transpose(ids, perm).data();
+        expect(yi).toBeInstanceOf(Int32Array);
+        expect(Array.from(yi)).toEqual(Array.from(want, (_, i) => {
+          const idx = unravel(i, out);
+          return perm.reduce((s, p, k) => s + idx[k] * strides(shape)[p], 0) * 7 - 300;
+        }));
+      }
+      expect(() => dev.transpose(xt, [0, 1, 1, 2])).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('twice') }));
+      void name;
+    }
+  });
+
+  it('slice and concat along each axis are inverse; bfloat16 bits pass unchanged', async () => {
+    for (const [, dev] of devices) {
+      const shape = [3, 4, 5];
+      const bits = Uint16Array.from({ length: 60 }, (_, i) => 0x3f80 + i);
+      const x = dev.tensor(bits, shape, 'bfloat16');
+      for (let axis = 0; axis < 3; axis++) {
+        const n = shape[axis];
+        const parts = [dev.slice(x, { axis, start: 0, end: 1 }), dev.slice(x, { axis, start: 1, end: n - 1 }), dev.slice(x, { axis: axis - 3, start: n - 1, end: n })];
+        expect(parts[1].shape[axis]).toBe(n - 2);
+        const back = dev.concat(parts, axis);
+        expect(back.shape).toEqual(shape);
+        expect(await back.data()).toEqual(bits);
+      }
+      expect(() => dev.slice(x, { axis: 0, start: 2, end: 2 })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+      expect(() => dev.concat([x, dev.tensor(new Float32Array(60), shape)], 0)).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
+      expect(() => dev.concat([x, dev.tensor(new Uint16Array(12), [3, 4, 1], 'bfloat16')], 0)).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+    }
+  });
+});
+
+describe('write (the KV cache append)', () => {
+  it('appending one position per step over many steps, attention over the cache equals attention over the concatenated keys', async () => {
+    for (const [name, dev] of devices) {
+      const [Hkv, Hq, D, steps] = [2, 4, 64, 12];
+      const kc = dev.tensor(new Float32Array(Hkv * steps * D), [1, Hkv, steps, D]);
+      const vc = dev.tensor(new Float32Array(Hkv * steps * D), [1, Hkv, steps, D]);
+      const ks: Float32Array[] = [], vs: Float32Array[] = [];
+      const outs = [];
+      for (let t = 0; t < steps; t++) {
+        const k = randn(Hkv * D, 100 + t), v = randn(Hkv * D, 200 + t), q = randn(Hq * D, 300 + t);
+        ks.push(k); vs.push(v);
+        dev.write(kc, dev.tensor(k, [1, Hkv, 1, D]), { axis: 2, offset: t });
+        dev.write(vc, dev.tensor(v, [1, Hkv, 1, D]), { axis: 2, offset: t });
+        const kView = dev.slice(kc, { axis: 2, start: 0, end: t + 1 }), vView = dev.slice(vc, { axis: 2, start: 0, end: t + 1 });
+        outs.push([q, dev.attention(dev.tensor(q, [1, Hq, 1, D]), kView, vView)] as const);
+      }
+      for (let t = 0; t < steps; t++) {
+        // [1, Hkv, t + 1, D] from the per-step rows
+        const k = new Float32Array(Hkv * (t + 1) * D), v = new Float32Array(Hkv * (t + 1) * D);
+        for (let h = 0; h < Hkv; h++) for (let j = 0; j <= t; j++) {
+          k.set(ks[j].subarray(h * D, (h + 1) * D), (h * (t + 1) + j) * D);
+          v.set(vs[j].subarray(h * D, (h + 1) * D), (h * (t + 1) + j) * D);
+        }
+        const want = attentionRef(outs[t][0], k, v, { B: 1, Hq, Hkv, Lq: 1, Lk: t + 1, D });
+        expectClose(await outs[t][1].toFloat32(), want, 2e-5, `${name} step ${t}`);
+      }
+    }
+  });
+
+  it('orders reads: one queued before the write sees the old values, views and later ops the new', async () => {
+    for (const [, dev] of devices) {
+      const cache = dev.tensor(new Float32Array(8).fill(1), [2, 4]);
+      const view = cache.reshape([8]);
+      const before = dev.add(cache, cache);
+      dev.write(cache, dev.tensor([5, 6], [2, 1]), { axis: 1, offset: 3 });
+      const after = dev.add(view, view);
+      expect(Array.from(await before.toFloat32())).toEqual([2, 2, 2, 2, 2, 2, 2, 2]);
+      expect(Array.from(await after.toFloat32())).toEqual([2, 2, 2, 10, 2, 2, 2, 12]);
+      expect(Array.from(await view.toFloat32())).toEqual([1, 1, 1, 5, 1, 1, 1, 6]);
+    }
+  });
+
+  it('validates dtype, shape and offset', () => {
+    const [, dev] = devices[0];
+    const dst = dev.tensor(new Float32Array(8), [2, 4]);
+    expect(() => dev.write(dst, dev.tensor([1, 2], [2, 1], 'float16'), { axis: 1, offset: 0 })).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
+    expect(() => dev.write(dst, dev.tensor([1, 2, 3], [3, 1]), { axis: 1, offset: 0 })).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+    expect(() => dev.write(dst, dev.tensor([1, 2], [2, 1]), { axis: 1, offset: 4 }))
+      .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('offset must be in [0, 3]') }));
+  });
+});

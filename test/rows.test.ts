@@ -1,0 +1,160 @@
+// The ops along the last axis (docs/design/API.md): rmsNorm, layerNorm, rope, softmax, against
+// float64 references, in every float dtype, with odd sizes and extreme values.
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Device } from '../lib/index';
+import { expectClose, randn } from './helpers/compare';
+import { testDevices } from './helpers/devices';
+import { roundToHalf } from './helpers/reference';
+
+let devices: [string, Device][];
+beforeAll(async () => { devices = await testDevices(); });
+
+const tols = { float32: 2e-6, float16: 2e-3, bfloat16: 1e-2 } as const;
+const asDtype = (x: Float32Array, dt: keyof typeof tols) => (dt === 'float16' ? roundToHalf(x) : x);
+
+function normRef(x: Float32Array, cols: number, w: Float32Array | null, b: Float32Array | null, eps: number, layer: boolean) {
+  const out = new Float64Array(x.length);
+  for (let r = 0; r < x.length / cols; r++) {
+    const row = x.subarray(r * cols, (r + 1) * cols);
+    const mean = layer ? row.reduce((s, v) => s + v, 0) / cols : 0;
+    const v = row.reduce((s, t) => s + (t - mean) ** 2, 0) / cols;
+    const k = 1 / Math.sqrt(v + eps);
+    for (let c = 0; c < cols; c++) out[r * cols + c] = (row[c] - mean) * k * (w ? w[c] : 1) + (b ? b[c] : 0);
+  }
+  return out;
+}
+
+describe('rmsNorm and layerNorm', () => {
+  for (const dt of ['float32', 'float16', 'bfloat16'] as const) {
+    it(`${dt}: rows of odd width, with and without weight and bias, equal the float64 reference`, async () => {
+      for (const [name, dev] of devices) {
+        for (const [rows, cols] of [[1, 1], [3, 7], [17, 1000], [5, 4099]]) {
+          const x = asDtype(randn(rows * cols, rows + cols, 3), dt);
+          const w = asDtype(randn(cols, 7), dt), b = asDtype(randn(cols, 8), dt);
+          const xt = dev.tensor(x, [rows, cols], dt);
+          const bf = dt === 'bfloat16';  // inputs rounded by the addon; the reference sees float32
+          const tol = bf ? 2e-2 : tols[dt];
+          expectClose(await dev.rmsNorm(xt, dev.tensor(w, [cols], dt), { eps: 1e-6 }).toFloat32(),
+            normRef(x, cols, w, null, 1e-6, false), tol, `${name} rms ${rows}x${cols}`);
+          expectClose(await dev.rmsNorm(xt, null).toFloat32(), normRef(x, cols, null, null, 1e-5, false), tol, `${name} rms no weight`);
+          if (cols > 1) {
+            expectClose(await dev.layerNorm(xt, dev.tensor(w, [cols], dt), dev.tensor(b, [cols], dt)).toFloat32(),
+              normRef(x, cols, w, b, 1e-5, true), tol, `${name} layer ${rows}x${cols}`);
+          }
+        }
+      }
+    });
+  }
+
+  it('a NaN or inf in a row makes that row NaN or its other entries 0; other rows are untouched', async () => {
+    for (const [, dev] of devices) {
+      const x = Float32Array.from([1, NaN, 3, 1, 2, 3, Infinity, 1, 2]);
+      const y = await dev.rmsNorm(dev.tensor(x, [3, 3]), null).toFloat32();
+      expect(Array.from(y.subarray(0, 3)).every(Number.isNaN)).toBe(true);
+      expectClose(y.subarray(3, 6), normRef(x.subarray(3, 6), 3, null, null, 1e-5, false), 1e-6);
+      expect(Array.from(y.subarray(6))).toEqual([NaN, 0, 0]);  // inf * 0 and finite * 0
+    }
+  });
+
+  it('validates weight shape, eps and dtypes', () => {
+    const [, dev] = devices[0];
+    const x = dev.tensor(new Float32Array(6), [2, 3]);
+    expect(() => dev.rmsNorm(x, dev.tensor(new Float32Array(2), [2])))
+      .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: 'rmsNorm: weight must have shape [3] (x\'s last dimension); got [2]' }));
+    expect(() => dev.rmsNorm(x, null, { eps: -1 })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+    expect(() => dev.layerNorm(dev.tensor(new Int32Array(3), [3], 'int32'), null, null)).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
+  });
+});
+
+describe('rope', () => {
+  // [B, H, L, D] reference in float64.
+  function ropeRef(x: Float32Array, [B, H, L, D]: number[], o: { pos: number[]; dims: number; neox: boolean; inv: number[]; blhd: boolean }) {
+    const out = Float64Array.from(x);
+    const half = o.dims / 2;
+    for (let b = 0; b < B; b++) for (let h = 0; h < H; h++) for (let l = 0; l < L; l++) {
+      const base = o.blhd ? ((b * L + l) * H + h) * D : ((b * H + h) * L + l) * D;
+      for (let i = 0; i < half; i++) {
+        const a = o.pos[l] * o.inv[i];
+        const [i1, i2] = o.neox ? [i, i + half] : [2 * i, 2 * i + 1];
+        const x1 = x[base + i1], x2 = x[base + i2];
+        out[base + i1] = x1 * Math.cos(a) - x2 * Math.sin(a);
+        out[base + i2] = x2 * Math.cos(a) + x1 * Math.sin(a);
+      }
+    }
+    return out;
+  }
+
+  for (const dt of ['float32', 'float16'] as const) {
+    it(`${dt}: neox and interleaved, offsets and int32 positions, partial dims, explicit freqs, both layouts`, async () => {
+      for (const [name, dev] of devices) {
+        const [B, H, L, D] = [2, 3, 5, 16];
+        const x = asDtype(randn(B * H * L * D, 11), dt);
+        for (const style of ['neox', 'interleaved'] as const) {
+          for (const layout of ['bhld', 'blhd'] as const) {
+            const shape = layout === 'bhld' ? [B, H, L, D] : [B, L, H, D];
+            const xt = dev.tensor(x, shape, dt);
+            const neox = style === 'neox';
+            const blhd = layout === 'blhd';
+            const inv = (dims: number, base = 10000) => Array.from({ length: dims / 2 }, (_, i) => base ** (-2 * i / dims));
+            const cases: [object, ReturnType<typeof ropeRef>][] = [
+              [{ style, layout }, ropeRef(x, [B, H, L, D], { pos: [0, 1, 2, 3, 4], dims: D, neox, inv: inv(D), blhd })],
+              [{ style, layout, offset: 100_000, base: 500000 }, ropeRef(x, [B, H, L, D], { pos: [0, 1, 2, 3, 4].map((p) => p + 100_000), dims: D, neox, inv: inv(D, 500000), blhd })],
+              [{ style, layout, dims: 8, positions: dev.tensor(new Int32Array([7, 3, 0, 4096, 9]), [L], 'int32') },
+                ropeRef(x, [B, H, L, D], { pos: [7, 3, 0, 4096, 9], dims: 8, neox, inv: inv(8), blhd })],
+              [{ style, layout, freqs: dev.tensor(Float32Array.from([1, 0.5, 0.25, 0.125, 0.01, 0.001, 1e-4, 1e-5]), [8]), offset: 3 },
+                ropeRef(x, [B, H, L, D], { pos: [3, 4, 5, 6, 7], dims: D, neox, inv: Array.from(Float32Array.from([1, 0.5, 0.25, 0.125, 0.01, 0.001, 1e-4, 1e-5])), blhd })],
+            ];
+            for (const [opts, want] of cases) {
+              expectClose(await dev.rope(xt, opts).toFloat32(), want, dt === 'float32' ? 3e-6 : 2e-3, `${name} ${dt} ${JSON.stringify(Object.keys(opts))} ${style} ${layout}`);
+            }
+          }
+        }
+      }
+    });
+  }
+
+  it('validates its options', () => {
+    const [, dev] = devices[0];
+    const x = dev.tensor(new Float32Array(2 * 4 * 8), [1, 2, 4, 8]);
+    expect(() => dev.rope(x, { dims: 7 })).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('dims must be an even number in [2, 8]') }));
+    expect(() => dev.rope(x, { offset: 1, positions: dev.tensor(new Int32Array(4), [4], 'int32') })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+    expect(() => dev.rope(x, { positions: dev.tensor(new Float32Array(4), [4]) })).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
+    expect(() => dev.rope(x, { positions: dev.tensor(new Int32Array(3), [3], 'int32') })).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+    expect(() => dev.rope(dev.tensor(new Float32Array(8), [1, 8]))).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+  });
+});
+
+describe('softmax', () => {
+  function softmaxRef(x: Float32Array, cols: number) {
+    const out = new Float64Array(x.length);
+    for (let r = 0; r < x.length / cols; r++) {
+      const row = Array.from(x.subarray(r * cols, (r + 1) * cols));
+      const m = row.reduce((a, b) => Math.max(a, b), -Infinity);
+      const e = row.map((v) => Math.exp(v - m));
+      const s = e.reduce((a, b) => a + b, 0);
+      e.forEach((v, c) => { out[r * cols + c] = v / s; });
+    }
+    return out;
+  }
+  for (const dt of ['float32', 'float16', 'bfloat16'] as const) {
+    it(`${dt}: rows from 1 to 128256 wide equal the float64 reference`, async () => {
+      for (const [name, dev] of devices) {
+        for (const [rows, cols] of [[1, 1], [4, 33], [2, 128256]]) {
+          const x = asDtype(randn(rows * cols, cols, 6), dt);
+          const y = dev.softmax(dev.tensor(x, [rows, cols], dt));
+          const got = await y.toFloat32();
+          const xr = dt === 'bfloat16' ? await dev.tensor(x, [rows, cols], dt).toFloat32() : x;
+          expectClose(got, softmaxRef(xr, cols), tols[dt], `${name} ${rows}x${cols}`);
+        }
+      }
+    });
+  }
+
+  it('-inf entries get 0; a NaN, a +inf or a row of only -inf makes the row NaN', async () => {
+    for (const [, dev] of devices) {
+      const x = Float32Array.from([0, -Infinity, 0, 1, NaN, 1, Infinity, 1, 1, -Infinity, -Infinity, -Infinity]);
+      const y = await dev.softmax(dev.tensor(x, [4, 3])).toFloat32();
+      expect(Array.from(y)).toEqual([0.5, 0, 0.5, NaN, NaN, NaN, NaN, NaN, NaN, NaN, NaN, NaN]);
+    }
+  });
+});
