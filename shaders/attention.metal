@@ -1,7 +1,8 @@
 // FlashAttention for the simdgroup tier (Apple7+): o = softmax(q k^T * scale + mask) v, scores
-// never written to device memory, float32 softmax and accumulation. Semantics, slots and tile
-// sizes: attention_params.h; which kernel runs with which grid: native/core/dispatch_plan.cc
-// (plan_attention).
+// never written to device memory, float32 softmax and accumulation, o of type Out (q's dtype, as
+// attention defines it) rounded once per element as the last pass stores it; the split decode's
+// partial results stay float32. Semantics, slots and tile sizes: attention_params.h; which kernel
+// runs with which grid: native/core/dispatch_plan.cc (plan_attention).
 //
 //   attention_decode (Lq <= 8, token generation) is bound by memory bandwidth. A threadgroup owns
 //   one kv head and up to 8 query rows of its GQA group (all of them for G * Lq <= 8), so each K/V
@@ -34,7 +35,7 @@
 using namespace metal;
 
 // ---- decode -------------------------------------------------------------------------------------
-template <typename T, int KV, int D>
+template <typename T, typename Out, int KV, int D>
 [[kernel]] void attention_decode(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
     device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
@@ -42,7 +43,7 @@ template <typename T, int KV, int D>
     device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
     device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
     device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
-    device float* o [[buffer(ATTN_BUFFER_O)]],
+    device Out* o [[buffer(ATTN_BUFFER_O)]],
     device float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
     device float* part_ml [[buffer(ATTN_BUFFER_PARTIAL_ML)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
@@ -135,7 +136,7 @@ template <typename T, int KV, int D>
     for (uint d = tid; d < uint(D); d += 32u * NSG) {
       float O = 0.0f;
       for (int s = 0; s < NSG; ++s) O += tg_o[s][d] * f[s];
-      if (p.splits == 1) o[orow + d] = L == 0.0f ? 0.0f : O / L;  // L = 0: saw no key; NaN stays
+      if (p.splits == 1) o[orow + d] = Out(L == 0.0f ? 0.0f : O / L);  // L = 0: saw no key; NaN stays
       else part_o[prow * uint(D) + d] = O;
     }
     if (p.splits > 1 && tid == 0) {
@@ -147,11 +148,13 @@ template <typename T, int KV, int D>
   }
 }
 
-// Second pass of a split decode: o = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M).
+// Second pass of a split decode: o = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), from the
+// float32 partials, rounded to Out once.
+template <typename Out>
 [[kernel]] void attention_merge(
     device const float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
     device const float* part_ml [[buffer(ATTN_BUFFER_PARTIAL_ML)]],
-    device float* o [[buffer(ATTN_BUFFER_O)]],
+    device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]]) {
@@ -183,7 +186,7 @@ template <typename T, int KV, int D>
         const float ms = part_ml[pr * 2];
         if (ms != ninf) O += part_o[pr * D + d] * exp2(ms - M);
       }
-      o[orow + d] = L == 0.0f ? 0.0f : O / L;
+      o[orow + d] = Out(L == 0.0f ? 0.0f : O / L);
     }
   }
 }
@@ -204,7 +207,7 @@ inline float attn_v_nonfinite_value(uint bits) {
   return bits == ATTN_V_POS_INF ? -attn_neg_inf() : attn_neg_inf();
 }
 
-template <typename T, int KV, int D>
+template <typename T, typename Out, int KV, int D>
 [[kernel]] void attention_prefill(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
     device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
@@ -212,7 +215,7 @@ template <typename T, int KV, int D>
     device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
     device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
     device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
-    device float* o [[buffer(ATTN_BUFFER_O)]],
+    device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
@@ -367,21 +370,24 @@ template <typename T, int KV, int D>
   for (uint e = tid; e < uint(BQ * D); e += THREADS) {
     const uint r = e / uint(D), d = e % uint(D);
     const uint bits = uint(vbad[r][d]);
-    if (q0 + r < uint(p.Lq)) o[(q_base + q0 + r) * uint(D) + d] = bits == 0u ? tile[r][d] : attn_v_nonfinite_value(bits);
+    if (q0 + r < uint(p.Lq)) o[(q_base + q0 + r) * uint(D) + d] = Out(bits == 0u ? tile[r][d] : attn_v_nonfinite_value(bits));
   }
 }
 
-#define MTO_ATTN_DENSE(T, tname, D)                                                                 \
-  MTO_KERNEL_INSTANCE("attention_decode_" tname "_dense_d" #D, attention_decode, T, ATTN_KV_DENSE, D)  \
-  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_dense_d" #D, attention_prefill, T, ATTN_KV_DENSE, D)
-#define MTO_ATTN_MX(T, tname, D)                                                                        \
-  MTO_KERNEL_INSTANCE("attention_decode_" tname "_mxfp8_d" #D, attention_decode, T, ATTN_KV_MXFP8_E4M3, D)   \
-  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_mxfp8_d" #D, attention_prefill, T, ATTN_KV_MXFP8_E4M3, D) \
-  MTO_KERNEL_INSTANCE("attention_decode_" tname "_mxfp8_e5m2_d" #D, attention_decode, T, ATTN_KV_MXFP8_E5M2, D) \
-  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_mxfp8_e5m2_d" #D, attention_prefill, T, ATTN_KV_MXFP8_E5M2, D)
-#define MTO_ATTN_DTYPE(T, tname)                                                             \
-  MTO_ATTN_DENSE(T, tname, 64) MTO_ATTN_DENSE(T, tname, 80) MTO_ATTN_DENSE(T, tname, 96)    \
-  MTO_ATTN_DENSE(T, tname, 128) MTO_ATTN_DENSE(T, tname, 256)                               \
+// Host names: attention_{decode,prefill}_<q dtype>_<kv>_d<D>, o of q's dtype;
+// attention_merge_<o dtype>.
+#define MTO_ATTN_DENSE(T, tname, D)                                                                      \
+  MTO_KERNEL_INSTANCE("attention_decode_" tname "_dense_d" #D, attention_decode, T, T, ATTN_KV_DENSE, D) \
+  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_dense_d" #D, attention_prefill, T, T, ATTN_KV_DENSE, D)
+#define MTO_ATTN_MX(T, tname, D)                                                                                   \
+  MTO_KERNEL_INSTANCE("attention_decode_" tname "_mxfp8_d" #D, attention_decode, T, T, ATTN_KV_MXFP8_E4M3, D)      \
+  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_mxfp8_d" #D, attention_prefill, T, T, ATTN_KV_MXFP8_E4M3, D)    \
+  MTO_KERNEL_INSTANCE("attention_decode_" tname "_mxfp8_e5m2_d" #D, attention_decode, T, T, ATTN_KV_MXFP8_E5M2, D) \
+  MTO_KERNEL_INSTANCE("attention_prefill_" tname "_mxfp8_e5m2_d" #D, attention_prefill, T, T, ATTN_KV_MXFP8_E5M2, D)
+#define MTO_ATTN_DTYPE(T, tname)                                                          \
+  MTO_KERNEL_INSTANCE("attention_merge_" tname, attention_merge, T)                       \
+  MTO_ATTN_DENSE(T, tname, 64) MTO_ATTN_DENSE(T, tname, 80) MTO_ATTN_DENSE(T, tname, 96) \
+  MTO_ATTN_DENSE(T, tname, 128) MTO_ATTN_DENSE(T, tname, 256)                            \
   MTO_ATTN_MX(T, tname, 64) MTO_ATTN_MX(T, tname, 96) MTO_ATTN_MX(T, tname, 128) MTO_ATTN_MX(T, tname, 256)
 
 MTO_ATTN_DTYPE(float, "f32")

@@ -6,7 +6,8 @@
 // bottom-right causal, bool or additive mask broadcast by element strides, GQA (query head h reads
 // kv head h / G), a row that sees no key is zeros. q, k, v are dense and contiguous [B, H, L, D];
 // k/v may instead be mxfp8 (E4M3/E5M2) codes [B*Hkv*Lk, D] bytes with E8M0 scales [B*Hkv*Lk, D/32].
-// o is float32 (softmax and accumulation are float32 throughout).
+// o has q's dtype (softmax and accumulation are float32 throughout; each element of o is rounded
+// once as it is stored; the split decode's partial results are float32).
 #ifndef MTO_SHADERS_ATTENTION_PARAMS_H
 #define MTO_SHADERS_ATTENTION_PARAMS_H
 
@@ -18,9 +19,9 @@
 #define ATTN_BUFFER_K_SCALES 3   // mxfp8: k's E8M0 scales [B*Hkv*Lk, D/32]; dense: unused
 #define ATTN_BUFFER_V_SCALES 4   // mxfp8: v's scales; dense: unused
 #define ATTN_BUFFER_MASK 5       // mask elements (see ATTN_MASK_*); unused when mask_kind == 0
-#define ATTN_BUFFER_O 6          // o [B, Hq, Lq, D] float32 (one pass, or the merge pass)
-#define ATTN_BUFFER_PARTIAL_O 7  // split decode: unnormalised O [B, Hkv, chunks, split, rows, D]
-#define ATTN_BUFFER_PARTIAL_ML 8 // split decode: (m, l) [B, Hkv, chunks, split, rows, 2]
+#define ATTN_BUFFER_O 6          // o [B, Hq, Lq, D] of q's dtype (one pass, or the merge pass)
+#define ATTN_BUFFER_PARTIAL_O 7  // split decode: unnormalised O [B, Hkv, chunks, split, rows, D], float32
+#define ATTN_BUFFER_PARTIAL_ML 8 // split decode: (m, l) [B, Hkv, chunks, split, rows, 2], float32
 #define ATTN_BUFFER_PARAMS 9     // AttentionKernelParams (setBytes)
 
 // Mask element types (mask_kind).

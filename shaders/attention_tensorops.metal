@@ -1,6 +1,7 @@
 // FlashAttention prefill for the tensorops and tensorops-mx tiers (MSL 4.0, TensorOps), the
 // algorithm of WWDC26 talk 330: o = softmax(q k^T * scale + mask) v with the scores never leaving
-// the SIMD-group's registers. Semantics, slots and tile sizes: attention_params.h; plans:
+// the SIMD-group's registers; o of type Out (q's dtype), each element rounded once as it is
+// stored. Semantics, slots and tile sizes: attention_params.h; plans:
 // native/core/dispatch_plan.cc (plan_attention). Decode (Lq <= 8) on these tiers is the vector
 // kernel of shaders/attention.metal: it is bound by memory bandwidth, not by the matrix units.
 //
@@ -90,19 +91,19 @@ inline void attn_tops_add_nonfinite_v(thread CT& cO, threadgroup const float* P,
   }
 }
 
-// o[row0 + row, col0 + column] = O[row, column] * inv_l[row] for the rows before Lq.
-template <typename CT>
-inline void attn_tops_store(thread CT& cO, device float* o, uint row0, uint Lq, uint col0, uint D,
+// o[row0 + row, col0 + column] = O[row, column] * inv_l[row] for the rows before Lq, rounded to Out.
+template <typename CT, typename Out>
+inline void attn_tops_store(thread CT& cO, device Out* o, uint row0, uint Lq, uint col0, uint D,
                             threadgroup const float* inv_l) {
   for (int i = 0; i < cO.get_capacity(); ++i) {
     if (!cO.is_valid_element(i)) continue;
     const auto idx = cO.get_multidimensional_index(i);  // {column, row}
     const uint row = row0 + uint(idx[1]);
-    if (row < Lq) o[ulong(row) * D + col0 + uint(idx[0])] = cO[i] * inv_l[idx[1]];
+    if (row < Lq) o[ulong(row) * D + col0 + uint(idx[0])] = Out(cO[i] * inv_l[idx[1]]);
   }
 }
 
-template <typename T, int KV, int D>
+template <typename T, typename Out, int KV, int D>
 [[kernel]] void attention_tensorops_prefill(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
     device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
@@ -110,7 +111,7 @@ template <typename T, int KV, int D>
     device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
     device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
     device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
-    device float* o [[buffer(ATTN_BUFFER_O)]],
+    device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
@@ -271,17 +272,19 @@ template <typename T, int KV, int D>
   if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);
 }
 
-#define MTO_ATTN_TOPS_DENSE(T, tname, D) \
-  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_dense_d" #D, attention_tensorops_prefill, T, ATTN_KV_DENSE, D)
-#define MTO_ATTN_TOPS_MX(T, tname, D)                                                                      \
-  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_d" #D, attention_tensorops_prefill, T, \
-                      ATTN_KV_MXFP8_E4M3, D)                                                               \
-  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_e5m2_d" #D, attention_tensorops_prefill, T, \
+// Host names: attention_tensorops_prefill_<q dtype>_<kv>_d<D>, o of q's dtype.
+#define MTO_ATTN_TOPS_DENSE(T, tname, D)                                                                     \
+  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_dense_d" #D, attention_tensorops_prefill, T, T, \
+                      ATTN_KV_DENSE, D)
+#define MTO_ATTN_TOPS_MX(T, tname, D)                                                                             \
+  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_d" #D, attention_tensorops_prefill, T, T,      \
+                      ATTN_KV_MXFP8_E4M3, D)                                                                      \
+  MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_e5m2_d" #D, attention_tensorops_prefill, T, T, \
                       ATTN_KV_MXFP8_E5M2, D)
 #define MTO_ATTN_TOPS_DTYPE(T, tname)                                                                   \
   MTO_ATTN_TOPS_DENSE(T, tname, 64) MTO_ATTN_TOPS_DENSE(T, tname, 80) MTO_ATTN_TOPS_DENSE(T, tname, 96) \
   MTO_ATTN_TOPS_DENSE(T, tname, 128) MTO_ATTN_TOPS_DENSE(T, tname, 256)                                 \
-  MTO_ATTN_TOPS_MX(T, tname, 64) MTO_ATTN_TOPS_MX(T, tname, 96) MTO_ATTN_TOPS_MX(T, tname, 128)          \
+  MTO_ATTN_TOPS_MX(T, tname, 64) MTO_ATTN_TOPS_MX(T, tname, 96) MTO_ATTN_TOPS_MX(T, tname, 128)         \
   MTO_ATTN_TOPS_MX(T, tname, 256)
 
 MTO_ATTN_TOPS_DTYPE(float, "f32")

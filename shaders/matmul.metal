@@ -1,7 +1,8 @@
 // Dense matmul y[batch, M, N] = a[batch, M, K] @ b[K, N] (or b[batch, K, N]) for the simdgroup
 // tier (Apple7+): a and b float32, float16 or bfloat16 (T, one dtype for both), float32
-// accumulation and output. Shapes and slots: matmul_params.h; which kernel runs:
-// native/core/dispatch_plan.cc (plan_matmul).
+// accumulation, y of type Out rounded once per element as it is stored. matmul's output has the
+// operands' dtype (check_matmul, native/core/ops.cc), so the instances have Out = T. Shapes and
+// slots: matmul_params.h; which kernel runs: native/core/dispatch_plan.cc (plan_matmul).
 //
 // 32 x 32 tiles of y; a and b staged as T in threadgroup memory 32 columns of K at a time (half
 // the bytes of float for float16/bfloat16), four SIMD-groups each accumulating a 16 x 16 quarter
@@ -14,11 +15,11 @@
 
 using namespace metal;
 
-template <typename T>
+template <typename T, typename Out>
 [[kernel]] void matmul_gemm(
     device const T* a [[buffer(MATMUL_BUFFER_A)]],
     device const T* b [[buffer(MATMUL_BUFFER_B)]],
-    device float* y [[buffer(MATMUL_BUFFER_Y)]],
+    device Out* y [[buffer(MATMUL_BUFFER_Y)]],
     constant MatmulKernelParams& p [[buffer(MATMUL_BUFFER_PARAMS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
@@ -74,10 +75,10 @@ template <typename T>
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint e = tid; e < uint(BM * BN); e += THREADS) {
     const uint r = e / BN, c = e % BN;
-    if (m0 + r < M && n0 + c < N) y[ulong(m0 + r) * N + n0 + c] = y_tile[r][c];
+    if (m0 + r < M && n0 + c < N) y[ulong(m0 + r) * N + n0 + c] = Out(y_tile[r][c]);
   }
 }
 
-MTO_KERNEL_INSTANCE("matmul_gemm_f32", matmul_gemm, float)
-MTO_KERNEL_INSTANCE("matmul_gemm_f16", matmul_gemm, half)
-MTO_KERNEL_INSTANCE("matmul_gemm_bf16", matmul_gemm, bfloat)
+MTO_KERNEL_INSTANCE("matmul_gemm_f32", matmul_gemm, float, float)
+MTO_KERNEL_INSTANCE("matmul_gemm_f16", matmul_gemm, half, half)
+MTO_KERNEL_INSTANCE("matmul_gemm_bf16", matmul_gemm, bfloat, bfloat)

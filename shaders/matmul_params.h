@@ -3,7 +3,8 @@
 // (native/core/dispatch_plan.cc).
 //
 // y[batch, M, N] = a[batch, M, K] @ b[K, N] (b shared by every batch) or b[batch, K, N]; a and b
-// of one dtype T (float32, float16 or bfloat16), float32 accumulation and output.
+// of one dtype T (float32, float16 or bfloat16), float32 accumulation, y of T as well (matmul's
+// output dtype is its operands'), rounded once per element as it is stored.
 #ifndef MTO_SHADERS_MATMUL_PARAMS_H
 #define MTO_SHADERS_MATMUL_PARAMS_H
 
@@ -11,7 +12,7 @@
 
 #define MATMUL_BUFFER_A 0       // T [batch, M, K], row-major
 #define MATMUL_BUFFER_B 1       // T [K, N] or [batch, K, N], row-major
-#define MATMUL_BUFFER_Y 2       // float32 [batch, M, N]
+#define MATMUL_BUFFER_Y 2       // T [batch, M, N]
 #define MATMUL_BUFFER_PARAMS 3  // MatmulKernelParams (setBytes)
 
 // Simdgroup tier: a threadgroup computes a BM x BN tile of one batch's y, stepping through K by

@@ -1,14 +1,17 @@
 // Dense matmul y[batch, M, N] = a[batch, M, K] @ b[K, N] (or b[batch, K, N]) for the tensorops
 // tier (MSL 4.0, TensorOps): a and b float32, float16 or bfloat16 (T, one dtype for both: mixed
-// bfloat x half operands are refused by macOS 26.2+, llama.cpp #17986), float32 output. Compiled
-// only at MSL 4.0 (docs/design/METAL.md).
+// bfloat x half operands are refused by macOS 26.2+, llama.cpp #17986), y of type Out = T (the
+// operands' dtype, as matmul defines it). Compiled only at MSL 4.0 (docs/design/METAL.md).
 //
-// Dense operands need no staging: each threadgroup views its rows of a, its columns of b and its
-// tile of y in device memory, and one matmul2d over the threadgroup's SIMD-groups computes the
-// BM x BN tile over the whole K. K is dynamic (read from the views), so any K works (a static K
-// that is not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e). Edge tiles: the views
-// are sliced from the tile's origin to the matrix's end, and matmul2d writes no element outside
-// its destination's extents. Shapes and slots: matmul_params.h; plans: native/core/dispatch_plan.cc.
+// Dense operands need no staging: each threadgroup views its rows of a and its columns of b in
+// device memory, and one matmul2d over the threadgroup's SIMD-groups computes the BM x BN tile over
+// the whole K into a float cooperative destination. K is dynamic (read from the views), so any K
+// works (a static K that is not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e). The
+// destination is float, not a view of y, because matmul2d's accumulation into a half or bfloat
+// tensor is undocumented: each thread rounds the elements it holds to Out once, at the coordinates
+// get_multidimensional_index gives, and stores those inside y (the views run from the tile's
+// origin to the matrix's end; elements past them are undefined in an edge tile). Shapes and slots:
+// matmul_params.h; plans: native/core/dispatch_plan.cc.
 #include <metal_stdlib>
 
 #include "matmul_params.h"
@@ -20,11 +23,11 @@
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-template <typename T>
+template <typename T, typename Out>
 [[kernel]] void matmul_tensorops_gemm(
     device const T* a [[buffer(MATMUL_BUFFER_A)]],
     device const T* b [[buffer(MATMUL_BUFFER_B)]],
-    device float* y [[buffer(MATMUL_BUFFER_Y)]],
+    device Out* y [[buffer(MATMUL_BUFFER_Y)]],
     constant MatmulKernelParams& p [[buffer(MATMUL_BUFFER_PARAMS)]],
     uint3 group [[threadgroup_position_in_grid]]) {
   constexpr int BM = MATMUL_TOPS_BM, BN = MATMUL_TOPS_BN;
@@ -33,25 +36,31 @@ template <typename T>
   // Element types without const: reported to fail a static_assert in Apple's headers (a
   // secondary source), so the read-only operands are viewed through a cast.
   typedef tensor<device T, dextents<int32_t, 2>, tensor_inline> operand_t;
-  typedef tensor<device float, dextents<int32_t, 2>, tensor_inline> result_t;
-  // Extents and strides innermost first: a is M rows of K, b K rows of N, y M rows of N.
+  // Extents and strides innermost first: a is M rows of K, b K rows of N.
   operand_t ta((device T*)a + batch * ulong(M) * ulong(K), dextents<int32_t, 2>(K, M), array<int32_t, 2>{1, K});
   operand_t tb((device T*)b + (p.b_batched ? batch * ulong(K) * ulong(N) : 0ul), dextents<int32_t, 2>(N, K),
                array<int32_t, 2>{1, N});
-  result_t ty(y + batch * ulong(M) * ulong(N), dextents<int32_t, 2>(N, M), array<int32_t, 2>{1, N});
+  device Out* yb = y + batch * ulong(M) * ulong(N);
 
   const int m0 = int(group.y) * BM, n0 = int(group.x) * BN;
-  auto sa = ta.slice(0, m0);   // rows m0.. of a, all of K
-  auto sb = tb.slice(n0, 0);   // columns n0.. of b, all of K
-  auto sy = ty.slice(n0, m0);  // the tile's origin in y; matmul2d writes at most BM x BN
+  auto sa = ta.slice(0, m0);  // rows m0.. of a, all of K
+  auto sb = tb.slice(n0, 0);  // columns n0.. of b, all of K
   constexpr auto desc = matmul2d_descriptor(BM, BN, static_cast<int>(dynamic_extent), false, false, false,
                                             matmul2d_descriptor::mode::multiply);
   matmul2d<desc, execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> mm;
-  mm.run(sa, sb, sy);
+  auto acc = mm.get_destination_cooperative_tensor<decltype(sa), decltype(sb), float>();
+  mm.run(sa, sb, acc);
+
+  for (int i = 0; i < acc.get_capacity(); ++i) {
+    if (!acc.is_valid_element(i)) continue;
+    const auto idx = acc.get_multidimensional_index(i);  // {column (n), row (m)}
+    const int my = m0 + int(idx[1]), ny = n0 + int(idx[0]);
+    if (my < M && ny < N) yb[ulong(my) * ulong(N) + ulong(ny)] = Out(acc[i]);
+  }
 }
 
-MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_f32", matmul_tensorops_gemm, float)
-MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_f16", matmul_tensorops_gemm, half)
-MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_bf16", matmul_tensorops_gemm, bfloat)
+MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_f32", matmul_tensorops_gemm, float, float)
+MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_f16", matmul_tensorops_gemm, half, half)
+MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_bf16", matmul_tensorops_gemm, bfloat, bfloat)
 
 #endif  // __METAL_VERSION__ >= 400

@@ -1,6 +1,8 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the simdgroup tier (Apple7+),
-// every docs/design/API.md format, float32/float16/bfloat16 activations T, float32 accumulation and
-// output. Activations are converted to float32 as they are read (exact for all three) and weights
+// every docs/design/API.md format, float32/float16/bfloat16 activations T, float32 accumulation,
+// y in the op's output dtype Out (float32, float16 or bfloat16: linear's outDtype), each element
+// rounded once, to nearest even, as it is stored, so no float32 copy is left for the host to
+// convert. Activations are converted to float32 as they are read (exact for all three) and weights
 // are dequantized to float32, not to T: an MX scale spans 2^-127..2^127, beyond float16's range,
 // and bfloat16 would round the decoded values. Weights are dequantized inside the kernel by
 // mx_dequant.h (the decoders of mx_formats.h, shared with the cpu backend). Shapes and slots:
@@ -20,14 +22,14 @@
 
 using namespace metal;
 
-template <typename T, int FMT>
+template <typename T, typename Out, int FMT>
 [[kernel]] void qlinear_decode(
     device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
     device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
-    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
     constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
     uint group [[threadgroup_position_in_grid]],
     ushort simd [[simdgroup_index_in_threadgroup]],
@@ -68,20 +70,20 @@ template <typename T, int FMT>
     if (lane == 0) {
       for (int r = 0; r < ROWS; ++r) {
         const uint n = n0 + uint(r);
-        if (n < N) y[ulong(m) * N + n] = sum[r] + (p.has_bias ? bias[n] : 0.0f);
+        if (n < N) y[ulong(m) * N + n] = Out(sum[r] + (p.has_bias ? bias[n] : 0.0f));
       }
     }
   }
 }
 
-template <typename T, int FMT>
+template <typename T, typename Out, int FMT>
 [[kernel]] void qlinear_gemm(
     device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
     device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
-    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
     constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
     uint2 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
@@ -140,14 +142,20 @@ template <typename T, int FMT>
   for (uint e = tid; e < uint(BM * BN); e += THREADS) {
     const uint r = e / BN, c = e % BN;
     const uint my = m0 + r, ny = n0 + c;
-    if (my < M && ny < N) y[ulong(my) * N + ny] = ys[r][c] + (p.has_bias ? bias[ny] : 0.0f);
+    if (my < M && ny < N) y[ulong(my) * N + ny] = Out(ys[r][c] + (p.has_bias ? bias[ny] : 0.0f));
   }
 }
 
-// One instance per format and activation type; host names end in the dtype ("_f16").
-#define MTO_QLINEAR_DTYPE(fmt, name, T, tname)                                    \
-  MTO_KERNEL_INSTANCE("qlinear_decode_" name "_" tname, qlinear_decode, T, fmt)   \
-  MTO_KERNEL_INSTANCE("qlinear_gemm_" name "_" tname, qlinear_gemm, T, fmt)
+// One instance per format, activation type and output type (linear takes any float outDtype for
+// any float x). Host names: qlinear_{decode,gemm}_<format>_<x dtype>, then "_of16" / "_obf16" for
+// a float16 / bfloat16 y (none for float32).
+#define MTO_QLINEAR_OUT(fmt, name, T, tname, Out, oname)                                         \
+  MTO_KERNEL_INSTANCE("qlinear_decode_" name "_" tname oname, qlinear_decode, T, Out, fmt)        \
+  MTO_KERNEL_INSTANCE("qlinear_gemm_" name "_" tname oname, qlinear_gemm, T, Out, fmt)
+#define MTO_QLINEAR_DTYPE(fmt, name, T, tname)           \
+  MTO_QLINEAR_OUT(fmt, name, T, tname, float, "")        \
+  MTO_QLINEAR_OUT(fmt, name, T, tname, half, "_of16")    \
+  MTO_QLINEAR_OUT(fmt, name, T, tname, bfloat, "_obf16")
 #define MTO_QLINEAR_FORMAT(fmt, name)            \
   MTO_QLINEAR_DTYPE(fmt, name, float, "f32")     \
   MTO_QLINEAR_DTYPE(fmt, name, half, "f16")      \

@@ -1,7 +1,8 @@
 // The quantized linear kernels (shaders/qlinear.metal): buffer slots, tile geometry and
 // parameters, declared once for the kernels and the host (native/core/dispatch_plan.cc).
 //
-// y[M, N] = x[M, K] @ dequantize(w)[N, K]^T (+ bias[N]), float32 accumulation.
+// y[M, N] = x[M, K] @ dequantize(w)[N, K]^T (+ bias[N]), float32 accumulation, y stored in the
+// op's output dtype (one kernel instance per x dtype and y dtype).
 #ifndef MTO_SHADERS_QLINEAR_PARAMS_H
 #define MTO_SHADERS_QLINEAR_PARAMS_H
 
@@ -12,7 +13,7 @@
 #define QLINEAR_BUFFER_W_SCALES 2  // MX: E8M0 bytes [N, K/32]; affine: float16 [N, K/group]
 #define QLINEAR_BUFFER_W_BIASES 3  // affine: float16 [N, K/group]; MX: unused (bind any buffer)
 #define QLINEAR_BUFFER_BIAS 4      // float32 [N] when has_bias; else unused (bind any buffer)
-#define QLINEAR_BUFFER_Y 5         // float32 [M, N]
+#define QLINEAR_BUFFER_Y 5         // y [M, N]: float32, float16 or bfloat16 (the instance's output type)
 #define QLINEAR_BUFFER_PARAMS 6    // QLinearParams (setBytes)
 
 // Decode kernel (M <= QLINEAR_DECODE_MAX_M): each SIMD-group owns ROWS_PER_SIMDGROUP weight rows

@@ -1,7 +1,8 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops tier (MSL 4.0,
 // TensorOps): each docs/design/API.md format, float32/float16/bfloat16 activations (T, converted to
-// float32 as they are staged, as in qlinear.metal), float32 accumulation and output. Compiled only
-// at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; docs/design/METAL.md).
+// float32 as they are staged, as in qlinear.metal), float32 accumulation, y in the output dtype Out
+// (rounded once as each element is stored). Compiled only at MSL 4.0 (the host sets
+// MTLCompileOptions.languageVersion; docs/design/METAL.md).
 //
 // The route WWDC26 talk 330 gives for weight formats the hardware path does not know: each step
 // dequantizes a BN x BK tile of w (mx_dequant.h, the decoders the cpu backend uses) and stages the
@@ -27,14 +28,14 @@
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-template <typename T, int FMT>
+template <typename T, typename Out, int FMT>
 [[kernel]] void qlinear_tensorops_gemm(
     device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
     device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
-    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
     constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
     uint2 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]]) {
@@ -90,14 +91,21 @@ template <typename T, int FMT>
     if (!acc.is_valid_element(i)) continue;
     const auto idx = acc.get_multidimensional_index(i);  // {column (n), row (m)}
     const uint my = m0 + uint(idx[1]), ny = n0 + uint(idx[0]);
-    if (my < M && ny < N) y[ulong(my) * N + ny] = acc[i] + (p.has_bias ? bias[ny] : 0.0f);
+    if (my < M && ny < N) y[ulong(my) * N + ny] = Out(acc[i] + (p.has_bias ? bias[ny] : 0.0f));
   }
 }
 
-#define MTO_QLINEAR_TOPS_FORMAT(fmt, name)                                                   \
-  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_f32", qlinear_tensorops_gemm, float, fmt) \
-  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_f16", qlinear_tensorops_gemm, half, fmt)  \
-  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_bf16", qlinear_tensorops_gemm, bfloat, fmt)
+// Host names as in qlinear.metal: qlinear_tensorops_gemm_<format>_<x dtype>[_of16|_obf16].
+#define MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, Out, oname) \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_" tname oname, qlinear_tensorops_gemm, T, Out, fmt)
+#define MTO_QLINEAR_TOPS_DTYPE(fmt, name, T, tname)           \
+  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, float, "")        \
+  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, half, "_of16")    \
+  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, bfloat, "_obf16")
+#define MTO_QLINEAR_TOPS_FORMAT(fmt, name)          \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, float, "f32")   \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, half, "f16")    \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, bfloat, "bf16")
 
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")

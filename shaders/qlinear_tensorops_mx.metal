@@ -11,8 +11,9 @@
 // [N, K] with the blocks along K, which is the transposed form a scaled right operand requires.
 // Metal reads docs/design/API.md's packing (fp4: element 2i in the low nibble of byte i; scales
 // [N, K/32]); the harness models that layout as inferred (test/msl/README.md). The destination is
-// a cooperative tensor: the epilogue adds the bias and writes each element the thread holds where
-// get_multidimensional_index says, inside y only. Shapes and slots: qlinear_params.h.
+// a cooperative tensor (float accumulation): the epilogue adds the bias and writes each element
+// the thread holds where get_multidimensional_index says, inside y only, rounded once to the
+// output dtype Out (float32, float16 or bfloat16). Shapes and slots: qlinear_params.h.
 #include <metal_stdlib>
 
 #include "mx_formats.h"
@@ -43,14 +44,14 @@ struct mto_metal_format<MTO_FORMAT_MXFP4> {
   typedef metal_fp4_e2m1_format type;
 };
 
-template <int FMT>
+template <typename Out, int FMT>
 [[kernel]] void qlinear_tensorops_mx_gemm(
     device const half* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const uchar* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
     device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],  // the linear slot table; unused by MX
     device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
-    device float* y [[buffer(QLINEAR_BUFFER_Y)]],
+    device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
     constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
     uint2 group [[threadgroup_position_in_grid]]) {
   constexpr int BM = QLINEAR_MX_BM, BN = QLINEAR_MX_BN;
@@ -83,12 +84,22 @@ template <int FMT>
     if (!acc.is_valid_element(i)) continue;
     const auto idx = acc.get_multidimensional_index(i);  // {column (n), row (m)}
     const int my = m0 + int(idx[1]), ny = n0 + int(idx[0]);
-    if (my < M && ny < N) y[ulong(my) * ulong(N) + ulong(ny)] = acc[i] + (p.has_bias ? bias[ny] : 0.0f);
+    if (my < M && ny < N) y[ulong(my) * ulong(N) + ulong(ny)] = Out(acc[i] + (p.has_bias ? bias[ny] : 0.0f));
   }
 }
 
-MTO_KERNEL_INSTANCE("qlinear_tensorops_mx_gemm_mxfp8_f16", qlinear_tensorops_mx_gemm, MTO_FORMAT_MXFP8_E4M3)
-MTO_KERNEL_INSTANCE("qlinear_tensorops_mx_gemm_mxfp8_e5m2_f16", qlinear_tensorops_mx_gemm, MTO_FORMAT_MXFP8_E5M2)
-MTO_KERNEL_INSTANCE("qlinear_tensorops_mx_gemm_mxfp4_f16", qlinear_tensorops_mx_gemm, MTO_FORMAT_MXFP4)
+// Host names: qlinear_tensorops_mx_gemm_<format>_f16 (x is float16), then "_of16" / "_obf16" for
+// a float16 / bfloat16 y, as in qlinear.metal.
+#define MTO_QLINEAR_MX_OUT(Out, oname)                                                                  \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_mx_gemm_mxfp8_f16" oname, qlinear_tensorops_mx_gemm, Out,      \
+                      MTO_FORMAT_MXFP8_E4M3)                                                            \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_mx_gemm_mxfp8_e5m2_f16" oname, qlinear_tensorops_mx_gemm, Out, \
+                      MTO_FORMAT_MXFP8_E5M2)                                                            \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_mx_gemm_mxfp4_f16" oname, qlinear_tensorops_mx_gemm, Out,      \
+                      MTO_FORMAT_MXFP4)
+
+MTO_QLINEAR_MX_OUT(float, "")
+MTO_QLINEAR_MX_OUT(half, "_of16")
+MTO_QLINEAR_MX_OUT(bfloat, "_obf16")
 
 #endif  // __HAVE_TENSOR_MULTIPLANE__

@@ -1,8 +1,9 @@
 // `_internal.planLibraries()`: every distinct (library, kernel) the dispatch plans
-// (core/dispatch_plan.h) can choose, over every metal tier, op, format and dtype and the shapes
-// that switch kernels (decode vs tiled, prefill vs decode vs split decode). Tests check each
-// against the embedded shader set: the library exists, and its MSL version is one the requested
-// tier provides (the tier's probe compiled at that version, so the library compiles there too).
+// (core/dispatch_plan.h) can choose, over every metal tier, op, format, input and output dtype
+// (linear: any output dtype; matmul and attention: their inputs') and the shapes that switch
+// kernels (decode vs tiled, prefill vs decode vs split decode). Tests check each against the
+// embedded shader set: the library exists, and its MSL version is one the requested tier provides
+// (the tier's probe compiled at that version, so the library compiles there too).
 #include <set>
 #include <string>
 #include <tuple>
@@ -40,13 +41,15 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
       for (Format f : formats) {
         record(rows, "quantize", t, [&] { return std::vector<plan::Dispatch>{plan::plan_quantize(f, x, 4, 256)}; });
         for (int64_t M : {1, 64}) {  // decode, tiled
-          record(rows, "linear", t, [&] {
-            return std::vector<plan::Dispatch>{plan::plan_linear(f, 32, x, M, 64, 256, true, t)};
-          });
+          for (DType y : dtypes) {
+            record(rows, "linear", t, [&] {
+              return std::vector<plan::Dispatch>{plan::plan_linear(f, 32, x, y, M, 64, 256, true, t)};
+            });
+          }
         }
       }
       record(rows, "matmul", t, [&] {
-        return std::vector<plan::Dispatch>{plan::plan_matmul(x, x, 2, 64, 64, 64, false, t)};
+        return std::vector<plan::Dispatch>{plan::plan_matmul(x, x, x, 2, 64, 64, 64, false, t)};
       });
       for (bool kv_quantized : {false, true}) {
         for (Format kv : {Format::MXFP8_E4M3, Format::MXFP8_E5M2}) {
@@ -55,7 +58,7 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
             AttentionParams p;
             p.B = 1; p.Hq = 2; p.Hkv = 1; p.Lq = Lq; p.Lk = Lk; p.D = 64; p.scale = 0.125f;
             record(rows, "attention", t, [&] {
-              return plan::plan_attention(p, x, kv_quantized, kv, DType::Bool, t).passes;
+              return plan::plan_attention(p, x, x, kv_quantized, kv, DType::Bool, t).passes;
             });
           }
         }

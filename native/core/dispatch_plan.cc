@@ -49,6 +49,17 @@ const char* dtype_suffix(DType t) {
   }
 }
 
+// The y dtype in the linear kernels' host names, after the x dtype: "" for float32, "_of16" /
+// "_obf16" (output float16 / bfloat16); nullptr for a dtype no kernel writes.
+const char* linear_out_suffix(DType t) {
+  switch (t) {
+    case DType::Float32: return "";
+    case DType::Float16: return "_of16";
+    case DType::BFloat16: return "_obf16";
+    default: return nullptr;
+  }
+}
+
 // Why the tensorops-mx scale-plane kernel cannot run this linear ("" when it can): Metal has
 // element types for fp8 e4m3/e5m2 and fp4 e2m1 only, pairs them with half activations only, and
 // format tensors need rows of a multiple of 128 bytes (docs/design/METAL.md).
@@ -129,7 +140,7 @@ Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols) {
   return d;
 }
 
-Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
+Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N, int64_t K, bool has_bias,
                      Tier tier) {
   const FormatInfo& info = format_info(f);
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
@@ -140,6 +151,11 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   if (!suffix) {
     throw Error(code::DType, std::string("the Metal linear kernels take float32, float16 or bfloat16 x, got ") +
                                  dtype_name(x));
+  }
+  const char* out = linear_out_suffix(y);
+  if (!out) {
+    throw Error(code::DType, std::string("the Metal linear kernels write float32, float16 or bfloat16 y, got ") +
+                                 dtype_name(y));
   }
   if (M <= 0 || N <= 0 || K <= 0 || K % block != 0 || K % 32 != 0) {
     throw Error(code::Shape, "linear needs M, N > 0 and K a positive multiple of 32 and of the block (" +
@@ -163,7 +179,8 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   d.library = "qlinear";
   d.tier = Tier::Simdgroup;
   const bool decode = M <= QLINEAR_DECODE_MAX_M;
-  d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + info.name + "_" + suffix;
+  const std::string tail = std::string(info.name) + "_" + suffix + out;  // format, x dtype, y dtype
+  d.kernel = std::string(decode ? "qlinear_decode_" : "qlinear_gemm_") + tail;
   if (tier == Tier::TensorOps || tier == Tier::TensorOpsMx) {
     // The tensorops tier: decode (a GEMV, bandwidth-bound) is the shared qlinear_decode; larger M
     // runs the matmul2d kernel of shaders/qlinear_tensorops.metal (a library compiled at MSL 4.0).
@@ -174,10 +191,10 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
     if (!decode && tier == Tier::TensorOpsMx && why_not_mx.empty()) {
       d.tier = Tier::TensorOpsMx;
       d.library = "qlinear_tensorops_mx";
-      d.kernel = std::string("qlinear_tensorops_mx_gemm_") + info.name + "_" + suffix;
+      d.kernel = "qlinear_tensorops_mx_gemm_" + tail;
     } else if (!decode) {
       d.library = "qlinear_tensorops";
-      d.kernel = std::string("qlinear_tensorops_gemm_") + info.name + "_" + suffix;
+      d.kernel = "qlinear_tensorops_gemm_" + tail;
       if (!why_not_mx.empty()) d.fallback_reason = why_not_mx + "; using the tensorops (dequantizing) kernel";
     }
   } else if (tier != Tier::Simdgroup) {
@@ -213,13 +230,18 @@ Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t
   return d;
 }
 
-Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
-                     Tier tier) {
+Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_t N, int64_t K,
+                     bool b_batched, Tier tier) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   const char* suffix = dtype_suffix(a);
   if (!suffix || a != b) {
     throw Error(code::DType, std::string("the Metal matmul kernels take a and b of one dtype (float32, float16 or "
                                          "bfloat16), got a ") + dtype_name(a) + " and b " + dtype_name(b));
+  }
+  // Each instance writes its operands' dtype, the only one check_matmul gives the output.
+  if (y != a) {
+    throw Error(code::DType, std::string("the Metal matmul kernels write the operands' dtype ") + dtype_name(a) +
+                                 ", not " + dtype_name(y));
   }
   if (batch <= 0 || M <= 0 || N <= 0 || K <= 0) {
     throw Error(code::Shape, "matmul needs batch, M, N, K > 0, got batch=" + std::to_string(batch) +
@@ -263,11 +285,16 @@ Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int6
   return d;
 }
 
-AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantized, Format kv_format,
+AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv_quantized, Format kv_format,
                              DType mask_dtype, Tier tier) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   const char* suffix = dtype_suffix(q);
   if (!suffix) throw Error(code::DType, std::string("the attention kernels take float32, float16 or bfloat16 q, got ") + dtype_name(q));
+  // Each instance writes q's dtype, the only one check_attention gives the output.
+  if (o != q) {
+    throw Error(code::DType, std::string("the attention kernels write q's dtype ") + dtype_name(q) + ", not " +
+                                 dtype_name(o));
+  }
   const int64_t D = p.D;
   if (D != 64 && D != 80 && D != 96 && D != 128 && D != 256) {
     throw Error(code::Shape, "no attention kernel for head dim D = " + std::to_string(D) +
@@ -400,7 +427,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantize
     const uint64_t prow = uint64_t(groups) * uint64_t(splits) * ATTN_DECODE_ROWS;
     out.partial_o_bytes = prow * uint64_t(D) * sizeof(float);
     out.partial_ml_bytes = prow * 2 * sizeof(float);
-    Dispatch m = base("attention_merge");
+    Dispatch m = base(std::string("attention_merge_") + suffix);  // o has q's dtype
     m.threadgroups[0] = uint32_t(p.B * p.Hkv);
     m.threadgroups[1] = uint32_t(chunks);
     m.threads_per_threadgroup[0] = ATTN_MERGE_THREADS;

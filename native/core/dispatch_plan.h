@@ -28,7 +28,7 @@ enum class Arg : uint8_t {
   WScales,
   WBiases,
   Bias,     // linear bias [N], float32
-  Y,        // dense output, float32
+  Y,        // dense output of the dtype the plan was made for (float32, float16 or bfloat16)
   Codes,    // quantize outputs
   Scales,
   A, B,     // dense matmul operands (plan_matmul); the output is Y
@@ -36,8 +36,8 @@ enum class Arg : uint8_t {
   Q, K, V,            // dense operands, or for k/v the mxfp8 codes
   KScales, VScales,   // mxfp8 k/v: E8M0 scales
   Mask,               // bool bytes or additive float elements
-  O,                  // output, float32
-  PartialO, PartialML,  // split decode: written by the first pass, read by the merge pass
+  O,                  // output of the dtype the plan was made for (q's)
+  PartialO, PartialML,  // split decode, float32: written by the first pass, read by the merge pass
 };
 const char* arg_name(Arg a);
 
@@ -54,7 +54,7 @@ struct Dispatch {
   std::vector<BufferSlot> buffers;              // every buffer index the kernel declares
   std::vector<uint8_t> params;                  // bound at the slot whose arg is Params
   // Function-constant specialisation of `kernel` (pipeline_key.h). Empty: these kernels are
-  // specialised by template instance, one host name per format and dtype.
+  // specialised by template instance, one host name per format and input and output dtype.
   std::vector<FunctionConstant> constants;
   Tier tier = Tier::Simdgroup;                  // the tier whose kernels this plan uses
   std::string fallback_reason;                  // set when the requested tier's kernels are missing
@@ -65,40 +65,46 @@ struct Dispatch {
 Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 
 // y[M, N] = x[M, K] @ w[N, K]^T (+ bias): x dense float32/float16/bfloat16, w quantized with
-// format f and block/group size `block`, y float32. M <= 8 runs the decode (GEMV-like) kernel, larger M the
-// tiled kernel. Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops",
-// MSL 4.0) and decode with the shared decode kernel; Tier::TensorOpsMx runs mxfp8, mxfp8_e5m2 and
-// mxfp4 weights with float16 x and 128-byte weight rows through scale-plane matmul2d (library
+// format f and block/group size `block`, y of dtype `y`: float32, float16 or bfloat16 whatever x
+// is (linear's outDtype), written by the kernel in that dtype (float32 accumulation, one rounding
+// per element). M <= 8 runs the decode (GEMV-like) kernel, larger M the tiled kernel.
+// Tier::TensorOps runs the tiled part with matmul2d (library "qlinear_tensorops", MSL 4.0) and
+// decode with the shared decode kernel; Tier::TensorOpsMx runs mxfp8, mxfp8_e5m2 and mxfp4 weights
+// with float16 x and 128-byte weight rows through scale-plane matmul2d (library
 // "qlinear_tensorops_mx", MSL 4.1, tier TensorOpsMx) and everything else as Tier::TensorOps,
-// saying why in fallback_reason; Tier::Cpu throws E_BACKEND.
-Dispatch plan_linear(Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool has_bias,
+// saying why in fallback_reason. Throws E_BACKEND (Tier::Cpu), E_DTYPE (a bool x or y), E_FORMAT,
+// E_SHAPE.
+Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N, int64_t K, bool has_bias,
                      Tier tier);
 
 // y[batch, M, N] = a[batch, M, K] @ b[K, N] (b_batched: b[batch, K, N]), a and b dense of one
-// dtype (float32, float16 or bfloat16), y float32. One tiled kernel for every M: simdgroup_matrix
-// tiles on Tier::Simdgroup (library "matmul"), matmul2d on Tier::TensorOps and TensorOpsMx
-// (library "matmul_tensorops", MSL 4.0; tensorops-mx adds nothing for dense operands). Throws
-// E_DTYPE (other dtypes, or a and b of different dtypes: convert one first), E_SHAPE,
-// E_BACKEND (Tier::Cpu).
-Dispatch plan_matmul(DType a, DType b, int64_t batch, int64_t M, int64_t N, int64_t K, bool b_batched,
-                     Tier tier);
+// dtype (float32, float16 or bfloat16) and y of that dtype too (matmul's rule, check_matmul),
+// written by the kernel in it (float32 accumulation, one rounding per element). One tiled kernel
+// for every M: simdgroup_matrix tiles on Tier::Simdgroup (library "matmul"), matmul2d on
+// Tier::TensorOps and TensorOpsMx (library "matmul_tensorops", MSL 4.0; tensorops-mx adds nothing
+// for dense operands). Throws E_DTYPE (other dtypes, a and b of different dtypes: convert one
+// first, or y of another dtype), E_SHAPE, E_BACKEND (Tier::Cpu).
+Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_t N, int64_t K,
+                     bool b_batched, Tier tier);
 
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (docs/design/API.md), from the validated
 // parameters of check_attention (core/ops.h). q dense float32/float16/bfloat16; k/v dense of q's
 // dtype (kv_format empty) or mxfp8 (Format::MXFP8_E4M3 / MXFP8_E5M2, blocks of 32 along D); the
-// mask's dtype when p.mask is set. o is float32. Lq <= 8 runs the decode kernel, as one pass or,
-// for long Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill
-// kernel. Tier::TensorOps and Tier::TensorOpsMx run prefill with the matmul2d kernel of library
+// mask's dtype when p.mask is set; o of q's dtype (attention's rule, check_attention), written by
+// the last pass in it (float32 softmax and accumulation, one rounding per element; the split
+// decode's partial results are float32). Lq <= 8 runs the decode kernel, as one pass or, for long
+// Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill kernel.
+// Tier::TensorOps and Tier::TensorOpsMx run prefill with the matmul2d kernel of library
 // "attention_tensorops" and decode with the vector decode kernel. Throws E_SHAPE for head dims
-// without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V needs D a multiple of 32), E_DTYPE,
-// E_FORMAT, E_BACKEND (Tier::Cpu).
+// without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V needs D a multiple of 32), E_DTYPE
+// (q not a float dtype, o not q's), E_FORMAT, E_BACKEND (Tier::Cpu).
 struct AttentionPlan {
   std::vector<Dispatch> passes;  // run in order
   uint64_t partial_o_bytes = 0;  // split decode: scratch bound as PartialO / PartialML
   uint64_t partial_ml_bytes = 0;
   int splits = 1;
 };
-AttentionPlan plan_attention(const AttentionParams& p, DType q, bool kv_quantized, Format kv_format,
+AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv_quantized, Format kv_format,
                              DType mask_dtype, Tier tier);
 
 }  // namespace mto::plan

@@ -1,7 +1,8 @@
 // attention on the metal backend (ops.h): the FlashAttention kernels of shaders/attention.metal
 // and, for prefill on the tensorops tiers, shaders/attention_tensorops.metal (matmul2d), in the
 // passes plan_attention decides (decode, split decode + merge, or prefill). q is float32, float16
-// or bfloat16 as stored; dense k and v must have q's dtype (one kernel instance reads all three).
+// or bfloat16 as stored; dense k and v must have q's dtype (one kernel instance reads all three),
+// and the last pass writes o in its own dtype (q's).
 #include "ops.h"
 
 #include "core/error.h"
@@ -18,14 +19,13 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   const DType mask_dtype = p.mask ? p.mask->dtype : DType::Bool;
   plan::AttentionPlan plan;
   try {
-    plan = plan::plan_attention(p, q.dense->dtype, kv_quantized, kv_format, mask_dtype, ctx.tier);
+    plan = plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, ctx.tier);
   } catch (const Error&) {
     return false;  // head dim or dtype without a kernel: the cpu backend runs it
   }
-  Float32Target target = float32_target(ctx.pool, o);
   ArgTable args;
   using plan::Arg;
-  bool bound = args.bind(Arg::Q, q.dense->buffer.get()) && args.bind(Arg::O, target.buffer.get()) &&
+  bool bound = args.bind(Arg::Q, q.dense->buffer.get()) && args.bind(Arg::O, o.buffer.get()) &&
                (!p.mask || args.bind(Arg::Mask, p.mask->buffer.get()));
   if (kv_quantized) {
     bound = bound && args.bind(Arg::K, k.quant->codes.get()) && args.bind(Arg::KScales, k.quant->scales.get()) &&
@@ -36,17 +36,17 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   if (!bound) return false;
   // Split decode's partial results live only for this op.
   struct Scratch {
-    BufferPtr output, partial_o, partial_ml;
+    BufferPtr partial_o, partial_ml;
   };
-  auto scratch = std::make_shared<Scratch>();
-  scratch->output = target.buffer;
+  std::shared_ptr<Scratch> scratch;
   if (plan.partial_o_bytes > 0) {
+    scratch = std::make_shared<Scratch>();
     scratch->partial_o = ctx.pool.allocate(size_t(plan.partial_o_bytes));
     scratch->partial_ml = ctx.pool.allocate(size_t(plan.partial_ml_bytes));
     args.bind(Arg::PartialO, scratch->partial_o.get());
     args.bind(Arg::PartialML, scratch->partial_ml.get());
   }
-  ctx.stream.submit(plan.passes, args, target.epilogue, scratch, std::move(done));
+  ctx.stream.submit(plan.passes, args, scratch, std::move(done));
   return true;
 }
 

@@ -7,7 +7,6 @@
 #import <Metal/Metal.h>
 
 #include <array>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -32,14 +31,6 @@ class ArgTable {
   std::array<id<MTLBuffer>, size_t(plan::Arg::PartialML) + 1> table_{};
 };
 
-// The kernels write float32. For a float32 output they write it directly; otherwise into a
-// scratch buffer that `epilogue` converts into `out` on the completion thread.
-struct Float32Target {
-  BufferPtr buffer;
-  std::function<void()> epilogue;  // empty when writing `out` directly
-};
-Float32Target float32_target(MetalBufferPool& pool, Tensor& out);
-
 // The device's command queue and the batch being encoded. Used from the JS thread only.
 class CommandStream {
  public:
@@ -49,12 +40,13 @@ class CommandStream {
   // encoder, shared by every op started since the last flush() (a serial encoder runs a pass
   // after the previous pass's writes, within an op and across ops). When the GPU is done with
   // the batch: a GPU error becomes a failed status for every op in it (E_OOM for out of memory,
-  // else E_BACKEND with Metal's message); otherwise `host_epilogue` (if any) runs on the
-  // handler's thread; then `done` is called. `hold` keeps the op's buffers alive until then.
+  // else E_BACKEND with Metal's message); then `done` is called. The kernels write every output
+  // in its own dtype, so nothing of the op runs on the handler's thread. `hold` keeps buffers
+  // the op made for itself (scratch) alive until then; its inputs and outputs are the caller's.
   // Throws Error(E_BACKEND), having encoded nothing, when a pipeline cannot be made (the
   // compiler's message) or the plan does not fit the pipeline or the bindings.
-  void submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
-              std::function<void()> host_epilogue, std::shared_ptr<void> hold, Completion done);
+  void submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args, std::shared_ptr<void> hold,
+              Completion done);
 
   // Ends the batch's encoder and commits its command buffer (no-op when nothing is open).
   void flush();

@@ -31,16 +31,6 @@ OpStatus gpu_failure(id<MTLCommandBuffer> buffer) {
 
 }  // namespace
 
-Float32Target float32_target(MetalBufferPool& pool, Tensor& out) {
-  if (out.dtype == DType::Float32) return {out.buffer, nullptr};
-  BufferPtr scratch = pool.allocate(size_t(out.numel()) * sizeof(float));
-  Tensor* target = &out;  // alive until the op's completion (core/backend.h)
-  return {scratch, [scratch, target] {
-            from_float32(target->dtype, static_cast<const float*>(scratch->data()),
-                         target->buffer->data(), size_t(target->numel()));
-          }};
-}
-
 bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
   id<MTLBuffer> b = buffer ? mtl_buffer(buffer) : nil;
   if (!b) return false;
@@ -55,8 +45,7 @@ CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries, C
 }
 
 void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
-                           std::function<void()> host_epilogue, std::shared_ptr<void> hold,
-                           Completion done) {
+                           std::shared_ptr<void> hold, Completion done) {
   // Everything that can fail is checked before anything is encoded into the shared batch.
   std::vector<id<MTLComputePipelineState>> pipelines;
   std::vector<id<MTLBuffer>> spare;  // per pass: what an Unused slot is bound to
@@ -111,11 +100,7 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgT
     // `done` ran, so the op's buffers outlive the GPU's use of them.
     [batch_ addCompletedHandler:^(id<MTLCommandBuffer> buffer) {
       OpStatus status;
-      if (buffer.status == MTLCommandBufferStatusError) {
-        status = gpu_failure(buffer);
-      } else if (host_epilogue) {
-        status = capture_status(host_epilogue);
-      }
+      if (buffer.status == MTLCommandBufferStatusError) status = gpu_failure(buffer);
       (void)hold;
       done(std::move(status));
     }];

@@ -1,8 +1,8 @@
 // matmul on the metal backend (ops.h), mirroring native/cpu/matmul.cc: c[batch, M, N] =
 // a[batch, M, K] @ b[K, N] or b[batch, K, N] through the dense kernels of shaders/matmul.metal
 // (simdgroup tier) or shaders/matmul_tensorops.metal (tensorops tiers), one dispatch over every
-// batch as plan_matmul decides. a and b of different dtypes have no kernel (the cpu backend
-// converts them on the way).
+// batch as plan_matmul decides; c is written in its own dtype (a's). a and b of different dtypes
+// have no kernel (the cpu backend converts them on the way).
 #include "ops.h"
 
 #include "core/error.h"
@@ -13,18 +13,17 @@ bool matmul(MetalContext& ctx, const Tensor& a, const Tensor& b, const MatmulPar
             Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_matmul(a.dtype, b.dtype, p.batch, p.M, p.N, p.K, p.b_batched, ctx.tier);
+    d = plan::plan_matmul(a.dtype, b.dtype, c.dtype, p.batch, p.M, p.N, p.K, p.b_batched, ctx.tier);
   } catch (const Error&) {
     return false;  // dtypes or a shape without a kernel: the cpu backend runs it
   }
-  Float32Target target = float32_target(ctx.pool, c);
   ArgTable args;
   using plan::Arg;
   if (!args.bind(Arg::A, a.buffer.get()) || !args.bind(Arg::B, b.buffer.get()) ||
-      !args.bind(Arg::Y, target.buffer.get())) {
+      !args.bind(Arg::Y, c.buffer.get())) {
     return false;
   }
-  ctx.stream.submit({d}, args, target.epilogue, target.buffer, std::move(done));
+  ctx.stream.submit({d}, args, nullptr, std::move(done));
   return true;
 }
 

@@ -43,6 +43,36 @@ function runDriver(args: string[], env: Record<string, string> = {}): Report {
 const failures = (cases: CaseResult[]) =>
   cases.filter((c) => !c.ok).map((c) => `${c.name}: ${c.error?.kind}: ${c.error?.message}`);
 
+const linearFormats = ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2',
+  'affine4.g32', 'affine4.g64', 'affine4.g128', 'affine8.g32', 'affine8.g64', 'affine8.g128'];
+
+// The linear cases whose y is float16 or bfloat16 (written by the kernel in that dtype): y of x's
+// dtype for every format through both kernels, and each 16-bit y beside another x dtype for a few
+// formats. `gemm` is the tier's tiled kernel; host names end in the x dtype, then _of16 / _obf16.
+function expectLinearOutputs(cases: CaseResult[], prefix: string, gemm: string) {
+  const kernelFor = (M: number, x: string, y: string) =>
+    new RegExp(`^${M <= 8 ? 'qlinear_decode_' : gemm}.*_${x}_${y}$`);
+  for (const format of linearFormats) {
+    for (const [x, y, Ms] of [['f16', 'of16', [3, 33]], ['bf16', 'obf16', [8, 9]]] as const) {
+      for (const M of Ms) {
+        const c = cases.find((k) => k.name.startsWith(`${prefix}${format}/${x}/${y}/M${M}/`));
+        expect(c, `${prefix}${format}/${x}/${y}/M${M}`).toBeDefined();
+        expect(c!.kernel).toMatch(kernelFor(M, x, y));
+      }
+    }
+  }
+  for (const format of ['mxfp4', 'mxint8', 'affine4.g64']) {
+    for (const [x, y] of [['f32', 'of16'], ['f32', 'obf16'], ['f16', 'obf16'], ['bf16', 'of16']]) {
+      for (const M of [1, 40]) {
+        const name = `${prefix}${format}/${x === 'f32' ? '' : `${x}/`}${y}/M${M}/`;
+        const c = cases.find((k) => k.name.startsWith(name));
+        expect(c, name).toBeDefined();
+        expect(c!.kernel).toMatch(kernelFor(M, x, y));
+      }
+    }
+  }
+}
+
 describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (skipped: ${compiler} not found)`}`, () => {
   let report: Report;
   beforeAll(async () => {
@@ -76,12 +106,11 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(failures(cases)).toEqual([]);
   });
 
-  it('linear: every format, decode and tiled kernels, float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+  it('linear: every format, decode and tiled kernels, float32/float16/bfloat16 x and y, edge tiles in M, N and K, within 1e-4 * (1 + |ref|) (+1 ulp for 16-bit y)', () => {
     const cases = group('linear/');
     expect(failures(cases)).toEqual([]);
     // Coverage the suite promises: every format, M on both sides of the decode/tiled switch.
-    for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2',
-      'affine4.g32', 'affine4.g64', 'affine4.g128', 'affine8.g32', 'affine8.g64', 'affine8.g128']) {
+    for (const format of linearFormats) {
       for (const M of [1, 3, 8, 9, 33]) {
         const c = cases.find((x) => x.name.startsWith(`linear/${format}/M${M}/`));
         expect(c, `linear/${format}/M${M}`).toBeDefined();
@@ -93,6 +122,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         }
       }
     }
+    expectLinearOutputs(cases, 'linear/', 'qlinear_gemm_');
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
@@ -105,7 +135,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
       expect(cases.some((c) => c.name.startsWith('attention/prefill/') && c.name.includes(`/d${D}/`)), `prefill d${D}`).toBe(true);
     }
     for (const c of cases) expect(c.kernel, c.name).toMatch(c.name.startsWith('attention/decode/') ? /^attention_decode_/ : /^attention_prefill_/);
-    expect(cases.some((c) => c.kernel?.endsWith('+attention_merge')), 'a split decode with its merge pass').toBe(true);
+    expect(cases.some((c) => /\+attention_merge_f32$/.test(c.kernel ?? '')), 'a split decode with its merge pass').toBe(true);
     for (const tag of ['/f16/', '/bf16/', '/mxfp8/', '/mxfp8_e5m2/', '/causal', '/mask_bool', '/mask_add', '.Hkv1/']) {
       expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
     }
@@ -117,7 +147,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(failures(nan)).toEqual([]);
     const has = (pred: (c: CaseResult) => boolean, what: string) => expect(nan.some(pred), what).toBe(true);
     has((c) => c.name.startsWith('attention/decode/') && !c.kernel?.includes('+'), 'one-pass decode');
-    has((c) => c.name.startsWith('attention/decode/') && !!c.kernel?.endsWith('+attention_merge'), 'split decode');
+    has((c) => c.name.startsWith('attention/decode/') && /\+attention_merge_/.test(c.kernel ?? ''), 'split decode');
     has((c) => c.name.startsWith('attention/prefill/'), 'simdgroup prefill');
     has((c) => c.name.startsWith('attention-tensorops/prefill/'), 'tensorops prefill');
     for (const tag of ['/nan_qkv', 'm', '_vinf', '/mask_bool', '/mask_add', '/mxfp8/', '/mxfp8_e5m2/', '/causal']) {
@@ -125,11 +155,28 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     }
   });
 
-  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), float32/float16/bfloat16 x, edge tiles in M, N and K, within 1e-4 * (1 + |ref|)', () => {
+  it('attention outputs in float16 and bfloat16 (q\'s dtype, rounded once by the kernel that stores o): one-pass decode, split decode + merge, prefill, on both tiers', () => {
+    const cases = [...group('attention/'), ...group('attention-tensorops/')];
+    for (const dtype of ['f16', 'bf16']) {
+      for (const tier of ['attention/', 'attention-tensorops/']) {
+        const mine = cases.filter((c) => c.name.startsWith(`${tier}`) && c.name.includes(`/${dtype}/`));
+        expect(failures(mine)).toEqual([]);
+        const decode = mine.filter((c) => c.name.startsWith(`${tier}decode/`));
+        expect(decode.some((c) => c.kernel?.startsWith(`attention_decode_${dtype}_`) && !c.kernel.includes('+')),
+          `${tier} one-pass decode ${dtype}`).toBe(true);
+        expect(decode.some((c) => c.kernel?.startsWith(`attention_decode_${dtype}_`) &&
+          c.kernel.endsWith(`+attention_merge_${dtype}`)), `${tier} split decode ${dtype}`).toBe(true);
+        const prefill = tier === 'attention/' ? 'attention_prefill_' : 'attention_tensorops_prefill_';
+        expect(mine.some((c) => c.name.startsWith(`${tier}prefill/`) && c.kernel?.startsWith(`${prefill}${dtype}_`)),
+          `${tier} prefill ${dtype}`).toBe(true);
+      }
+    }
+  });
+
+  it('tensorops linear: every format through matmul2d (M > 8) and decode (M <= 8), float32/float16/bfloat16 x and y, edge tiles in M, N and K, within 1e-4 * (1 + |ref|) (+1 ulp for 16-bit y)', () => {
     const cases = group('linear-tensorops/');
     expect(failures(cases)).toEqual([]);
-    for (const format of ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2',
-      'affine4.g32', 'affine4.g64', 'affine4.g128', 'affine8.g32', 'affine8.g64', 'affine8.g128']) {
+    for (const format of linearFormats) {
       for (const M of [1, 3, 8, 9, 33]) {
         const c = cases.find((x) => x.name.startsWith(`linear-tensorops/${format}/M${M}/`));
         expect(c, `linear-tensorops/${format}/M${M}`).toBeDefined();
@@ -141,10 +188,11 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         }
       }
     }
+    expectLinearOutputs(cases, 'linear-tensorops/', 'qlinear_tensorops_gemm_');
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
-  it('matmul: dense float32/float16/bfloat16 through simdgroup_matrix tiles and matmul2d, edge tiles in M, N and K, batches, within 1e-4 * (1 + |ref|)', () => {
+  it('matmul: dense float32/float16/bfloat16 (y of that dtype) through simdgroup_matrix tiles and matmul2d, edge tiles in M, N and K, batches, within 1e-4 * (1 + |ref|) (+1 ulp for 16-bit y)', () => {
     for (const [prefix, kernel] of [['matmul/', 'matmul_gemm_'], ['matmul-tensorops/', 'matmul_tensorops_gemm_']]) {
       const cases = group(prefix);
       expect(failures(cases)).toEqual([]);
@@ -168,6 +216,12 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         const c = cases.find((x) => x.name.startsWith(`linear-tensorops-mx/${format}/f16/M${M}/`));
         expect(c, `linear-tensorops-mx/${format}/f16/M${M}`).toBeDefined();
         expect(c!.kernel).toBe(`qlinear_tensorops_mx_gemm_${format}_f16`);
+      }
+      // y in float16 (x's dtype) and bfloat16 from the scale-plane kernel, and the decode kernel's.
+      for (const [y, M] of [['of16', 9], ['of16', 40], ['obf16', 33], ['of16', 8]] as const) {
+        const c = cases.find((x) => x.name.startsWith(`linear-tensorops-mx/${format}/f16/${y}/M${M}/`));
+        expect(c, `linear-tensorops-mx/${format}/f16/${y}/M${M}`).toBeDefined();
+        expect(c!.kernel).toBe(`${M <= 8 ? 'qlinear_decode_' : 'qlinear_tensorops_mx_gemm_'}${format}_f16_${y}`);
       }
     }
     // Each docs/design/API.md format runs on this tier (dequantizing if Metal has no element type).

@@ -39,8 +39,9 @@ struct AttnShape {
 // "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]".
 std::string attention_case_name(const AttnShape& s, const char* prefix);
 
-// Runs the plan of `tier` for s in the harness (both passes) and compares o with the cpu backend:
-// max |o - ref| <= 2e-5 (1 + |ref|) for float32 q, 3e-3 (1 + |ref|) for float16/bfloat16 q; NaN
+// Runs the plan of `tier` for s in the harness (both passes) and compares o, which has q's dtype,
+// with the cpu backend's o of that dtype: max |o - ref| <= 2e-5 (1 + |ref|) for float32 q,
+// 3e-3 (1 + |ref|) plus one unit in the last place for float16/bfloat16 q (compare_outputs); NaN
 // exactly where the cpu has NaN (a NaN case whose reference is not a mix of NaN and finite fails).
 CaseResult run_attention_case(const AttnShape& s, const std::string& name, const std::string& variant,
                               mto::Tier tier);

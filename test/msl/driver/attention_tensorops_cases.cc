@@ -60,8 +60,11 @@ std::vector<Case> attention_tensorops_cases() {
   add({1, 8, 1, 33, 33, 64, f32, KV::Dense, false, MaskKind::AdditiveHalf, 0.3f});
   add({1, 4, 2, 129, 7, 128, f32, KV::Dense, false, MaskKind::None, 0.7f});
 
-  // Decode on this tier is the vector kernel: one pass, and split over the keys with the merge.
+  // Decode on this tier is the vector kernel: one pass, and split over the keys with the merge
+  // (o of each dtype both ways).
   add({1, 8, 1, 1, 129, 128, f32});
+  add({1, 4, 2, 1, 33, 64, f16});
+  add({1, 8, 1, 7, 129, 128, bf16, KV::Dense, true});
   add({1, 4, 1, 7, 300, 64, f16, KV::E5M2, true});
   add({1, 2, 2, 1, 300, 256, bf16, KV::Dense, false, MaskKind::Additive});
 

@@ -8,6 +8,10 @@
 
 namespace mtoh_driver {
 
+const PlanPass kPlanPasses[2] = {
+    {true, false, 0xFF, 0xFF, " (pass 1: regions end at their guard page)"},
+    {false, true, 0x7B, 0x7F, " (pass 2: regions start at their guard page, threads in reverse)"}};
+
 CaseResult run_plan_case(const std::string& op, const mto::plan::Dispatch& plan,
                          const std::string& variant, const std::map<mto::plan::Arg, Bytes>& inputs,
                          const std::map<mto::plan::Arg, size_t>& output_sizes, const Compare& compare) {
@@ -17,22 +21,15 @@ CaseResult run_plan_case(const std::string& op, const mto::plan::Dispatch& plan,
   r.grid = dims_json(plan.threadgroups);
   r.threads = dims_json(plan.threads_per_threadgroup);
 
-  struct Pass {
-    bool align_end, reverse;
-    unsigned char output_poison, threadgroup_poison;
-  };
-  // 0xFF bytes are NaN floats; 0x7F bytes are a large finite float (3.4e38): an element left
-  // unwritten cannot match the reference under both.
-  const Pass passes[2] = {{true, false, 0xFF, 0xFF}, {false, true, 0x7F, 0x7F}};
   std::map<mto::plan::Arg, Bytes> first;
   for (int i = 0; i < 2; ++i) {
+    const PlanPass& pass = kPlanPasses[i];
     mtoh::RunOptions opt;
-    opt.align_end = passes[i].align_end;
-    opt.reverse_order = passes[i].reverse;
-    opt.threadgroup_poison = passes[i].threadgroup_poison;
-    PlanRun run = execute_plan(plan, variant, inputs, output_sizes, opt, passes[i].output_poison);
-    const std::string pass_name = i == 0 ? " (pass 1: regions end at their guard page)"
-                                         : " (pass 2: regions start at their guard page, threads in reverse)";
+    opt.align_end = pass.align_end;
+    opt.reverse_order = pass.reverse;
+    opt.threadgroup_poison = pass.threadgroup_poison;
+    PlanRun run = execute_plan(plan, variant, inputs, output_sizes, opt, pass.output_poison);
+    const std::string pass_name = pass.name;
     if (!run.result.ok) {
       r.error_kind = run.result.kind;
       r.message = run.result.message + pass_name;
@@ -95,14 +92,43 @@ std::string to_json(const CaseResult& r) {
   return j;
 }
 
-Comparison compare_floats(const Bytes& got_bytes, const std::vector<float>& ref, double tolerance,
-                          int64_t row_width, const char* what) {
+namespace {
+
+// The spacing of float16 / bfloat16 values at magnitude |x| (subnormal spacing below the normal
+// range and for non-finite x); 0 for float32, whose comparisons add none.
+double ulp_at(mto::DType t, double x) {
+  if (t != mto::DType::Float16 && t != mto::DType::BFloat16) return 0.0;
+  const int mantissa_bits = t == mto::DType::Float16 ? 10 : 7;
+  const int min_exponent = t == mto::DType::Float16 ? -14 : -126;
+  int exponent = min_exponent;
+  if (x != 0.0 && std::isfinite(x)) {
+    std::frexp(std::fabs(x), &exponent);  // |x| = f * 2^exponent, f in [0.5, 1)
+    exponent = std::max(exponent - 1, min_exponent);
+  }
+  return std::ldexp(1.0, exponent - mantissa_bits);
+}
+
+}  // namespace
+
+Comparison compare_outputs(const Bytes& got_bytes, mto::DType dtype, const std::vector<float>& ref_f32,
+                           double tolerance, int64_t row_width, const char* what) {
   Comparison c;
-  std::vector<float> got(ref.size());
-  std::memcpy(got.data(), got_bytes.data(), got.size() * sizeof(float));
-  for (size_t i = 0; i < ref.size(); ++i) {
+  const size_t n = ref_f32.size();
+  if (got_bytes.size() != n * mto::dtype_size(dtype)) {
+    c.ok = false;
+    c.mismatches = 1;
+    c.first_mismatch = std::string(what) + ": " + std::to_string(got_bytes.size()) + " bytes for " +
+                       std::to_string(n) + " elements of " + mto::dtype_name(dtype);
+    return c;
+  }
+  std::vector<float> got(n), ref(n);
+  mto::to_float32(dtype, got_bytes.data(), got.data(), n);
+  Bytes rounded(n * mto::dtype_size(dtype));
+  mto::from_float32(dtype, ref_f32.data(), rounded.data(), n);
+  mto::to_float32(dtype, rounded.data(), ref.data(), n);
+  for (size_t i = 0; i < n; ++i) {
     const double g = got[i], w = ref[i];
-    const double tol = tolerance * (1.0 + std::fabs(w));
+    const double tol = tolerance * (1.0 + std::fabs(w)) + ulp_at(dtype, std::max(std::fabs(g), std::fabs(w)));
     const double err = std::fabs(g - w);
     const bool good = (std::isnan(g) && std::isnan(w)) || g == w || err <= tol;  // NaN = NaN, inf = inf
     if (std::isfinite(err)) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "plan_runner.h"
 
 namespace mtoh_driver {
@@ -20,10 +21,14 @@ struct Comparison {
   double worst_ratio = 0;  // max |got - ref| / tolerance (<= 1 passes); 0 for exact comparisons
   std::string first_mismatch;
 };
-// Compares float32 outputs with a reference: |got - ref| <= tolerance * (1 + |ref|), NaN matching
-// NaN; the first mismatch is named as `what`[row, column] of a matrix `row_width` wide.
-Comparison compare_floats(const Bytes& got, const std::vector<float>& ref, double tolerance,
-                          int64_t row_width, const char* what);
+// Compares outputs of `dtype` (float32, float16 or bfloat16 elements) with the cpu backend's
+// float32 result `ref`, rounded to `dtype` as the cpu backend stores such an output (to nearest
+// even, once): |got - rounded ref| <= tolerance * (1 + |rounded ref|), plus for float16/bfloat16
+// one unit in the last place at the larger of the two magnitudes (two float32 results within the
+// tolerance may round to neighbouring values); NaN matching NaN. The first mismatch is named as
+// `what`[row, column] of a matrix `row_width` wide.
+Comparison compare_outputs(const Bytes& got, mto::DType dtype, const std::vector<float>& ref, double tolerance,
+                           int64_t row_width, const char* what);
 
 using Compare = std::function<Comparison(const std::map<mto::plan::Arg, Bytes>& outputs)>;
 
@@ -41,9 +46,20 @@ struct Case {
   std::function<CaseResult(const std::string& variant)> run;
 };
 
-// Runs `plan` twice -- guarded regions end-aligned and threads in order, then start-aligned and
-// threads in reverse with different poisons -- and compares both runs with the reference and with
-// each other (a kernel that depends on scheduling, or reads memory it never wrote, differs).
+// The two runs of every case: guarded regions end-aligned and threads in order, then
+// start-aligned and threads in reverse, with different poisons. Output bytes 0xFF are NaN as
+// float32, float16 and bfloat16; 0x7B bytes a large finite value in each (1.3e36, 61280, 1.3e36),
+// so an element a kernel never writes cannot match a reference under both. Fresh threadgroup
+// memory: NaN, then 0x7F bytes (3.4e38 as float32).
+struct PlanPass {
+  bool align_end, reverse;
+  unsigned char output_poison, threadgroup_poison;
+  const char* name;  // appended to failure messages
+};
+extern const PlanPass kPlanPasses[2];
+
+// Runs `plan` in both kPlanPasses and compares both runs with the reference and with each other
+// (a kernel that depends on scheduling, or reads memory it never wrote, differs).
 CaseResult run_plan_case(const std::string& op, const mto::plan::Dispatch& plan,
                          const std::string& variant, const std::map<mto::plan::Arg, Bytes>& inputs,
                          const std::map<mto::plan::Arg, size_t>& output_sizes, const Compare& compare);
@@ -71,10 +87,17 @@ std::vector<Case> attention_tensorops_cases(); // the tensorops tier's attention
 std::vector<Case> matmul_cases();    // dense matmul kernels (matmul_cases.cc), and plan/matmul
 std::vector<Case> linear_mx_cases(); // linear on the tensorops-mx tier (linear_mx_cases.cc)
 
-// One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, the plan of
-// `tier`, y against the cpu backend within tolerance * (1 + |ref|).
-CaseResult run_linear_case(mto::Format f, int block, mto::DType x, int64_t M, int64_t N, int64_t K, bool bias,
-                           const std::string& name, const std::string& variant, mto::Tier tier, double tolerance);
+// One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, y of dtype `y`
+// (linear's outDtype), the plan of `tier`, y against the cpu backend's y of that dtype
+// (compare_outputs: within tolerance * (1 + |ref|), plus one unit in the last place for
+// float16/bfloat16 y).
+CaseResult run_linear_case(mto::Format f, int block, mto::DType x, mto::DType y, int64_t M, int64_t N, int64_t K,
+                           bool bias, const std::string& name, const std::string& variant, mto::Tier tier,
+                           double tolerance);
+// prefix + format[.g<group>] + (/f16, /bf16: x; nothing for float32) + (/of16, /obf16: y; nothing
+// for float32) + /M../N../K..[/bias]
+std::string linear_case_name(const std::string& prefix, mto::Format f, int block, mto::DType x, mto::DType y,
+                             int64_t M, int64_t N, int64_t K, bool bias);
 
 std::string to_json(const CaseResult& r);
 

@@ -1,7 +1,8 @@
 // Quantized linear on the GPU (shaders/qlinear.metal) against the cpu backend's linear:
 // max |y - ref| <= 1e-4 * (1 + |ref|), for every format (affine with each group size), M on both
-// sides of the decode/tiled switch and at tile edges, N and K not multiples of the tiles, and
-// float32, float16 and bfloat16 activations.
+// sides of the decode/tiled switch and at tile edges, N and K not multiples of the tiles,
+// float32, float16 and bfloat16 activations, and y in each of those dtypes (the kernels round once
+// as they store y, as the cpu backend does: one unit in the last place more for float16/bfloat16).
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -42,7 +43,7 @@ mto::Tensor dense(const std::vector<float>& v, mto::Shape shape, mto::DType dtyp
   return t;
 }
 
-CaseResult run_case(mto::Format f, mto::DType xt, LinearShape s, const std::string& name,
+CaseResult run_case(mto::Format f, mto::DType xt, mto::DType yt, LinearShape s, const std::string& name,
                     const std::string& variant, mto::Tier tier, double tolerance = kTolerance) {
   const uint64_t seed = seed_of(name);
   const mto::Tensor x = dense(normal_data(s.M * s.K, seed), {s.M, s.K}, xt);
@@ -61,8 +62,8 @@ CaseResult run_case(mto::Format f, mto::DType xt, LinearShape s, const std::stri
   mto::cpu::quantize(pool, wd, *w);
   const mto::Operand xo{&x, nullptr}, wo{nullptr, w.get()};
   const mto::Tensor* bias_ptr = s.bias ? &bias : nullptr;
-  const mto::LinearParams lp = mto::check_linear(xo, wo, bias_ptr, std::nullopt);
-  std::vector<float> ref(size_t(s.M * s.N));
+  const mto::LinearParams lp = mto::check_linear(xo, wo, bias_ptr, yt);
+  std::vector<float> ref(size_t(s.M * s.N));  // float32; compare_outputs rounds it to y's dtype
   mto::cpu::linear(pool, xo, wo, bias_ptr, lp, ref.data());
 
   std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(*x.buffer)},
@@ -72,16 +73,28 @@ CaseResult run_case(mto::Format f, mto::DType xt, LinearShape s, const std::stri
   if (s.bias) inputs[Arg::Bias] = bytes_of(*bias.buffer);
 
   const mto::plan::Dispatch plan =
-      mto::plan::plan_linear(f, s.block, xt, s.M, s.N, s.K, s.bias, tier);
-  return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * sizeof(float)}},
-                       [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::Y), ref, tolerance, s.N, "y"); });
+      mto::plan::plan_linear(f, s.block, xt, lp.out_dtype, s.M, s.N, s.K, s.bias, tier);
+  return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * mto::dtype_size(lp.out_dtype)}},
+                       [&](const std::map<Arg, Bytes>& out) {
+                         return compare_outputs(out.at(Arg::Y), lp.out_dtype, ref, tolerance, s.N, "y");
+                       });
 }
 
 }  // namespace
 
-CaseResult run_linear_case(mto::Format f, int block, mto::DType x, int64_t M, int64_t N, int64_t K, bool bias,
-                           const std::string& name, const std::string& variant, mto::Tier tier, double tolerance) {
-  return run_case(f, x, {M, N, K, block, bias}, name, variant, tier, tolerance);
+CaseResult run_linear_case(mto::Format f, int block, mto::DType x, mto::DType y, int64_t M, int64_t N, int64_t K,
+                           bool bias, const std::string& name, const std::string& variant, mto::Tier tier,
+                           double tolerance) {
+  return run_case(f, x, y, {M, N, K, block, bias}, name, variant, tier, tolerance);
+}
+
+std::string linear_case_name(const std::string& prefix, mto::Format f, int block, mto::DType x, mto::DType y,
+                             int64_t M, int64_t N, int64_t K, bool bias) {
+  std::string name = prefix + mto::format_info(f).name;
+  if (mto::format_info(f).affine) name += ".g" + std::to_string(block);
+  if (x != mto::DType::Float32) name += x == mto::DType::Float16 ? "/f16" : "/bf16";
+  if (y != mto::DType::Float32) name += y == mto::DType::Float16 ? "/of16" : "/obf16";
+  return name + "/M" + std::to_string(M) + "/N" + std::to_string(N) + "/K" + std::to_string(K) + (bias ? "/bias" : "");
 }
 
 std::vector<Case> linear_cases() {
@@ -102,18 +115,14 @@ std::vector<Case> linear_cases() {
   std::vector<Case> cases;
   // prefix "linear/": the simdgroup tier; "linear-tensorops/": the tensorops tier (matmul2d for
   // M > 8 with the cooperative-tensor layout scrambled by MTOH_COOP_SEED, decode below).
-  // Names: prefix + format[.g<group>] + (/f16, /bf16; nothing for float32 x) + /M../N../K..[/bias].
-  auto add_tier = [&](const Config& c, mto::DType xt, LinearShape s, const std::string& prefix, mto::Tier tier) {
-    std::string name = prefix + mto::format_info(c.format).name;
-    if (mto::format_info(c.format).affine) name += ".g" + std::to_string(c.block);
-    if (xt != mto::DType::Float32) name += xt == mto::DType::Float16 ? "/f16" : "/bf16";
-    name += "/M" + std::to_string(s.M) + "/N" + std::to_string(s.N) + "/K" + std::to_string(s.K) +
-            (s.bias ? "/bias" : "");
-    cases.push_back({name, [=](const std::string& variant) { return run_case(c.format, xt, s, name, variant, tier); }});
+  using mto::DType;
+  auto add_tier = [&](const Config& c, DType xt, DType yt, LinearShape s, const std::string& prefix, mto::Tier tier) {
+    const std::string name = linear_case_name(prefix, c.format, c.block, xt, yt, s.M, s.N, s.K, s.bias);
+    cases.push_back({name, [=](const std::string& variant) { return run_case(c.format, xt, yt, s, name, variant, tier); }});
   };
-  auto add = [&](const Config& c, LinearShape s, mto::DType xt = mto::DType::Float32) {
-    add_tier(c, xt, s, "linear/", mto::Tier::Simdgroup);
-    add_tier(c, xt, s, "linear-tensorops/", mto::Tier::TensorOps);
+  auto add = [&](const Config& c, LinearShape s, DType xt = DType::Float32, DType yt = DType::Float32) {
+    add_tier(c, xt, yt, s, "linear/", mto::Tier::Simdgroup);
+    add_tier(c, xt, yt, s, "linear-tensorops/", mto::Tier::TensorOps);
   };
   for (const Config& c : configs) {
     // M = 1, 3, 8: the decode kernel; 9, 33: the tiled kernel with a partial last row tile.
@@ -121,10 +130,21 @@ std::vector<Case> linear_cases() {
     for (int64_t M : {1, 3, 8, 9, 33}) add(c, {M, 37, c.K, c.block, M == 3 || M == 33});
     // float16 / bfloat16 x through both kernels of each tier, edge tiles included.
     for (int64_t M : {1, 3, 8, 9, 33}) {
-      add(c, {M, 37, c.K, c.block, M == 3}, mto::DType::Float16);
-      add(c, {M, 37, c.K, c.block, M == 33}, mto::DType::BFloat16);
+      add(c, {M, 37, c.K, c.block, M == 3}, DType::Float16);
+      add(c, {M, 37, c.K, c.block, M == 33}, DType::BFloat16);
     }
+    // y of x's dtype (linear's default outDtype) for float16 and bfloat16: the instances that
+    // round y as they store it, through both kernels of each tier.
+    for (int64_t M : {3, 33}) add(c, {M, 37, c.K, c.block, M == 33}, DType::Float16, DType::Float16);
+    for (int64_t M : {8, 9}) add(c, {M, 37, c.K, c.block, M == 8}, DType::BFloat16, DType::BFloat16);
   }
+  // A 16-bit y of a dtype other than x's (an explicit outDtype; the float16/bfloat16 x cases above
+  // have float32 y), in both kernels, for an FP, an INT and an affine format.
+  const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
+  const std::pair<DType, DType> pairs[] = {{f32, f16}, {f32, bf16}, {f16, bf16}, {bf16, f16}};
+  for (const Config& c : {configs[4], configs[5], configs[9]})  // mxfp4, mxint8, affine4.g64
+    for (const auto& [xt, yt] : pairs)
+      for (int64_t M : {1, 40}) add(c, {M, 37, c.K, c.block, M == 40}, xt, yt);
   // K long enough for several decode steps and K tiles, whole N tiles.
   for (mto::Format f : {mto::Format::MXFP8_E4M3, mto::Format::MXFP6_E2M3, mto::Format::MXFP4,
                         mto::Format::MXINT2}) {

@@ -1,7 +1,8 @@
 // Quantized linear on the tensorops-mx tier: mxfp8, mxfp8_e5m2 and mxfp4 weights with float16 x
 // through scale-plane matmul2d (shaders/qlinear_tensorops_mx.metal, the harness's model of
-// tensor_blockwise), and every other format, dtype and row size through the tensorops kernels the
-// plan falls back to: every docs/design/API.md format runs on this tier. Against the cpu backend.
+// tensor_blockwise), y of each float dtype, and every other format, dtype and row size through the
+// tensorops kernels the plan falls back to: every docs/design/API.md format runs on this tier.
+// Against the cpu backend's y of the same dtype (compare_outputs).
 // Also plan/linear-mx: which plans take the scale-plane kernel and why the others do not.
 #include "cases.h"
 
@@ -22,25 +23,29 @@ CaseResult plan_rules() {
   CaseResult r;
   r.op = "plan";
   namespace plan = mto::plan;
+  const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
   struct Expect {
     Format f;
-    DType x;
+    DType x, y;
     int64_t M, K;
     const char* kernel;  // the plan's kernel
     const char* reason;  // text its fallback_reason contains ("" = none)
   };
   const Expect expects[] = {
-      {Format::MXFP4, DType::Float16, 9, 256, "qlinear_tensorops_mx_gemm_mxfp4_f16", ""},
-      {Format::MXFP8_E5M2, DType::Float16, 33, 128, "qlinear_tensorops_mx_gemm_mxfp8_e5m2_f16", ""},
-      {Format::MXFP4, DType::Float16, 4, 256, "qlinear_decode_mxfp4_f16", ""},  // decode: the shared GEMV
-      {Format::MXFP4, DType::Float32, 9, 256, "qlinear_tensorops_gemm_mxfp4_f32", "float16"},
-      {Format::MXFP8_E4M3, DType::BFloat16, 9, 256, "qlinear_tensorops_gemm_mxfp8_bf16", "float16"},
-      {Format::MXINT8, DType::Float16, 9, 256, "qlinear_tensorops_gemm_mxint8_f16", "no scale-plane element type"},
-      {Format::MXFP6_E2M3, DType::Float16, 9, 256, "qlinear_tensorops_gemm_mxfp6_e2m3_f16", "no scale-plane element type"},
-      {Format::MXFP4, DType::Float16, 9, 96, "qlinear_tensorops_gemm_mxfp4_f16", "multiple of 128"},
+      {Format::MXFP4, f16, f32, 9, 256, "qlinear_tensorops_mx_gemm_mxfp4_f16", ""},
+      {Format::MXFP8_E5M2, f16, f32, 33, 128, "qlinear_tensorops_mx_gemm_mxfp8_e5m2_f16", ""},
+      {Format::MXFP8_E4M3, f16, f16, 33, 128, "qlinear_tensorops_mx_gemm_mxfp8_f16_of16", ""},
+      {Format::MXFP4, f16, bf16, 9, 256, "qlinear_tensorops_mx_gemm_mxfp4_f16_obf16", ""},
+      {Format::MXFP4, f16, f32, 4, 256, "qlinear_decode_mxfp4_f16", ""},  // decode: the shared GEMV
+      {Format::MXFP4, f16, f16, 4, 256, "qlinear_decode_mxfp4_f16_of16", ""},
+      {Format::MXFP4, f32, f32, 9, 256, "qlinear_tensorops_gemm_mxfp4_f32", "float16"},
+      {Format::MXFP8_E4M3, bf16, bf16, 9, 256, "qlinear_tensorops_gemm_mxfp8_bf16_obf16", "float16"},
+      {Format::MXINT8, f16, f32, 9, 256, "qlinear_tensorops_gemm_mxint8_f16", "no scale-plane element type"},
+      {Format::MXFP6_E2M3, f16, f32, 9, 256, "qlinear_tensorops_gemm_mxfp6_e2m3_f16", "no scale-plane element type"},
+      {Format::MXFP4, f16, f16, 9, 96, "qlinear_tensorops_gemm_mxfp4_f16_of16", "multiple of 128"},
   };
   for (const Expect& e : expects) {
-    const plan::Dispatch d = plan::plan_linear(e.f, 32, e.x, e.M, 37, e.K, false, Tier::TensorOpsMx);
+    const plan::Dispatch d = plan::plan_linear(e.f, 32, e.x, e.y, e.M, 37, e.K, false, Tier::TensorOpsMx);
     const bool native = d.library == "qlinear_tensorops_mx";
     const bool ok = d.kernel == e.kernel && (native ? d.tier == Tier::TensorOpsMx : d.tier == Tier::TensorOps) &&
                     (*e.reason ? d.fallback_reason.find(e.reason) != std::string::npos : d.fallback_reason.empty());
@@ -60,13 +65,11 @@ CaseResult plan_rules() {
 std::vector<Case> linear_mx_cases() {
   std::vector<Case> cases;
   cases.push_back({"plan/linear-mx", [](const std::string&) { return plan_rules(); }});
-  auto add = [&](Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool bias, double tol) {
-    std::string name = std::string("linear-tensorops-mx/") + mto::format_info(f).name;
-    if (mto::format_info(f).affine) name += ".g" + std::to_string(block);
-    if (x != DType::Float32) name += x == DType::Float16 ? "/f16" : "/bf16";
-    name += "/M" + std::to_string(M) + "/N" + std::to_string(N) + "/K" + std::to_string(K) + (bias ? "/bias" : "");
+  auto add = [&](Format f, int block, DType x, int64_t M, int64_t N, int64_t K, bool bias, double tol,
+                 DType y = DType::Float32) {
+    const std::string name = linear_case_name("linear-tensorops-mx/", f, block, x, y, M, N, K, bias);
     cases.push_back({name, [=](const std::string& variant) {
-                       return run_linear_case(f, block, x, M, N, K, bias, name, variant, Tier::TensorOpsMx, tol);
+                       return run_linear_case(f, block, x, y, M, N, K, bias, name, variant, Tier::TensorOpsMx, tol);
                      }});
   };
   // Scale planes: M at and past the 32-row tile, N = 37 a partial column tile, K one and two
@@ -75,6 +78,12 @@ std::vector<Case> linear_mx_cases() {
     const int64_t K = f == Format::MXFP4 ? 256 : 128;
     for (int64_t M : {1, 8, 9, 33}) add(f, 32, DType::Float16, M, 37, K, M == 33, kNativeTolerance);
     add(f, 32, DType::Float16, 40, 64, 2 * K, true, kNativeTolerance);
+    // y in float16 (x's dtype, linear's default) and bfloat16, rounded once as the epilogue stores
+    // it: the scale-plane kernel at both tile sizes, and the decode kernel it pairs with.
+    add(f, 32, DType::Float16, 9, 37, K, false, kNativeTolerance, DType::Float16);
+    add(f, 32, DType::Float16, 40, 64, 2 * K, true, kNativeTolerance, DType::Float16);
+    add(f, 32, DType::Float16, 33, 37, K, true, kNativeTolerance, DType::BFloat16);
+    add(f, 32, DType::Float16, 8, 37, K, false, kNativeTolerance, DType::Float16);
   }
   // Every format on this tier through the fallback: float32 x, decode and tiled kernels.
   const struct {

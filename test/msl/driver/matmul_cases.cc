@@ -1,7 +1,9 @@
 // Dense matmul on the GPU (shaders/matmul.metal on the simdgroup tier, shaders/matmul_tensorops.metal
 // on the tensorops tier) against the cpu backend's matmul: max |y - ref| <= 1e-4 * (1 + |ref|) for
 // float32, float16 and bfloat16 operands, M at and around the 8-row and 32-row boundaries, N and K
-// not multiples of any tile, batches with a shared and a batched b. Also plan/matmul: what
+// not multiples of any tile, batches with a shared and a batched b. y has the operands' dtype: the
+// kernels round each element once as they store it, as the cpu backend does, so float16/bfloat16 y
+// are allowed one unit in the last place more (compare_outputs). Also plan/matmul: what
 // plan_matmul refuses.
 #include <cstring>
 
@@ -55,10 +57,13 @@ CaseResult run_case(DType dt, MatmulShape s, const std::string& name, const std:
   std::vector<float> ref(size_t(s.batch * s.M * s.N));
   mto::cpu::matmul(pool, a, b, mp, ref.data());
 
-  const mto::plan::Dispatch plan = mto::plan::plan_matmul(dt, dt, s.batch, s.M, s.N, s.K, s.b_batched, tier);
+  const mto::plan::Dispatch plan =
+      mto::plan::plan_matmul(dt, dt, mp.out_dtype, s.batch, s.M, s.N, s.K, s.b_batched, tier);
   return run_plan_case("matmul", plan, variant, {{Arg::A, bytes_of(a)}, {Arg::B, bytes_of(b)}},
-                       {{Arg::Y, ref.size() * sizeof(float)}},
-                       [&](const std::map<Arg, Bytes>& out) { return compare_floats(out.at(Arg::Y), ref, kTolerance, s.N, "y"); });
+                       {{Arg::Y, ref.size() * mto::dtype_size(mp.out_dtype)}},
+                       [&](const std::map<Arg, Bytes>& out) {
+                         return compare_outputs(out.at(Arg::Y), mp.out_dtype, ref, kTolerance, s.N, "y");
+                       });
 }
 
 // "" when `make` throws mto::Error with `code`, else what happened instead.
@@ -81,20 +86,23 @@ CaseResult plan_rules() {
     std::string outcome;
   } checks[] = {
       {"a and b of different dtypes", expect_error(mto::code::DType, [] {
-         plan::plan_matmul(DType::Float16, DType::BFloat16, 1, 4, 8, 16, false, Tier::Simdgroup);
+         plan::plan_matmul(DType::Float16, DType::BFloat16, DType::Float16, 1, 4, 8, 16, false, Tier::Simdgroup);
+       })},
+      {"y of a dtype other than the operands'", expect_error(mto::code::DType, [] {
+         plan::plan_matmul(DType::Float16, DType::Float16, DType::Float32, 1, 4, 8, 16, false, Tier::Simdgroup);
        })},
       {"bool operands", expect_error(mto::code::DType, [] {
-         plan::plan_matmul(DType::Bool, DType::Bool, 1, 4, 8, 16, false, Tier::Simdgroup);
+         plan::plan_matmul(DType::Bool, DType::Bool, DType::Bool, 1, 4, 8, 16, false, Tier::Simdgroup);
        })},
       {"K = 0", expect_error(mto::code::Shape, [] {
-         plan::plan_matmul(DType::Float32, DType::Float32, 1, 4, 8, 0, false, Tier::Simdgroup);
+         plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, 4, 8, 0, false, Tier::Simdgroup);
        })},
       {"M * K past 32-bit indices", expect_error(mto::code::Shape, [] {
-         plan::plan_matmul(DType::Float32, DType::Float32, 1, int64_t(1) << 20, 8, int64_t(1) << 12, false,
-                           Tier::Simdgroup);
+         plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, int64_t(1) << 20, 8,
+                           int64_t(1) << 12, false, Tier::Simdgroup);
        })},
       {"the cpu tier", expect_error(mto::code::Backend, [] {
-         plan::plan_matmul(DType::Float32, DType::Float32, 1, 4, 8, 16, false, Tier::Cpu);
+         plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, 4, 8, 16, false, Tier::Cpu);
        })},
   };
   for (const auto& ch : checks) {
@@ -104,7 +112,8 @@ CaseResult plan_rules() {
     return r;
   }
   // tensorops-mx runs dense operands on the tensorops kernel: scale planes are for quantized ones.
-  const plan::Dispatch x = plan::plan_matmul(DType::Float16, DType::Float16, 2, 9, 8, 64, false, Tier::TensorOpsMx);
+  const plan::Dispatch x =
+      plan::plan_matmul(DType::Float16, DType::Float16, DType::Float16, 2, 9, 8, 64, false, Tier::TensorOpsMx);
   if (x.library != "matmul_tensorops" || x.kernel != "matmul_tensorops_gemm_f16" || x.threadgroups[2] != 2) {
     r.error_kind = "mismatch";
     r.message = "tensorops-mx matmul plan: expected matmul_tensorops_gemm_f16 over 2 batches, got " + x.kernel;

@@ -10,6 +10,7 @@ namespace {
 
 using mto::DType;
 using mto::Format;
+constexpr DType kF32 = DType::Float32;
 using mto::Tier;
 namespace plan = mto::plan;
 
@@ -37,22 +38,25 @@ std::vector<Case> plan_cases() {
     };
     const Check checks[] = {
         {"K not a multiple of 32", expect_error(mto::code::Shape, [] {
-           plan::plan_linear(Format::MXFP4, 32, DType::Float32, 4, 8, 48, false, Tier::Simdgroup);
+           plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 4, 8, 48, false, Tier::Simdgroup);
          })},
         {"K not a multiple of the affine group", expect_error(mto::code::Shape, [] {
-           plan::plan_linear(Format::AFFINE4, 128, DType::Float32, 4, 8, 192, false, Tier::Simdgroup);
+           plan::plan_linear(Format::AFFINE4, 128, kF32, kF32, 4, 8, 192, false, Tier::Simdgroup);
          })},
         {"an MX block other than 32", expect_error(mto::code::Format, [] {
-           plan::plan_linear(Format::MXFP8_E4M3, 64, DType::Float32, 4, 8, 128, false, Tier::Simdgroup);
+           plan::plan_linear(Format::MXFP8_E4M3, 64, kF32, kF32, 4, 8, 128, false, Tier::Simdgroup);
+         })},
+        {"bool y", expect_error(mto::code::DType, [] {
+           plan::plan_linear(Format::MXFP4, 32, DType::Float16, DType::Bool, 4, 8, 64, false, Tier::Simdgroup);
          })},
         {"bool activations", expect_error(mto::code::DType, [] {
-           plan::plan_linear(Format::MXFP4, 32, DType::Bool, 4, 8, 64, false, Tier::Simdgroup);
+           plan::plan_linear(Format::MXFP4, 32, DType::Bool, kF32, 4, 8, 64, false, Tier::Simdgroup);
          })},
         {"the cpu tier", expect_error(mto::code::Backend, [] {
-           plan::plan_linear(Format::MXFP4, 32, DType::Float32, 4, 8, 64, false, Tier::Cpu);
+           plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 4, 8, 64, false, Tier::Cpu);
          })},
         {"M * K past 32-bit indices", expect_error(mto::code::Shape, [] {
-           plan::plan_linear(Format::MXFP4, 32, DType::Float32, int64_t(1) << 20, 8, int64_t(1) << 12, false,
+           plan::plan_linear(Format::MXFP4, 32, kF32, kF32, int64_t(1) << 20, 8, int64_t(1) << 12, false,
                              Tier::Simdgroup);
          })},
         {"GPU quantize to affine", expect_error(mto::code::Format, [] {
@@ -70,9 +74,9 @@ std::vector<Case> plan_cases() {
     }
     // The tensorops tier: its own matmul2d kernel for M > 8, the shared decode kernel below;
     // tensorops-mx has no linear kernels of its own yet and says so.
-    const plan::Dispatch d = plan::plan_linear(Format::MXFP4, 32, DType::Float32, 4, 8, 64, false, Tier::TensorOps);
-    const plan::Dispatch g = plan::plan_linear(Format::MXFP4, 32, DType::Float32, 9, 8, 64, false, Tier::TensorOps);
-    const plan::Dispatch x = plan::plan_linear(Format::MXFP4, 32, DType::Float32, 9, 8, 64, false, Tier::TensorOpsMx);
+    const plan::Dispatch d = plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 4, 8, 64, false, Tier::TensorOps);
+    const plan::Dispatch g = plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 9, 8, 64, false, Tier::TensorOps);
+    const plan::Dispatch x = plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 9, 8, 64, false, Tier::TensorOpsMx);
     if (d.tier != Tier::TensorOps || !d.fallback_reason.empty() || d.kernel != "qlinear_decode_mxfp4_f32" ||
         g.tier != Tier::TensorOps || g.library != "qlinear_tensorops" || g.kernel != "qlinear_tensorops_gemm_mxfp4_f32" ||
         x.tier != Tier::TensorOps || x.kernel != g.kernel || x.fallback_reason.empty()) {
