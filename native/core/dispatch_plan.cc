@@ -322,6 +322,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
       case DType::Float32: mask_kind = ATTN_MASK_F32; break;
       case DType::Float16: mask_kind = ATTN_MASK_F16; break;
       case DType::BFloat16: mask_kind = ATTN_MASK_BF16; break;
+      case DType::Int32: throw Error(code::DType, "the attention mask is bool or a float dtype, not int32");
     }
   }
 
