@@ -1,7 +1,7 @@
 // Device: the object open() returns. It validates arguments, calls the addon and wraps results;
 // which backend runs is decided once, in backend.ts, and reported in `info`.
 import { TensorOpsError, awaitNative, callNative } from './errors';
-import { operandHandle, tensorHandle } from './ops/args';
+import { checkChoice, operandHandle, tensorHandle } from './ops/args';
 import * as elementwise from './ops/elementwise';
 import * as embeddingOp from './ops/embedding';
 import * as layout from './ops/layout';
@@ -185,16 +185,31 @@ export class Device implements TensorOwner {
 
   /** FlashAttention, queued: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
   attention(q: Tensor, k: Operand, v: Operand, options?: AttentionOptions): Tensor {
-    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask']);
-    const qh = tensorHandle(q, 'q');
-    const kh = operandHandle(k, 'k');
-    const vh = operandHandle(v, 'v');
+    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask', 'layout']);
     if (opts.scale !== undefined && (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale))) {
       throw new TensorOpsError('E_ARG', `options.scale must be a finite number; got ${describe(opts.scale)}`);
     }
     if (opts.causal !== undefined && typeof opts.causal !== 'boolean') {
       throw new TensorOpsError('E_ARG', `options.causal must be a boolean; got ${describe(opts.causal)}`);
     }
+    const layout = opts.layout === undefined ? 'bhld' : checkChoice(opts.layout, 'options.layout', ['bhld', 'blhd'] as const);
+    if (layout === 'blhd') {
+      // [B, L, H, D] operands: the kernels read [B, H, L, D], so the stream swaps the middle axes
+      // first (a view when L is 1, as in decode; a copy otherwise) and swaps the output back.
+      const swap = (t: Tensor) => (t.shape.length === 4 && t.shape[1] === 1
+        ? t.reshape([t.shape[0], t.shape[2], 1, t.shape[3]]) : this.transpose(t, [0, 2, 1, 3]));
+      for (const [arg, t] of [['k', k], ['v', v]] as const) {
+        if (!(t instanceof Tensor)) {
+          throw new TensorOpsError('E_ARG', `options.layout 'blhd' takes dense ${arg}; keep a quantized cache in 'bhld'`);
+        }
+      }
+      tensorHandle(q, 'q');
+      const o = this.attention(swap(q), swap(k as Tensor), swap(v as Tensor), { ...opts, layout: 'bhld' } as AttentionOptions);
+      return swap(o);
+    }
+    const qh = tensorHandle(q, 'q');
+    const kh = operandHandle(k, 'k');
+    const vh = operandHandle(v, 'v');
     const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
     const scale = (opts.scale as number | undefined) ?? null;
     return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)));

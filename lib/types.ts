@@ -148,4 +148,9 @@ export interface AttentionOptions {
   causal?: boolean;
   /** bool tensor (true = attend) or additive float tensor, broadcastable to [B, Hq, Lq, Lk]. */
   mask?: import('./tensor').Tensor;
+  /**
+   * 'bhld' (default): q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D], output likewise; 'blhd': [B, L, H, D]
+   * throughout (a projection's output reshaped), dense k and v only.
+   */
+  layout?: 'bhld' | 'blhd';
 }

@@ -117,3 +117,32 @@ describe('write (the KV cache append)', () => {
       .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('offset must be in [0, 3]') }));
   });
 });
+
+describe("attention's 'blhd' layout", () => {
+  it('equals attention over [B, H, L, D] operands, for prefill (causal) and decode', async () => {
+    for (const [name, dev] of devices) {
+      const [B, Hq, Hkv, D] = [2, 4, 2, 64];
+      for (const [Lq, Lk, causal] of [[5, 5, true], [1, 9, false]] as const) {
+        const q = randn(B * Lq * Hq * D, 1), k = randn(B * Lk * Hkv * D, 2), v = randn(B * Lk * Hkv * D, 3);
+        // [B, L, H, D] -> [B, H, L, D] in JS, for the reference.
+        const heads = (x: Float32Array, L: number, H: number) => {
+          const out = new Float32Array(x.length);
+          for (let b = 0; b < B; b++) for (let l = 0; l < L; l++) for (let h = 0; h < H; h++) {
+            out.set(x.subarray(((b * L + l) * H + h) * D, ((b * L + l) * H + h + 1) * D), ((b * H + h) * L + l) * D);
+          }
+          return out;
+        };
+        const o = dev.attention(dev.tensor(q, [B, Lq, Hq, D]), dev.tensor(k, [B, Lk, Hkv, D]), dev.tensor(v, [B, Lk, Hkv, D]),
+          { causal, layout: 'blhd' });
+        expect(o.shape).toEqual([B, Lq, Hq, D]);
+        const want = attentionRef(heads(q, Lq, Hq), heads(k, Lk, Hkv), heads(v, Lk, Hkv), { B, Hq, Hkv, Lq, Lk, D }, { causal });
+        // The reference is [B, Hq, Lq, D]: compare through the same swap.
+        const got = heads(await o.toFloat32(), Lq, Hq);
+        expectClose(got, want, 2e-5, `${name} Lq ${Lq}`);
+      }
+      const kq = dev.quantize(dev.tensor(randn(64, 4), [1, 1, 1, 64]), { format: 'mxfp8' });
+      expect(() => dev.attention(dev.tensor(randn(64, 5), [1, 1, 1, 64]), kq, kq, { layout: 'blhd' }))
+        .toThrow(expect.objectContaining({ code: 'E_ARG' }));
+    }
+  });
+});
