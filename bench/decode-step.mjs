@@ -2,15 +2,15 @@
 // of width 2048, GQA 32/8 heads of 64, MLP 8192, mxfp4 weights, an mxfp8 KV cache of 1024
 // positions), timed end to end as tokens/s next to the sum of its ops' kernel-alone times, in the
 // same run. Three ways of running the same step:
-//   - "layer": the layer as a user writes it today: the ops queued, the layer's other ops
-//     (RMS norms, residual adds, SiLU * up) in JavaScript between reads, until the library has them;
+//   - "layer": the whole layer on the device, as a model runs it: RMS norms, the projections, RoPE,
+//     the KV cache append (write), attention, residual adds, SwiGLU, all queued, one read a token;
 //   - "device ops, queued": the step's device ops only (the projections and attention, each
 //     taking the previous op's output), queued without a read until the token's end: what the
 //     stream costs on top of the kernels;
 //   - "device ops, awaited one by one": the same ops with a wait after each, as every op cost
 //     when ops returned Promises (0.1): the per-op overhead this change removed.
-// The K/V caches are attended as they are (appending the new token's K and V needs the next
-// issue's write()); the k and v projections still run.
+// "device ops" attend the caches as they are; "layer" appends the token's K and V (quantized to
+// the caches' mxfp8 on the way) at the last position first.
 import { randomFloats } from './data.mjs';
 import { median, settle } from './timing.mjs';
 
@@ -21,14 +21,6 @@ export const DECODE_STEP_SHAPES = {
 };
 
 const now = () => Number(process.hrtime.bigint()) / 1e6;  // ms
-
-// x / rms(x): the layer's norms (their weights are ones here).
-function rmsNorm(x) {
-  let ss = 0;
-  for (const v of x) ss += v * v;
-  const k = 1 / Math.sqrt(ss / x.length + 1e-6);
-  return x.map((v) => v * k);
-}
 
 // Random codes and scales, imported as they are (quantizing 1 GB of float32 weights would cost
 // the run seconds and change nothing timed here).
@@ -71,9 +63,13 @@ export async function runDecodeStep(ctx) {
     down: mxfp4Weight(dev, s.d, s.ff, 10 * l + 7),
     kc: mxfp8Cache(dev, s, 10 * l + 8),
     vc: mxfp8Cache(dev, s, 10 * l + 9),
+    kd: dev.dequantize(mxfp8Cache(dev, s, 10 * l + 8), 'float16'),  // the layer variant's caches
+    vd: dev.dequantize(mxfp8Cache(dev, s, 10 * l + 9), 'float16'),
   }));
-  const weightBytes = layers.reduce((n, L) => n + Object.values(L).reduce((m, t) => m + t.bytes, 0), 0);
+  const streamed = ['q', 'k', 'v', 'o', 'gate', 'up', 'down', 'kc', 'vc'];  // weights and mxfp8 caches
+  const weightBytes = layers.reduce((n, L) => n + streamed.reduce((m, key) => m + L[key].bytes, 0), 0);
   const x0 = randomFloats(s.d, 99, 1);
+  const ones = dev.tensor(new Float32Array(s.d).fill(1), [s.d]);  // the norms' weights
   const queueUs = [];  // the JS thread's cost of each op call (device ops, queued)
 
   // The device ops of one layer, each taking the previous op's output: 8 ops.
@@ -88,26 +84,26 @@ export async function runDecodeStep(ctx) {
     call(() => dev.linear(o, L.up));
     return call(() => dev.linear(g, L.down));
   };
-  const opsPerToken = 8 * s.layers;
+  const opsPerToken = { layer: 20 * s.layers, queued: 8 * s.layers, awaited: 8 * s.layers };
 
   const variants = {
-    // The layer as written today: norms, residual adds and SiLU * up in JS, between reads.
+    // The whole layer on the device; the token's K and V go into dense float16 caches of the
+    // same length (mxfp8 caches append whole blocks: the next step), then attention reads them.
     layer: async () => {
-      let h = x0;
+      let h = dev.tensor(x0, [1, s.d]);
+      const pos = s.context - 1;
       for (const L of layers) {
-        const x = dev.tensor(rmsNorm(h), [1, s.d]);
-        const q = dev.linear(x, L.q);
-        dev.linear(x, L.k);
-        dev.linear(x, L.v);
-        const a = dev.attention(q.reshape([1, s.Hq, 1, s.D]), L.kc, L.vc);
-        const o = await dev.linear(a.reshape([1, s.Hq * s.D]), L.o).toFloat32();
-        const r = h.map((v, i) => v + o[i]);
-        const hx = dev.tensor(rmsNorm(r), [1, s.d]);
-        const [g, u] = await Promise.all([dev.linear(hx, L.gate).toFloat32(), dev.linear(hx, L.up).toFloat32()]);
-        const act = dev.tensor(g.map((v, i) => (v / (1 + Math.exp(-v))) * u[i]), [1, s.ff]);
-        const down = await dev.linear(act, L.down).toFloat32();
-        h = r.map((v, i) => v + down[i]);
+        const x = dev.rmsNorm(h, ones, { eps: 1e-6 });
+        const q = dev.rope(dev.linear(x, L.q).reshape([1, s.Hq, 1, s.D]), { offset: pos });
+        const k = dev.rope(dev.linear(x, L.k).reshape([1, s.Hkv, 1, s.D]), { offset: pos });
+        dev.write(L.kd, dev.cast(k, 'float16'), { axis: 2, offset: pos });
+        dev.write(L.vd, dev.cast(dev.linear(x, L.v).reshape([1, s.Hkv, 1, s.D]), 'float16'), { axis: 2, offset: pos });
+        const a = dev.attention(dev.cast(q, 'float16'), L.kd, L.vd);
+        const r = dev.add(h, dev.linear(a.reshape([1, s.Hq * s.D]), L.o));
+        const m = dev.rmsNorm(r, ones, { eps: 1e-6 });
+        h = dev.add(r, dev.linear(dev.swiglu(dev.linear(m, L.gate), dev.linear(m, L.up)), L.down));
       }
+      await h.data();
     },
     queued: async (timeCalls) => {
       let x = dev.tensor(x0, [1, s.d]);
@@ -152,7 +148,8 @@ export async function runDecodeStep(ctx) {
       // End to end over the kernels alone: 1.0 is a step with no cost between kernels.
       overKernels: kernelTimes && kernels > 0 ? Number((endToEnd / kernels).toPrecision(4)) : null,
       // What each device op cost beyond its kernel (the layer variant's JS work included).
-      perOpOverheadUs: kernelTimes ? Number((((endToEnd - kernels) * 1e3) / opsPerToken).toPrecision(3)) : null,
+      perOpOverheadUs: kernelTimes ? Number((((endToEnd - kernels) * 1e3) / opsPerToken[name]).toPrecision(3)) : null,
+      ops: opsPerToken[name],
       tokens: s.tokens,
     };
     log(`decode step, ${name}: ${result.variants[name].tokensPerSecond} tokens/s, ${result.variants[name].stepMs} ms a token, kernels ${result.variants[name].kernelSumMs} ms`);

@@ -122,15 +122,15 @@ export function decodeStepLines(doc) {
   if (!d) return [];
   const s = d.shape;
   const what = {
-    layer: 'layer (other ops in JS, between reads)',
+    layer: 'whole layer on the device (20 ops)',
     queued: 'device ops, queued (one read a token)',
     awaited: 'device ops, awaited one by one (0.1)',
   };
   return [
     `decode step: ${s.layers} layers of width ${s.d}, GQA ${s.Hq}/${s.Hkv} heads of ${s.D}, MLP ${s.ff}, ${s.weights} weights, ` +
-      `${s.kvCache} KV cache of ${s.context}; ${d.opsPerToken} device ops a token; JS cost of queueing an op: ${d.queueCallUs.median} us (median)`,
+      `${s.kvCache} KV cache of ${s.context}; JS cost of queueing an op: ${d.queueCallUs.median} us (median)`,
     ...Object.entries(d.variants).map(([name, v]) =>
-      `  ${(what[name] ?? name).padEnd(40)} ${String(v.tokensPerSecond).padStart(7)} tokens/s  ${String(v.stepMs).padStart(8)} ms a token` +
+      `  ${(what[name] ?? name).padEnd(40)} ${String(v.tokensPerSecond).padStart(7)} tokens/s  ${String(v.stepMs).padStart(8)} ms a token, ${v.ops} ops` +
       (v.kernelSumMs !== null ? `  kernels ${v.kernelSumMs} ms (x${v.overKernels})  ${v.perOpOverheadUs} us an op beyond its kernel` : '')),
   ];
 }

@@ -27,6 +27,7 @@ import { MODES } from './cases.mjs';
 import { runAttention } from './attention.mjs';
 import { runDecodeStep } from './decode-step.mjs';
 import { runLinear } from './linear.mjs';
+import { runModelOps } from './model-ops.mjs';
 import { runOverhead } from './overhead.mjs';
 import { runQuantize } from './quantize.mjs';
 import { renderText } from './format.mjs';
@@ -150,6 +151,7 @@ async function main() {
     ...(await runLinear(ctx)),
     ...(await runAttention(ctx)),
     ...(await runQuantize(ctx)),
+    ...(await runModelOps(ctx)),
   ];
   const decodeStep = await runDecodeStep(ctx);
   const seconds = Math.round((Date.now() - started) / 100) / 10;

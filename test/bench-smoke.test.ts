@@ -34,7 +34,7 @@ interface Doc {
   morePeers: { openblas: { available: boolean; threads?: number; core?: string; reason?: string } };
   cases: Case[];
   decodeStep?: {
-    shape: { layers: number }; opsPerToken: number; queueCallUs: { median: number; calls: number };
+    shape: { layers: number }; opsPerToken: Record<string, number>; queueCallUs: { median: number; calls: number };
     variants: Record<string, { tokensPerSecond: number; stepMs: number; kernelSumMs: number; overKernels: number; perOpOverheadUs: number }>;
   };
   summary: { checksFailed: number };
@@ -105,6 +105,8 @@ describe('npm run bench -- --smoke --json', () => {
     expect(ids.filter((id) => id.startsWith('attention decode'))).toHaveLength(3);
     expect(ids.filter((id) => id.endsWith(' mxfp8 K/V'))).toHaveLength(1);
     expect(ids.filter((id) => id.startsWith('quantize'))).toHaveLength(2);
+    // Issue 25's memory-bound ops, two of them beside onnxruntime's fused contrib ops.
+    expect(ids.filter((id) => id.startsWith('model '))).toHaveLength(7);
     // The inline call (the latency target) and the round trip through the thread pool.
     expect(ids.filter((id) => id.startsWith('overhead'))).toHaveLength(2);
     for (const c of doc.cases) {
@@ -132,11 +134,11 @@ describe('npm run bench -- --smoke --json', () => {
     for (const c of doc.cases.filter((x) => x.phase === 'prefill')) expect(c.streaming, c.id).toBeUndefined();
   });
 
-  it('times a decode step three ways (layer with JS ops, device ops queued, awaited one by one), each beside its kernels\' sum', () => {
+  it('times a decode step three ways (the whole layer on the device, its device ops queued, awaited one by one), each beside its kernels\' sum', () => {
     const d = doc.decodeStep!;
     expect(Object.keys(d.variants)).toEqual(['layer', 'queued', 'awaited']);
-    expect(d.opsPerToken).toBe(8 * d.shape.layers);
-    expect(d.queueCallUs.calls).toBe(d.opsPerToken);
+    expect(d.opsPerToken).toEqual({ layer: 20 * d.shape.layers, queued: 8 * d.shape.layers, awaited: 8 * d.shape.layers });
+    expect(d.queueCallUs.calls).toBe(d.opsPerToken.queued);
     expect(d.queueCallUs.median).toBeGreaterThan(0);
     for (const [name, v] of Object.entries(d.variants)) {
       expect(v.tokensPerSecond, name).toBeCloseTo(1e3 / v.stepMs, 0);
