@@ -10,6 +10,9 @@ export interface NativeTensorHandle {
   readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
   /** undefined when ready, a Promise settled once the op writing it ran; throws its failure. */
   whenReady(): Promise<void> | undefined;
+  /** Registers a read at its call (a later write waits for it); endRead(id) once it is over. */
+  beginRead(): number;
+  endRead(id: number): void;
   /** A view with another shape: the same storage and writing op. */
   reshape(shape: readonly number[]): NativeTensorHandle;
   /**
@@ -28,6 +31,9 @@ export interface NativeQTensorHandle {
   readonly format: import('./types').Format;
   readonly blockSize: number;
   whenReady(): Promise<void> | undefined;
+  /** Registers a read at its call (a later write waits for it); endRead(id) once it is over. */
+  beginRead(): number;
+  endRead(id: number): void;
   /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
   planeLengths(): { codes: number; scales: number; biases: number };
   codesInto(out: Uint8Array): Promise<void> | undefined;

@@ -53,23 +53,25 @@ export class Tensor {
    * (int32) or Uint8Array (bool).
    */
   async data(): Promise<TypedData> {
-    const h = await readyHandle(this[handleOf]);
-    const n = elementCount(this.shape);
-    const out: TypedData =
-      this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
-      : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
-      : this.dtype === 'int32' ? allocateArray(Int32Array, n, 'tensor.data()')
-      : allocateArray(Uint16Array, n, 'tensor.data()');
-    await copied(callNative(() => h.readInto(out)));
-    return out;
+    return reading(this[handleOf], async (h) => {
+      const n = elementCount(this.shape);
+      const out: TypedData =
+        this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
+        : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
+        : this.dtype === 'int32' ? allocateArray(Int32Array, n, 'tensor.data()')
+        : allocateArray(Uint16Array, n, 'tensor.data()');
+      await copied(callNative(() => h.readInto(out)));
+      return out;
+    });
   }
 
   /** A new Float32Array with the values. */
   async toFloat32(): Promise<Float32Array> {
-    const h = await readyHandle(this[handleOf]);
-    const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
-    await copied(callNative(() => h.toFloat32Into(out)));
-    return out;
+    return reading(this[handleOf], async (h) => {
+      const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
+      await copied(callNative(() => h.toFloat32Into(out)));
+      return out;
+    });
   }
 
   /**
@@ -128,30 +130,33 @@ export class QuantizedTensor {
 
   /** The packed data plane, row-major (docs/design/API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
-    const h = await readyHandle(this[handleOf]);
-    const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
-    await copied(callNative(() => h.codesInto(out)));
-    return out;
+    return reading(this[handleOf], async (h) => {
+      const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
+      await copied(callNative(() => h.codesInto(out)));
+      return out;
+    });
   }
 
   /** MX formats: E8M0 bytes, one per block. affine: float16 bits, one per group. */
   async scales(): Promise<Uint8Array | Uint16Array> {
-    const h = await readyHandle(this[handleOf]);
-    const n = callNative(() => h.planeLengths()).scales;
-    const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
-    await copied(callNative(() => h.scalesInto(out)));
-    return out;
+    return reading(this[handleOf], async (h) => {
+      const n = callNative(() => h.planeLengths()).scales;
+      const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
+      await copied(callNative(() => h.scalesInto(out)));
+      return out;
+    });
   }
 
   /** affine formats: float16 bits, one per group. */
   async biases(): Promise<Uint16Array> {
-    const h = await readyHandle(this[handleOf]);
-    if (!this.format.startsWith('affine')) {
-      throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
-    }
-    const out = allocateArray(Uint16Array, callNative(() => h.planeLengths()).biases, 'biases()');
-    await copied(callNative(() => h.biasesInto(out)));
-    return out;
+    return reading(this[handleOf], async (h) => {
+      if (!this.format.startsWith('affine')) {
+        throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
+      }
+      const out = allocateArray(Uint16Array, callNative(() => h.planeLengths()).biases, 'biases()');
+      await copied(callNative(() => h.biasesInto(out)));
+      return out;
+    });
   }
 
   /** The values in a dense dtype, queued as dev.dequantize(). */
@@ -173,15 +178,29 @@ export class QuantizedTensor {
   }
 }
 
+interface ReadableHandle {
+  readonly disposed: boolean;
+  whenReady(): Promise<void> | undefined;
+  beginRead(): number;
+  endRead(id: number): void;
+}
+
 /**
- * The handle once the op that writes the tensor ran: E_DISPOSED for a disposed tensor, and the
- * op's failure (or its input's) for a failed one, before anything is allocated for the read.
+ * Runs body(h) once the op that writes the tensor ran: E_DISPOSED for a disposed tensor, and the
+ * op's failure (or its input's) for a failed one, before anything is allocated for the read. The
+ * read is registered at the call, so that a write queued after it (dev.write) waits until its
+ * copy is done: it sees the values of the moment it was called.
  */
-async function readyHandle<H extends { readonly disposed: boolean; whenReady(): Promise<void> | undefined }>(h: H): Promise<H> {
+async function reading<H extends ReadableHandle, T>(h: H, body: (h: H) => Promise<T>): Promise<T> {
   if (h.disposed) throw new TensorOpsError('E_DISPOSED', 'the tensor was disposed and cannot be read');
-  const wait = callNative(() => h.whenReady());
-  if (wait) await awaitNative(() => wait);
-  return h;
+  const id = callNative(() => h.beginRead());
+  try {
+    const wait = callNative(() => h.whenReady());
+    if (wait) await awaitNative(() => wait);
+    return await body(h);
+  } finally {
+    h.endRead(id);
+  }
 }
 
 /** A reshape target with its one -1 worked out; E_SHAPE when it cannot hold `elements`. */

@@ -108,6 +108,24 @@ describe('write (the KV cache append)', () => {
     }
   });
 
+  it('a read called before a write sees the old values, one called after it the new, small or large (copied off the JS thread)', async () => {
+    for (const [name, dev] of devices) {
+      for (const n of [8, 1 << 19]) {  // 32 bytes, and 2 MiB (copied on libuv's pool)
+        const t = dev.add(dev.tensor(new Float32Array(n).fill(1), [2, n / 2]), dev.tensor([1], [1]));  // queued: 2
+        const before = t.toFloat32();
+        dev.write(t, dev.tensor(new Float32Array(n / 2).fill(7), [1, n / 2]), { axis: 0, offset: 1 });
+        const after = t.toFloat32();
+        // Ops queued past the backpressure limit while the write waits for `before`: no deadlock.
+        let y = dev.tensor([0], [1]);
+        for (let i = 0; i < 1500; i++) y = dev.add(y, dev.tensor([1], [1]));
+        const b = await before, a = await after;
+        expect(b.every((v) => v === 2), `${name} ${n} before`).toBe(true);
+        expect(a.subarray(0, n / 2).every((v) => v === 2) && a.subarray(n / 2).every((v) => v === 7), `${name} ${n} after`).toBe(true);
+        expect(Array.from(await y.toFloat32())).toEqual([1500]);
+      }
+    }
+  });
+
   it('validates dtype, shape and offset', () => {
     const [, dev] = devices[0];
     const dst = dev.tensor(new Float32Array(8), [2, 4]);

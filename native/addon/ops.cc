@@ -34,9 +34,9 @@ Napi::Value wrap_tensor(Napi::Env env, const TensorPtr& t) { return NativeTensor
 }  // namespace
 
 EventPtr NativeDevice::submit(Napi::Env env, double work, std::vector<EventPtr> inputs,
-                              OpStart start) {
+                              OpStart start, std::vector<std::shared_ptr<ReadToken>> reads) {
   auto event = std::make_shared<OpEvent>();
-  stream_->submit(StreamOp{std::move(start), std::move(inputs), work}, event);
+  stream_->submit(StreamOp{std::move(start), std::move(inputs), work, std::move(reads)}, event);
   if (!backend_->runs_on_caller()) schedule_flush(env);
   return event;
 }

@@ -286,7 +286,8 @@ Napi::Value NativeDevice::Layout(const Napi::CallbackInfo& info) {
 }
 
 // (dst, src, axis, offset): src into dst in place, after every op queued before (one may still
-// read dst's old values, on another queue) and before every op queued after.
+// read dst's old values, on another queue) and every read of dst started before, and before
+// every op queued after.
 Napi::Value NativeDevice::Write(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -298,7 +299,8 @@ Napi::Value NativeDevice::Write(const Napi::CallbackInfo& info) {
     EventPtr event = submit(env, double(src->numel()), {src->ready_event(), dst->ready_event(), stream_->tail()},
                             [src, parts, dst](Backend& b, Completion done) {
                               return b.copy({src.get()}, parts, *dst, std::move(done));
-                            });
+                            },
+                            dst->buffer->reads_in_flight());
     dst->buffer->last_write = event;
     return env.Undefined();
   });

@@ -55,6 +55,8 @@ Napi::Function NativeTensor::Init(Napi::Env env) {
                       InstanceMethod("reshape", &NativeTensor::Reshape),
                       InstanceMethod("readInto", &NativeTensor::ReadInto),
                       InstanceMethod("toFloat32Into", &NativeTensor::ToFloat32Into),
+                      InstanceMethod("beginRead", &NativeTensor::BeginRead),
+                      InstanceMethod("endRead", &NativeTensor::EndRead),
                       InstanceMethod("dispose", &NativeTensor::Dispose),
                       InstanceAccessor("disposed", &NativeTensor::Disposed, nullptr),
                       InstanceAccessor("bytes", &NativeTensor::Bytes, nullptr),
@@ -171,6 +173,63 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
   });
 }
 
+// ---- reads in flight ----
+
+HandleReads::~HandleReads() {
+  for (auto& [id, tokens] : open_) {
+    for (const auto& t : tokens) t->finish();
+  }
+}
+
+uint32_t HandleReads::begin(const std::vector<BufferPtr>& buffers) {
+  std::vector<std::shared_ptr<ReadToken>> tokens;
+  for (const BufferPtr& b : buffers) {
+    if (b) tokens.push_back(b->begin_read());
+  }
+  const uint32_t id = next_++;
+  open_.emplace(id, std::move(tokens));
+  return id;
+}
+
+void HandleReads::end(uint32_t id) {
+  auto it = open_.find(id);
+  if (it == open_.end()) return;
+  for (const auto& t : it->second) t->finish();
+  open_.erase(it);
+}
+
+namespace {
+uint32_t read_id(const Napi::CallbackInfo& info) {
+  return info[0].IsNumber() ? info[0].As<Napi::Number>().Uint32Value() : 0;
+}
+}  // namespace
+
+Napi::Value NativeTensor::BeginRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorPtr t = Get(Value(), "tensor");
+    return Napi::Number::New(env, reads_.begin({t->buffer}));
+  });
+}
+
+Napi::Value NativeTensor::EndRead(const Napi::CallbackInfo& info) {
+  reads_.end(read_id(info));
+  return info.Env().Undefined();
+}
+
+Napi::Value NativeQTensor::BeginRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    QTensorPtr t = Get(Value(), "tensor");
+    return Napi::Number::New(env, reads_.begin({t->codes, t->scales, t->biases}));
+  });
+}
+
+Napi::Value NativeQTensor::EndRead(const Napi::CallbackInfo& info) {
+  reads_.end(read_id(info));
+  return info.Env().Undefined();
+}
+
 Napi::Value NativeTensor::Dispose(const Napi::CallbackInfo& info) {
   if (!tensor_) throw_error(info.Env(), code::Disposed, "tensor was already disposed");
   Release();
@@ -202,6 +261,8 @@ Napi::Function NativeQTensor::Init(Napi::Env env) {
                       InstanceMethod("codesInto", &NativeQTensor::CodesInto),
                       InstanceMethod("scalesInto", &NativeQTensor::ScalesInto),
                       InstanceMethod("biasesInto", &NativeQTensor::BiasesInto),
+                      InstanceMethod("beginRead", &NativeQTensor::BeginRead),
+                      InstanceMethod("endRead", &NativeQTensor::EndRead),
                       InstanceMethod("dispose", &NativeQTensor::Dispose),
                       InstanceAccessor("disposed", &NativeQTensor::Disposed, nullptr),
                       InstanceAccessor("bytes", &NativeQTensor::Bytes, nullptr),

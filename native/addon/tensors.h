@@ -4,9 +4,28 @@
 #pragma once
 #include <napi.h>
 
+#include <map>
+#include <memory>
+#include <vector>
+
 #include "core/tensor.h"
 
 namespace mto::addon {
+
+// The reads of one handle's storage that JS has started and not finished (JS thread only):
+// beginRead() registers one on each buffer (core/tensor.h ReadToken) and returns its id, and
+// endRead(id) finishes it, once the copy is done or the read failed. A handle collected with
+// reads open finishes them.
+class HandleReads {
+ public:
+  ~HandleReads();
+  uint32_t begin(const std::vector<BufferPtr>& buffers);
+  void end(uint32_t id);
+
+ private:
+  std::map<uint32_t, std::vector<std::shared_ptr<ReadToken>>> open_;
+  uint32_t next_ = 1;
+};
 
 class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
  public:
@@ -28,6 +47,8 @@ class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
   Napi::Value Reshape(const Napi::CallbackInfo& info);  // (shape): a view, same storage and op
   Napi::Value ReadInto(const Napi::CallbackInfo& info);       // (out: storage-type array)
   Napi::Value ToFloat32Into(const Napi::CallbackInfo& info);  // (out: Float32Array)
+  Napi::Value BeginRead(const Napi::CallbackInfo& info);      // () -> id
+  Napi::Value EndRead(const Napi::CallbackInfo& info);        // (id)
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Disposed(const Napi::CallbackInfo& info);
   Napi::Value Bytes(const Napi::CallbackInfo& info);
@@ -40,6 +61,7 @@ class NativeTensor : public Napi::ObjectWrap<NativeTensor> {
   DType dtype_ = DType::Float32;
   TensorPtr tensor_;
   int64_t reported_ = 0;
+  HandleReads reads_;
 };
 
 class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
@@ -58,6 +80,8 @@ class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
   Napi::Value CodesInto(const Napi::CallbackInfo& info);     // (out: Uint8Array)
   Napi::Value ScalesInto(const Napi::CallbackInfo& info);    // (out: Uint8Array | Uint16Array)
   Napi::Value BiasesInto(const Napi::CallbackInfo& info);    // (out: Uint16Array)
+  Napi::Value BeginRead(const Napi::CallbackInfo& info);     // as NativeTensor's, for every plane
+  Napi::Value EndRead(const Napi::CallbackInfo& info);
   Napi::Value Dispose(const Napi::CallbackInfo& info);
   Napi::Value Disposed(const Napi::CallbackInfo& info);
   Napi::Value Bytes(const Napi::CallbackInfo& info);
@@ -71,6 +95,7 @@ class NativeQTensor : public Napi::ObjectWrap<NativeQTensor> {
   int block_ = 32;
   QTensorPtr tensor_;
   int64_t reported_ = 0;
+  HandleReads reads_;
 };
 
 // Either kind of tensor as an op operand; throws E_DISPOSED / E_ARG naming `arg`.

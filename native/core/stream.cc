@@ -22,6 +22,13 @@ bool all_done(const std::vector<EventPtr>& inputs) {
   return true;
 }
 
+bool reads_done(const std::vector<std::shared_ptr<ReadToken>>& reads) {
+  for (const auto& r : reads) {
+    if (!r->done()) return false;
+  }
+  return true;
+}
+
 // The recorded kernel times. Never destroyed: a pool thread may finish an op while the process
 // exits.
 struct OpTimes {
@@ -93,7 +100,7 @@ void Stream::submit(StreamOp op, const EventPtr& event) {
   event->owner_ = this;
   std::unique_lock<std::mutex> lock(mu_);
   // Only this (the JS) thread starts a drain, so an idle stream stays idle while it looks.
-  if (queue_.empty() && !draining_) {
+  if (queue_.empty() && !draining_ && reads_done(op.reads)) {
     if (async_) {
       // Encoded at once when every input is ready or comes from an op ahead of it on the same
       // (ordered) queue; else, or when the backend declines it, it waits in the queue below.
@@ -127,7 +134,8 @@ void Stream::submit(StreamOp op, const EventPtr& event) {
     }
   }
   if (queue_.size() >= kMaxQueued) {
-    space_cv_.wait(lock, [&] { return queue_.size() <= kMaxQueued / 2; });
+    // Not while the drain waits for a read: finishing it may need this thread.
+    space_cv_.wait(lock, [&] { return queue_.size() <= kMaxQueued / 2 || waiting_reads_; });
   }
   queue_.push_back(Entry{std::move(op), event});
   tail_ = event;
@@ -221,6 +229,20 @@ void Stream::drain() {
     }
     for (const EventPtr& in : e.op.inputs) {
       if (in) in->wait();
+    }
+    if (!reads_done(e.op.reads)) {
+      if (unflushed) {  // a read may wait for an op in the batch encoded here
+        flush();
+        unflushed = false;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        waiting_reads_ = true;
+      }
+      space_cv_.notify_all();
+      for (const auto& r : e.op.reads) r->wait();
+      std::lock_guard<std::mutex> lock(mu_);
+      waiting_reads_ = false;
     }
     bool encoded = false;
     FailurePtr failure;

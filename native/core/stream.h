@@ -68,6 +68,9 @@ struct StreamOp {
   std::vector<EventPtr> inputs;
   // Multiply-adds (or elements) of the op: a tiny op on an idle stream runs inline.
   double work = 0;
+  // An in-place write (dev.write): the reads of its destination that JS started before it. It
+  // runs once their copies are done (on a stream thread: they may need the JS thread to finish).
+  std::vector<std::shared_ptr<ReadToken>> reads;
 };
 
 class Stream : public std::enable_shared_from_this<Stream> {
@@ -119,6 +122,7 @@ class Stream : public std::enable_shared_from_this<Stream> {
   std::condition_variable space_cv_;  // the queue fell below kMaxQueued / 2
   std::deque<Entry> queue_;
   bool draining_ = false;  // a drain task owns the queue's front
+  bool waiting_reads_ = false;  // the drain waits for reads JS must finish: no backpressure then
   EventPtr tail_;
   std::mutex encode_mu_;   // one thread encodes into (or flushes) the asynchronous backend
 };

@@ -1,5 +1,7 @@
 #include "tensor.h"
 
+#include <algorithm>
+
 #include <cstdlib>
 #include <new>
 #include <string>
@@ -50,6 +52,36 @@ Buffer::~Buffer() {
 }
 
 BufferPtr make_buffer(size_t bytes) { return std::make_shared<Buffer>(bytes); }
+
+void ReadToken::finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool ReadToken::done() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+
+void ReadToken::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return done_; });
+}
+
+std::shared_ptr<ReadToken> Buffer::begin_read() {
+  reads_in_flight();  // drops the finished ones
+  reads_.push_back(std::make_shared<ReadToken>());
+  return reads_.back();
+}
+
+std::vector<std::shared_ptr<ReadToken>> Buffer::reads_in_flight() {
+  reads_.erase(std::remove_if(reads_.begin(), reads_.end(), [](const std::shared_ptr<ReadToken>& t) { return t->done(); }),
+               reads_.end());
+  return reads_;
+}
 
 namespace {
 class BufferView final : public Buffer {

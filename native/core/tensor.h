@@ -3,8 +3,10 @@
 // memory, the metal backend's MTLBuffers, behind the same Buffer interface (both from a pool:
 // buffer_pool.h).
 #pragma once
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,19 @@
 namespace mto {
 
 class OpEvent;  // stream.h: the completion of the op that writes a tensor
+
+// One read of a buffer by JS, finished once its copy is done (from any thread).
+class ReadToken {
+ public:
+  void finish();
+  bool done() const;
+  void wait();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+};
 
 // One allocation the host can read and write. This class owns 64-byte aligned host memory (cache
 // line / AVX-512 width); a backend's subclass owns device storage the host sees at data() (the
@@ -32,6 +47,12 @@ class Buffer {
   // viewing it; null when none did. JS thread only.
   std::shared_ptr<OpEvent> last_write;
 
+  // Reads JS started (data(), toFloat32(), codes()...) whose copies may not have finished: an
+  // in-place write queued after them waits for these, on a backend thread, so that a read sees
+  // the values of the moment it was called. JS thread only (the tokens are thread-safe).
+  std::shared_ptr<ReadToken> begin_read();
+  std::vector<std::shared_ptr<ReadToken>> reads_in_flight();
+
  protected:
   struct Adopt {};
   // `data` stays the subclass's to free.
@@ -41,6 +62,7 @@ class Buffer {
   void* data_;
   size_t bytes_;
   bool owned_ = true;
+  std::vector<std::shared_ptr<ReadToken>> reads_;
 };
 using BufferPtr = std::shared_ptr<Buffer>;
 BufferPtr make_buffer(size_t bytes);
