@@ -279,9 +279,11 @@ export class Device implements TensorOwner {
 
   /**
    * Writes src into dst in place at `offset` along `axis` (a KV cache append), queued: ops and
-   * reads queued before see dst as it was, those after see the write (views of dst included).
+   * reads called before see dst as it was, those after see the write (views of dst included). A
+   * quantized dst (an mxfp8 cache) takes a float src, quantized on the way, or one of its format;
+   * along its last axis only whole blocks.
    */
-  write(dst: Tensor, src: Tensor, options: WriteOptions): void {
+  write(dst: Tensor | QuantizedTensor, src: Tensor | QuantizedTensor, options: WriteOptions): void {
     this.#op(() => layout.write(this.#native, dst, src, options));
   }
 

@@ -9,7 +9,7 @@ export interface NativeTensorHandle {
   readonly shape: number[];
   readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
   /** undefined when ready, a Promise settled once the op writing it ran; throws its failure. */
-  whenReady(): Promise<void> | undefined;
+  whenReady(readId?: number): Promise<void> | undefined;
   /** Registers a read at its call (a later write waits for it); endRead(id) once it is over. */
   beginRead(): number;
   endRead(id: number): void;
@@ -19,8 +19,8 @@ export interface NativeTensorHandle {
    * Copies into `out`, allocated by lib/ (host-arrays.ts says why), once ready: at once, or (1 MiB
    * and more) on libuv's thread pool, returning a Promise.
    */
-  readInto(out: TypedData): Promise<void> | undefined;
-  toFloat32Into(out: Float32Array): Promise<void> | undefined;
+  readInto(out: TypedData, readId?: number): Promise<void> | undefined;
+  toFloat32Into(out: Float32Array, readId?: number): Promise<void> | undefined;
   dispose(): void;
   readonly disposed: boolean;
   readonly bytes: number;
@@ -30,15 +30,15 @@ export interface NativeQTensorHandle {
   readonly shape: number[];
   readonly format: import('./types').Format;
   readonly blockSize: number;
-  whenReady(): Promise<void> | undefined;
+  whenReady(readId?: number): Promise<void> | undefined;
   /** Registers a read at its call (a later write waits for it); endRead(id) once it is over. */
   beginRead(): number;
   endRead(id: number): void;
   /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
   planeLengths(): { codes: number; scales: number; biases: number };
-  codesInto(out: Uint8Array): Promise<void> | undefined;
-  scalesInto(out: Uint8Array | Uint16Array): Promise<void> | undefined;
-  biasesInto(out: Uint16Array): Promise<void> | undefined;
+  codesInto(out: Uint8Array, readId?: number): Promise<void> | undefined;
+  scalesInto(out: Uint8Array | Uint16Array, readId?: number): Promise<void> | undefined;
+  biasesInto(out: Uint16Array, readId?: number): Promise<void> | undefined;
   dispose(): void;
   readonly disposed: boolean;
   readonly bytes: number;
@@ -93,7 +93,7 @@ export interface NativeDeviceHandle {
   layout(op: 'transpose', x: NativeTensorHandle, perm: readonly number[]): NativeTensorHandle;
   layout(op: 'slice', x: NativeTensorHandle, axis: number, start: number, end: number): NativeTensorHandle;
   layout(op: 'concat', xs: readonly NativeTensorHandle[], axis: number): NativeTensorHandle;
-  write(dst: NativeTensorHandle, src: NativeTensorHandle, axis: number, offset: number): void;
+  write(dst: Operand, src: Operand, axis: number, offset: number): void;
   pick(op: 'argmax', x: NativeTensorHandle): NativeTensorHandle;
   pick(op: 'topk', x: NativeTensorHandle, k: number): [NativeTensorHandle, NativeTensorHandle];
   pick(op: 'sample', x: NativeTensorHandle, temperature: number, topK: number, topP: number, seed: number): NativeTensorHandle;

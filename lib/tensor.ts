@@ -53,23 +53,23 @@ export class Tensor {
    * (int32) or Uint8Array (bool).
    */
   async data(): Promise<TypedData> {
-    return reading(this[handleOf], async (h) => {
+    return reading(this[handleOf], async (h, id) => {
       const n = elementCount(this.shape);
       const out: TypedData =
         this.dtype === 'float32' ? allocateArray(Float32Array, n, 'tensor.data()')
         : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
         : this.dtype === 'int32' ? allocateArray(Int32Array, n, 'tensor.data()')
         : allocateArray(Uint16Array, n, 'tensor.data()');
-      await copied(callNative(() => h.readInto(out)));
+      await copied(callNative(() => h.readInto(out, id)));
       return out;
     });
   }
 
   /** A new Float32Array with the values. */
   async toFloat32(): Promise<Float32Array> {
-    return reading(this[handleOf], async (h) => {
+    return reading(this[handleOf], async (h, id) => {
       const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
-      await copied(callNative(() => h.toFloat32Into(out)));
+      await copied(callNative(() => h.toFloat32Into(out, id)));
       return out;
     });
   }
@@ -130,31 +130,31 @@ export class QuantizedTensor {
 
   /** The packed data plane, row-major (docs/design/API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
-    return reading(this[handleOf], async (h) => {
+    return reading(this[handleOf], async (h, id) => {
       const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
-      await copied(callNative(() => h.codesInto(out)));
+      await copied(callNative(() => h.codesInto(out, id)));
       return out;
     });
   }
 
   /** MX formats: E8M0 bytes, one per block. affine: float16 bits, one per group. */
   async scales(): Promise<Uint8Array | Uint16Array> {
-    return reading(this[handleOf], async (h) => {
+    return reading(this[handleOf], async (h, id) => {
       const n = callNative(() => h.planeLengths()).scales;
       const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
-      await copied(callNative(() => h.scalesInto(out)));
+      await copied(callNative(() => h.scalesInto(out, id)));
       return out;
     });
   }
 
   /** affine formats: float16 bits, one per group. */
   async biases(): Promise<Uint16Array> {
-    return reading(this[handleOf], async (h) => {
+    return reading(this[handleOf], async (h, id) => {
       if (!this.format.startsWith('affine')) {
         throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
       }
       const out = allocateArray(Uint16Array, callNative(() => h.planeLengths()).biases, 'biases()');
-      await copied(callNative(() => h.biasesInto(out)));
+      await copied(callNative(() => h.biasesInto(out, id)));
       return out;
     });
   }
@@ -180,7 +180,7 @@ export class QuantizedTensor {
 
 interface ReadableHandle {
   readonly disposed: boolean;
-  whenReady(): Promise<void> | undefined;
+  whenReady(readId?: number): Promise<void> | undefined;
   beginRead(): number;
   endRead(id: number): void;
 }
@@ -191,13 +191,13 @@ interface ReadableHandle {
  * read is registered at the call, so that a write queued after it (dev.write) waits until its
  * copy is done: it sees the values of the moment it was called.
  */
-async function reading<H extends ReadableHandle, T>(h: H, body: (h: H) => Promise<T>): Promise<T> {
+async function reading<H extends ReadableHandle, T>(h: H, body: (h: H, id: number) => Promise<T>): Promise<T> {
   if (h.disposed) throw new TensorOpsError('E_DISPOSED', 'the tensor was disposed and cannot be read');
   const id = callNative(() => h.beginRead());
   try {
-    const wait = callNative(() => h.whenReady());
+    const wait = callNative(() => h.whenReady(id));
     if (wait) await awaitNative(() => wait);
-    return await body(h);
+    return await body(h, id);
   } finally {
     h.endRead(id);
   }

@@ -164,3 +164,34 @@ describe("attention's 'blhd' layout", () => {
     }
   });
 });
+
+describe('write into a quantized (mxfp8) cache', () => {
+  it('appends one position per step, quantized on the way; the cache decodes to the steps\' own quantization and attention reads it', async () => {
+    for (const [name, dev] of devices) {
+      const [Hkv, ctx, D, Hq] = [2, 6, 64, 4];
+      const cache = dev.quantize(dev.tensor(new Float32Array(Hkv * ctx * D), [1, Hkv, ctx, D]), { format: 'mxfp8' });
+      const want = new Float32Array(Hkv * ctx * D);
+      for (let t = 0; t < ctx; t++) {
+        const k = randn(Hkv * D, 40 + t, 3);
+        dev.write(cache, dev.tensor(k, [1, Hkv, 1, D]), { axis: 2, offset: t });
+        const own = await dev.dequantize(dev.quantize(dev.tensor(k, [1, Hkv, 1, D]), { format: 'mxfp8' })).toFloat32();
+        for (let h = 0; h < Hkv; h++) want.set(own.subarray(h * D, (h + 1) * D), (h * ctx + t) * D);
+      }
+      const dense = dev.dequantize(cache);
+      expect(Array.from(await dense.toFloat32()), name).toEqual(Array.from(want));
+      const q = dev.tensor(randn(Hq * D, 9), [1, Hq, 1, D]);
+      expectClose(await dev.attention(q, cache, cache).toFloat32(), await dev.attention(q, dense, dense).toFloat32(), 1e-5, `${name} attention`);
+      // An already-quantized src of the same format goes in as it is; along the last axis, whole blocks.
+      const row = dev.quantize(dev.tensor(randn(Hkv * D, 99), [1, Hkv, 1, D]), { format: 'mxfp8' });
+      dev.write(cache, row, { axis: 2, offset: 0 });
+      const head = await dev.dequantize(row).toFloat32();
+      const all = await dev.dequantize(cache).toFloat32();
+      expect(Array.from(all.subarray(0, D))).toEqual(Array.from(head.subarray(0, D)));
+      const half = dev.tensor(randn(Hkv * ctx * 32, 5), [1, Hkv, ctx, 32]);
+      dev.write(cache, half, { axis: 3, offset: 32 });
+      expect(() => dev.write(cache, half, { axis: 3, offset: 16 })).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('multiples of its block size 32') }));
+      expect(() => dev.write(cache, dev.quantize(dev.tensor(randn(Hkv * D, 1), [1, Hkv, 1, D]), { format: 'mxfp4' }), { axis: 2, offset: 0 }))
+        .toThrow(expect.objectContaining({ code: 'E_FORMAT' }));
+    }
+  });
+});

@@ -3,7 +3,7 @@ import { TensorOpsError } from '../errors';
 import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
 import type { SliceOptions, WriteOptions } from '../types';
 import { checkOptions, describe, readOnce } from '../validate';
-import { checkInteger, tensorHandle } from './args';
+import { checkInteger, operandHandle, tensorHandle } from './args';
 
 function readArray(value: unknown, arg: string): unknown[] {
   if (!Array.isArray(value)) throw new TensorOpsError('E_ARG', `${arg} must be an array; got ${describe(value)}`);
@@ -30,6 +30,6 @@ export function concat(native: NativeDeviceHandle, tensors: unknown, axis: unkno
 
 export function write(native: NativeDeviceHandle, dst: unknown, src: unknown, options: WriteOptions): void {
   const opts = checkOptions(options, 'options', ['axis', 'offset']);
-  native.write(tensorHandle(dst, 'dst'), tensorHandle(src, 'src'), checkInteger(opts.axis, 'options.axis'),
+  native.write(operandHandle(dst, 'dst'), operandHandle(src, 'src'), checkInteger(opts.axis, 'options.axis'),
     checkInteger(opts.offset, 'options.offset'));
 }

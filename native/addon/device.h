@@ -53,6 +53,7 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Embedding(const Napi::CallbackInfo& info);     // (table, ids)
   Napi::Value GroupedLinear(const Napi::CallbackInfo& info); // (x, w, groupSizes, outDtype|null)
   Napi::Value Write(const Napi::CallbackInfo& info);         // (dst, src, axis, offset)
+  void write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::Value src, int64_t axis, int64_t offset);
 
   // Synchronize(): undefined when every op queued so far has run, else a Promise resolved then
   // (failed ops included: their reads reject).

@@ -27,7 +27,7 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
 }
 
 Operand operand(const HeldOperand& h) { return Operand{h.dense.get(), h.quant.get()}; }
-EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->ready_event() : h.quant->event; }
+EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->ready_event() : h.quant->ready_event(); }
 
 Napi::Value wrap_tensor(Napi::Env env, const TensorPtr& t) { return NativeTensor::Wrap(env, t); }
 
@@ -87,7 +87,7 @@ Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
     QTensorPtr q = NativeQTensor::Get(info[0], "tensor");
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     TensorPtr out = make_tensor(q->shape, dtype, allocator_of(backend_));
-    out->event = submit(env, double(shape_numel(q->shape)), {q->event},
+    out->event = submit(env, double(shape_numel(q->shape)), {q->ready_event()},
                         [q, out](Backend& b, Completion done) { return b.dequantize(*q, *out, std::move(done)); });
     return wrap_tensor(env, out);
   });

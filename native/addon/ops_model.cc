@@ -200,7 +200,7 @@ Napi::Value NativeDevice::Embedding(const Napi::CallbackInfo& info) {
     TensorPtr ids = NativeTensor::Get(info[1], "ids");
     EmbeddingParams p = check_embedding(Operand{table.dense.get(), table.quant.get()}, *ids);
     TensorPtr out = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    EventPtr table_event = table.dense ? table.dense->ready_event() : table.quant->event;
+    EventPtr table_event = table.dense ? table.dense->ready_event() : table.quant->ready_event();
     out->event = submit(env, double(out->numel()), {table_event, ids->ready_event()},
                         [table, ids, p, out](Backend& b, Completion done) {
                           return b.embedding(Operand{table.dense.get(), table.quant.get()}, *ids, p, *out, std::move(done));
@@ -228,7 +228,7 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
     const Operand xo{x.dense.get(), x.quant.get()}, wo{w.dense.get(), w.quant.get()};
     GroupedLinearParams p = check_grouped_linear(xo, wo, *sizes, out_dtype);
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    EventPtr w_event = w.dense ? w.dense->ready_event() : w.quant->event;
+    EventPtr w_event = w.dense ? w.dense->ready_event() : w.quant->ready_event();
     y->event = submit(env, double(p.T) * double(p.N) * double(p.K), {x.dense->ready_event(), w_event, sizes->ready_event()},
                       [x, w, sizes, p, y](Backend& b, Completion done) {
                         return b.grouped_linear(Operand{x.dense.get(), nullptr}, Operand{w.dense.get(), w.quant.get()},
@@ -292,6 +292,11 @@ Napi::Value NativeDevice::Write(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     require_open(env);
+    if (NativeQTensor::Is(info[0])) {
+      write_quantized(env, NativeQTensor::Get(info[0], "dst"), info[1], read_int(info[2], "axis", -kMaxIndex, kMaxIndex),
+                      read_int(info[3], "offset", -kMaxIndex, kMaxIndex));
+      return env.Undefined();
+    }
     TensorPtr dst = NativeTensor::Get(info[0], "dst");
     TensorPtr src = NativeTensor::Get(info[1], "src");
     std::vector<CopyPart> parts = plan_write(*dst, *src, read_int(info[2], "axis", -kMaxIndex, kMaxIndex),
@@ -304,6 +309,76 @@ Napi::Value NativeDevice::Write(const Napi::CallbackInfo& info) {
     dst->buffer->last_write = event;
     return env.Undefined();
   });
+}
+
+namespace {
+
+// One plane of a quantized tensor seen as bytes: [..., row bytes] (the planes are row-major with
+// the same bytes per row of the last axis), for plan_write.
+Tensor plane_bytes(const QTensor& q, const BufferPtr& plane) {
+  Tensor t;
+  t.shape = q.shape;
+  t.shape.back() = int64_t(plane->bytes()) / q.rows();
+  t.dtype = DType::Bool;  // one byte an element
+  t.buffer = plane;
+  return t;
+}
+
+}  // namespace
+
+// A quantized destination (a mxfp8 KV cache): src (dense, quantized here to dst's format, or
+// already in it) goes in plane by plane. Along the last axis only whole blocks can be written.
+void NativeDevice::write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::Value src_value, int64_t axis,
+                                   int64_t offset) {
+  const int64_t rank = int64_t(dst->shape.size());
+  const int64_t ax = axis < 0 ? axis + rank : axis;
+  QTensorPtr src;
+  if (NativeQTensor::Is(src_value)) {
+    src = NativeQTensor::Get(src_value, "src");
+    if (src->format != dst->format || src->block != dst->block) {
+      throw_error(env, code::Format, std::string("write: src is ") + format_info(src->format).name + " (block " +
+                                         std::to_string(src->block) + "), dst " + format_info(dst->format).name +
+                                         " (block " + std::to_string(dst->block) + "); they must match");
+    }
+  } else {
+    TensorPtr x = NativeTensor::Get(src_value, "src");
+    if (!is_float(x->dtype)) {
+      throw_error(env, code::DType, std::string("write: src has dtype '") + dtype_name(x->dtype) +
+                                        "'; a quantized dst takes a float src (quantized on the way) or its own format");
+    }
+    check_quantize(x->shape, dst->format, dst->block);
+    src = make_qtensor(x->shape, dst->format, dst->block, allocator_of(backend_));
+    src->event = submit(env, double(x->numel()), {x->ready_event()},
+                        [x, src](Backend& b, Completion done) { return b.quantize(*x, *src, std::move(done)); });
+  }
+  if (ax == rank - 1 && (offset % dst->block != 0 || src->shape.back() % dst->block != 0)) {
+    throw_error(env, code::Arg, "write: along the last axis of a quantized dst, offset (" + std::to_string(offset) +
+                                    ") and src's length (" + std::to_string(src->shape.back()) +
+                                    ") must be multiples of its block size " + std::to_string(dst->block));
+  }
+  // Checks shapes and the offset on the logical tensors first (the messages users see).
+  mto::Tensor dl, sl;
+  dl.shape = dst->shape;
+  sl.shape = src->shape;
+  plan_write(dl, sl, axis, offset);
+  std::vector<std::pair<BufferPtr, BufferPtr>> planes = {{src->codes, dst->codes}, {src->scales, dst->scales}};
+  if (dst->biases) planes.emplace_back(src->biases, dst->biases);
+  EventPtr last = dst->ready_event();
+  EventPtr tail = stream_->tail();
+  for (const auto& [sp, dp] : planes) {
+    mto::Tensor d = plane_bytes(*dst, dp), s = plane_bytes(*src, sp);
+    // Along the last axis the offset scales with the plane's bytes per element.
+    const int64_t o = ax == rank - 1 ? offset * d.shape.back() / dst->shape.back() : offset;
+    std::vector<CopyPart> parts = plan_write(d, s, axis, o);
+    auto dt = std::make_shared<mto::Tensor>(d);
+    auto st = std::make_shared<mto::Tensor>(s);
+    last = submit(env, double(s.numel()), {src->ready_event(), last, tail},
+                  [st, dt, parts, src, dst](Backend& b, Completion done) {
+                    return b.copy({st.get()}, parts, *dt, std::move(done));
+                  },
+                  dp->reads_in_flight());
+  }
+  dst->codes->last_write = last;  // QTensor::ready_event
 }
 
 }  // namespace mto::addon

@@ -141,14 +141,14 @@ static napi_typedarray_type storage_array_type(DType t) {
 
 Napi::Value NativeTensor::WhenReady(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value { return when_done(env, Get(Value(), "tensor")->ready_event(), true); });
+  return guard(env, [&]() -> Napi::Value { return when_done(env, reads_.ready(info, 0, Get(Value(), "tensor")->ready_event()), true); });
 }
 
 Napi::Value NativeTensor::ReadInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->ready_event());
+    require_ready(env, reads_.ready(info, 1, t->ready_event()));
     return copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
                      t->buffer, t->buffer->data(), t->bytes());
   });
@@ -158,7 +158,7 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->ready_event());
+    require_ready(env, reads_.ready(info, 1, t->ready_event()));
     const size_t n = size_t(t->numel());
     TypedBytes out = typed_bytes_of(info[0], napi_float32_array, "out", "a Float32Array");
     if (out.length != n) {
@@ -176,25 +176,32 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
 // ---- reads in flight ----
 
 HandleReads::~HandleReads() {
-  for (auto& [id, tokens] : open_) {
-    for (const auto& t : tokens) t->finish();
+  for (auto& [id, read] : open_) {
+    for (const auto& t : read.tokens) t->finish();
   }
 }
 
-uint32_t HandleReads::begin(const std::vector<BufferPtr>& buffers) {
-  std::vector<std::shared_ptr<ReadToken>> tokens;
+uint32_t HandleReads::begin(const std::vector<BufferPtr>& buffers, EventPtr ready) {
+  Open read;
   for (const BufferPtr& b : buffers) {
-    if (b) tokens.push_back(b->begin_read());
+    if (b) read.tokens.push_back(b->begin_read());
   }
+  read.ready = std::move(ready);
   const uint32_t id = next_++;
-  open_.emplace(id, std::move(tokens));
+  open_.emplace(id, std::move(read));
   return id;
+}
+
+const EventPtr& HandleReads::ready(const Napi::CallbackInfo& info, size_t index, const EventPtr& current) const {
+  if (info.Length() <= index || !info[index].IsNumber()) return current;
+  auto it = open_.find(info[index].As<Napi::Number>().Uint32Value());
+  return it == open_.end() ? current : it->second.ready;
 }
 
 void HandleReads::end(uint32_t id) {
   auto it = open_.find(id);
   if (it == open_.end()) return;
-  for (const auto& t : it->second) t->finish();
+  for (const auto& t : it->second.tokens) t->finish();
   open_.erase(it);
 }
 
@@ -208,7 +215,7 @@ Napi::Value NativeTensor::BeginRead(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     TensorPtr t = Get(Value(), "tensor");
-    return Napi::Number::New(env, reads_.begin({t->buffer}));
+    return Napi::Number::New(env, reads_.begin({t->buffer}, t->ready_event()));
   });
 }
 
@@ -221,7 +228,7 @@ Napi::Value NativeQTensor::BeginRead(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
-    return Napi::Number::New(env, reads_.begin({t->codes, t->scales, t->biases}));
+    return Napi::Number::New(env, reads_.begin({t->codes, t->scales, t->biases}, t->ready_event()));
   });
 }
 
@@ -321,7 +328,7 @@ QTensorPtr NativeQTensor::Get(Napi::Value v, const char* arg) {
 
 Napi::Value NativeQTensor::WhenReady(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value { return when_done(env, Get(Value(), "tensor")->event, true); });
+  return guard(env, [&]() -> Napi::Value { return when_done(env, reads_.ready(info, 0, Get(Value(), "tensor")->ready_event()), true); });
 }
 
 Napi::Value NativeQTensor::PlaneLengths(const Napi::CallbackInfo& info) {
@@ -341,7 +348,7 @@ Napi::Value NativeQTensor::CodesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->event);
+    require_ready(env, reads_.ready(info, 1, t->ready_event()));
     return copy_into(info[0], napi_uint8_array, "a Uint8Array", t->codes, t->codes->data(),
                      t->codes->bytes());
   });
@@ -351,7 +358,7 @@ Napi::Value NativeQTensor::ScalesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->event);
+    require_ready(env, reads_.ready(info, 1, t->ready_event()));
     if (format_info(t->format).affine) {
       return copy_into(info[0], napi_uint16_array, "a Uint16Array", t->scales, t->scales->data(),
                        t->scales->bytes());
@@ -365,7 +372,7 @@ Napi::Value NativeQTensor::BiasesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     QTensorPtr t = Get(Value(), "tensor");
-    require_ready(env, t->event);
+    require_ready(env, reads_.ready(info, 1, t->ready_event()));
     if (!t->biases) throw_error(env, code::Format, "biases() exists only for affine formats");
     return copy_into(info[0], napi_uint16_array, "a Uint16Array", t->biases, t->biases->data(),
                      t->biases->bytes());

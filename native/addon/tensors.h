@@ -8,22 +8,31 @@
 #include <memory>
 #include <vector>
 
+#include "core/stream.h"
 #include "core/tensor.h"
 
 namespace mto::addon {
 
 // The reads of one handle's storage that JS has started and not finished (JS thread only):
-// beginRead() registers one on each buffer (core/tensor.h ReadToken) and returns its id, and
-// endRead(id) finishes it, once the copy is done or the read failed. A handle collected with
-// reads open finishes them.
+// beginRead() registers one on each buffer (core/tensor.h ReadToken) with the event the values
+// of that moment wait for, and returns its id; whenReady(id) and the copies read with that
+// event (a write queued after the read changes the tensor's, and waits for the read); endRead(id)
+// finishes it, once the copy is done or the read failed. A handle collected with reads open
+// finishes them.
 class HandleReads {
  public:
   ~HandleReads();
-  uint32_t begin(const std::vector<BufferPtr>& buffers);
+  uint32_t begin(const std::vector<BufferPtr>& buffers, EventPtr ready);
+  // The event of read `id` (info[index]), or `current` when no such read is open.
+  const EventPtr& ready(const Napi::CallbackInfo& info, size_t index, const EventPtr& current) const;
   void end(uint32_t id);
 
  private:
-  std::map<uint32_t, std::vector<std::shared_ptr<ReadToken>>> open_;
+  struct Open {
+    std::vector<std::shared_ptr<ReadToken>> tokens;
+    EventPtr ready;
+  };
+  std::map<uint32_t, Open> open_;
   uint32_t next_ = 1;
 };
 

@@ -130,6 +130,12 @@ struct QTensor {
   // fromQuantized after a scan of the codes. True is always safe.
   bool fp8_nan_codes = true;
 
+  // As Tensor::ready_event: the last in-place write into the planes (dev.write of a quantized
+  // cache), else the op that made the tensor.
+  const std::shared_ptr<OpEvent>& ready_event() const {
+    return codes && codes->last_write ? codes->last_write : event;
+  }
+
   int64_t cols() const { return shape.back(); }
   int64_t rows() const { return shape_numel(shape) / cols(); }
   QuantView view() const {
