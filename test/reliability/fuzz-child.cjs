@@ -25,7 +25,7 @@ const pick = (xs) => xs[int(xs.length)];
 const chance = (p) => rand() < p;
 
 const FORMATS = ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8'];
-const DTYPES = ['float32', 'float16', 'bfloat16', 'bool'];
+const DTYPES = ['float32', 'float16', 'bfloat16', 'bool', 'int32'];
 const ELEMENTS = ['fp8_e4m3', 'fp8_e5m2', 'fp6_e3m2', 'fp6_e2m3', 'fp4_e2m1', 'int8', 'int4', 'int2', 'e8m0'];
 
 function throwingProxy(target) {
@@ -113,6 +113,19 @@ function sensible(key) {
     case 'backend': return pick(['cpu', 'auto', 'metal', 'gpu']);
     case 'threads': return pick([1, 2, 0, 2000, 1.5]);
     case 'shape': return chance(0.6) ? [pick([1, 2, 4]), pick([32, 64, 128])] : anyShape();
+    case 'axis': return pick([0, 1, -1, 2, 5, -9, 1.5]);
+    case 'offset': case 'start': return pick([0, 1, 2, -1, 2 ** 40]);
+    case 'end': return pick([1, 2, 4, 0, 2 ** 53]);
+    case 'eps': return pick([1e-6, 0, -1, NaN]);
+    case 'positions': case 'freqs': return anyTensor();
+    case 'dims': return pick([2, 4, 7, 64, 0]);
+    case 'style': return pick(['neox', 'interleaved', 'gptj']);
+    case 'layout': return pick(['bhld', 'blhd', 'bshd']);
+    case 'approximate': return pick(['none', 'tanh', 'erf']);
+    case 'temperature': return pick([0, 0.7, 1, -1, Infinity]);
+    case 'topK': return pick([0, 1, 5, -3, 1e9]);
+    case 'topP': return pick([0.9, 1, 0, 1.5]);
+    case 'seed': return pick([0, 7, 2 ** 53, -1]);
     case 'codes': return anyData([int(300)]);
     case 'scales': case 'biases': return pick([new Uint8Array(int(16)), new Uint16Array(int(16)).fill(0x3c00), new Uint16Array(4).fill(0x7e00), anyData([4])]);
     default: return anyValue();
@@ -158,6 +171,36 @@ const calls = {
       const opts = chance(0.7) ? { causal: chance(0.5), ...(chance(0.3) ? { scale: 0.1 } : {}) } : anyOptions(['scale', 'causal', 'mask']);
       return dev.attention(dense([1, Hq, Lq, D], 'float32'), await kv(), await kv(), opts); },
     () => dev.attention(anyTensor(), anyTensor(), anyTensor(), anyOptions(['scale', 'causal', 'mask']))),
+  // The model ops (issue 25): consistent operands most of the time, anything otherwise.
+  elementwise: () => sometimes(
+    () => { const s = smallShape(); const b = s.slice(int(s.length)); const op = pick(['add', 'mul', 'swiglu']);
+      return dev[op](dense(s), dense(b.length ? b : [1])); },
+    () => dev[pick(['add', 'mul', 'swiglu', 'silu', 'gelu', 'softmax'])](anyTensor(), anyTensor(), anyOptions(['approximate']))),
+  unary: () => sometimes(
+    () => { const x = dense(smallShape()); const op = pick(['silu', 'gelu', 'softmax', 'argmax']); return op === 'gelu' ? dev.gelu(x, { approximate: pick(['none', 'tanh']) }) : dev[op](x); },
+    () => dev[pick(['silu', 'gelu', 'softmax', 'argmax'])](anyTensor(), anyOptions(['approximate']))),
+  norm: () => sometimes(
+    () => { const s = smallShape(); const D = s[s.length - 1]; return chance(0.5) ? dev.rmsNorm(dense(s), dense([D]), { eps: 1e-6 }) : dev.layerNorm(dense(s), dense([D]), chance(0.5) ? dense([D]) : null); },
+    () => dev[pick(['rmsNorm', 'layerNorm'])](anyTensor(), anyTensor(), chance(0.5) ? anyTensor() : anyOptions(['eps']), anyOptions(['eps']))),
+  rope: () => sometimes(
+    () => { const L = 1 + int(5), D = pick([8, 64]); const pos = chance(0.3) ? { positions: dev.tensor(Int32Array.from({ length: L }, () => int(5000) - 10), [L], 'int32') } : { offset: int(100) };
+      return dev.rope(dense([1, 1 + int(3), L, D]), { ...pos, style: pick(['neox', 'interleaved']), ...(chance(0.3) ? { dims: D / 2 } : {}) }); },
+    () => dev.rope(anyTensor(), anyOptions(['offset', 'positions', 'base', 'dims', 'style', 'freqs', 'layout']))),
+  pickOps: () => sometimes(
+    () => { const x = dense([1 + int(3), 1 + int(300)]); return chance(0.5) ? dev.topK(x, 1 + int(3)).indices : dev.sample(x, { temperature: pick([0, 1]), topK: int(5), topP: pick([0.5, 1]), seed: int(100) }); },
+    () => (chance(0.5) ? dev.topK(anyTensor(), anyValue()) : dev.sample(anyTensor(), anyOptions(['temperature', 'topK', 'topP', 'seed'])))),
+  layout: () => sometimes(
+    () => { const s = smallShape(); const x = dense(s); const ax = int(s.length);
+      return pick([() => dev.transpose(x, [...s.keys()].reverse()), () => dev.slice(x, { axis: ax, start: 0, end: s[ax] }),
+        () => dev.concat([x, x], ax), () => { dev.write(x, dense(s, x.dtype), { axis: ax, offset: 0 }); return x; }])(); },
+    () => pick([() => dev.transpose(anyTensor(), anyValue()), () => dev.slice(anyTensor(), anyOptions(['axis', 'start', 'end'])),
+      () => dev.concat(pick([[anyTensor(), anyTensor()], anyValue()]), anyValue()), () => dev.write(anyTensor(), anyTensor(), anyOptions(['axis', 'offset']))])()),
+  gather: () => sometimes(
+    async () => { const V = 1 + int(40), E = 1 + int(3);
+      if (chance(0.5)) return dev.embedding(await weight(V, 64), dev.tensor(Int32Array.from({ length: 3 }, () => int(V + 2) - 1), [3], 'int32'));
+      const sizes = Array.from({ length: E }, () => int(3)); const T = sizes.reduce((a, b) => a + b, 0) || 1;
+      return dev.groupedLinear(dense([T, 32]), dev.quantize(dense([E, 4, 32], 'float32'), { format: 'mxfp4' }), dev.tensor(Int32Array.from(sizes), [E], 'int32')); },
+    () => (chance(0.5) ? dev.embedding(anyTensor(), anyTensor()) : dev.groupedLinear(anyTensor(), anyTensor(), anyTensor(), anyOptions(['outDtype'])))),
   // Methods of the tensors themselves (live, disposed, of a closed device), never of stand-ins.
   read: () => {
     if (!pool.length) return undefined;
