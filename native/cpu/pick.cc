@@ -36,10 +36,10 @@ int32_t argmax_row(const float* v, int64_t n) {
 template <class Fn>
 void for_rows(ThreadPool& pool, const Tensor& x, const PickParams& p, Fn&& fn) {
   pool.parallel_for(p.rows, std::max<int64_t>(1, kParallelGrain / p.cols), [&](int64_t r0, int64_t r1) {
-    std::vector<float> row(static_cast<size_t>(p.cols));
+    float* row = row_scratch(p.cols);
     for (int64_t r = r0; r < r1; ++r) {
-      load_f32(x, r * p.cols, p.cols, row.data());
-      fn(r, row.data());
+      load_f32(x, r * p.cols, p.cols, row);
+      fn(r, row);
     }
   });
 }

@@ -1,13 +1,48 @@
 // Rotary position embedding (core/ops.h RopeParams). The angle of each (position, pair) is worked
 // out in double, once per op, so that long positions keep float32 accuracy (pos * inv_freq in
-// float32 is off by ~pos * 2^-24 radians: 0.006 at position 100,000).
+// float32 is off by ~pos * 2^-24 radians: 0.006 at position 100,000). The row loop is compiled
+// for AVX2 and AVX-512 too and chosen at run time (gemm_isa()), as softmax.cc's.
 #include <cmath>
 #include <vector>
 
+#include "gemm.h"
+#include "simd.h"
 #include "ops.h"
 #include "rows.h"
 
 namespace mto::cpu {
+namespace {
+
+// Rotates the first 2 * half features of one row by the angles whose cosines and sines are c, s.
+MTO_INLINE void rope_row(float* v, const float* c, const float* s, int64_t half, bool neox) {
+  if (neox) {
+    float* a = v;
+    float* b = v + half;
+    for (int64_t i = 0; i < half; ++i) {
+      const float x1 = a[i], x2 = b[i];
+      a[i] = x1 * c[i] - x2 * s[i];
+      b[i] = x2 * c[i] + x1 * s[i];
+    }
+  } else {
+    for (int64_t i = 0; i < half; ++i) {
+      const float x1 = v[2 * i], x2 = v[2 * i + 1];
+      v[2 * i] = x1 * c[i] - x2 * s[i];
+      v[2 * i + 1] = x2 * c[i] + x1 * s[i];
+    }
+  }
+}
+
+void row_base(float* v, const float* c, const float* s, int64_t half, bool neox) { rope_row(v, c, s, half, neox); }
+#if MTO_X86_DISPATCH
+MTO_TARGET_AVX2 void row_avx2(float* v, const float* c, const float* s, int64_t half, bool neox) {
+  rope_row(v, c, s, half, neox);
+}
+MTO_TARGET_AVX512 void row_avx512(float* v, const float* c, const float* s, int64_t half, bool neox) {
+  rope_row(v, c, s, half, neox);
+}
+#endif
+
+}  // namespace
 
 void rope(ThreadPool& pool, const Tensor& x, const Tensor* positions, const Tensor* freqs,
           const RopeParams& p, Tensor& out) {
@@ -27,21 +62,22 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor* positions, const Tens
     }
   }
   const int64_t rows = p.B * p.H * p.L, D = p.D;
+  void (*row_fn)(float*, const float*, const float*, int64_t, bool) = row_base;
+#if MTO_X86_DISPATCH
+  const GemmIsa isa = gemm_isa();
+  if (isa == GemmIsa::Avx512) row_fn = row_avx512;
+  if (isa == GemmIsa::Avx2) row_fn = row_avx2;
+#endif
   pool.parallel_for(rows, std::max<int64_t>(1, kParallelGrain / D), [&](int64_t r0, int64_t r1) {
-    std::vector<float> v(static_cast<size_t>(D));
+    const bool direct = out.dtype == DType::Float32;
+    float* scratch = direct ? nullptr : row_scratch(D);
     for (int64_t r = r0; r < r1; ++r) {
       // Rows are in memory order: (b, h, l) for bhld, (b, l, h) for blhd.
       const int64_t l = p.blhd ? (r / p.H) % p.L : r % p.L;
-      const float* c = &cs[size_t(l * half)];
-      const float* s = &sn[size_t(l * half)];
-      load_f32(x, r * D, D, v.data());
-      for (int64_t i = 0; i < half; ++i) {
-        const size_t i1 = size_t(p.neox ? i : 2 * i), i2 = size_t(p.neox ? i + half : 2 * i + 1);
-        const float x1 = v[i1], x2 = v[i2];
-        v[i1] = x1 * c[i] - x2 * s[i];
-        v[i2] = x2 * c[i] + x1 * s[i];
-      }
-      store_f32(out, r * D, D, v.data());
+      float* v = direct ? out.data<float>() + r * D : scratch;
+      load_f32(x, r * D, D, v);
+      row_fn(v, &cs[size_t(l * half)], &sn[size_t(l * half)], half, p.neox);
+      if (!direct) store_f32(out, r * D, D, v);
     }
   });
 }

@@ -2,6 +2,7 @@
 // ops (elementwise, norms, rope, softmax), which compute in float32 whatever they read or write.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "../core/dtype.h"
 #include "../core/tensor.h"
@@ -12,6 +13,15 @@ namespace mto::cpu {
 // elements worth a pool thread (below it, the wake-up costs more than the work).
 constexpr int64_t kRun = 1024;
 constexpr int64_t kParallelGrain = 16384;
+
+// A float32 row buffer of at least n elements owned by the calling thread and reused across
+// ops: a 128256-wide row allocated per op came from fresh pages each time (mmap'd by malloc),
+// and faulting them in cost as much as the softmax.
+inline float* row_scratch(int64_t n) {
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < size_t(n)) scratch.resize(size_t(n));
+  return scratch.data();
+}
 
 inline void load_f32(const Tensor& t, int64_t at, int64_t n, float* out) {
   const auto* base = static_cast<const uint8_t*>(t.buffer->data()) + size_t(at) * dtype_size(t.dtype);
