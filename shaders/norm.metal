@@ -36,25 +36,32 @@ inline int norm_prescale(uint amax_bits) {
 
 inline float norm_pow2(int k) { return as_type<float>(uint(127 + k) << 23); }
 
-// The sums of v over the threadgroup, in every thread (scratch: 64 floats).
-inline float2 norm_sum(float2 v, threadgroup float* scratch, ushort simd, ushort lane, ushort nsimd) {
-  v = simd_sum(v);
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // the scratch's previous readers are done
+// Pass 1's reduction, in every thread: the row's largest magnitude (float bits: NaN and inf above
+// every finite value) and its plain sums. The scratch's first use: nothing to wait for before
+// writing it.
+inline void norm_reduce_first(thread uint& amax, thread float2& s, threadgroup uint* maxes, threadgroup float* sums,
+                              ushort simd, ushort lane, ushort nsimd) {
+  amax = simd_max(amax);
+  s = simd_sum(s);
   if (lane == 0) {
-    scratch[simd] = v.x;
-    scratch[32 + simd] = v.y;
+    maxes[simd] = amax;
+    sums[simd] = s.x;
+    sums[32 + simd] = s.y;
   }
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group's sum is in place
-  return simd_sum(lane < nsimd ? float2(scratch[lane], scratch[32 + lane]) : float2(0.0f));
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group's partials are in place
+  const uint m = lane < nsimd ? maxes[lane] : 0u;
+  const float2 t = lane < nsimd ? float2(sums[lane], sums[32 + lane]) : float2(0.0f);
+  amax = simd_max(m);
+  s = simd_sum(t);
 }
 
-// The same for the largest magnitude, as float bits (NaN and inf above every finite value).
-inline uint norm_max(uint v, threadgroup uint* scratch, ushort simd, ushort lane, ushort nsimd) {
-  v = simd_max(v);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
+// A later sum over the threadgroup, in every thread, through the same scratch (64 floats).
+inline float norm_sum(float v, threadgroup float* scratch, ushort simd, ushort lane, ushort nsimd) {
+  v = simd_sum(v);
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // the scratch's previous readers are done
   if (lane == 0) scratch[simd] = v;
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group's max is in place
-  return simd_max(lane < nsimd ? scratch[lane] : 0u);
+  threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group's sum is in place
+  return simd_sum(lane < nsimd ? scratch[lane] : 0.0f);
 }
 
 template <typename T>
@@ -84,8 +91,7 @@ template <typename T>
     amax = max(amax, as_type<uint>(v) & 0x7fffffffu);
     s += float2(v, v * v);
   }
-  amax = norm_max(amax, maxes, simd, lane, nsimd);
-  s = norm_sum(s, sums, simd, lane, nsimd);
+  norm_reduce_first(amax, s, maxes, sums, simd, lane, nsimd);
 
   const int k = norm_prescale(amax);  // the same in every thread: the branches below are uniform
   const float f = norm_pow2(k);
@@ -94,7 +100,7 @@ template <typename T>
     if (k != 0) {
       float t = 0.0f;
       for (uint c = tid; c < cols; c += nthreads) t += float(xr[c]) * f;
-      s.x = norm_sum(float2(t, 0.0f), sums, simd, lane, nsimd).x;
+      s.x = norm_sum(t, sums, simd, lane, nsimd);
     }
     mean = s.x / float(cols);
   }
@@ -105,7 +111,7 @@ template <typename T>
       const float d = float(xr[c]) * f - mean;
       t += d * d;
     }
-    ss = norm_sum(float2(t, 0.0f), sums, simd, lane, nsimd).x;
+    ss = norm_sum(t, sums, simd, lane, nsimd);
   }
 
   // 1 / sqrt(var + eps) of the scaled row is r / f; where eps * f^2 overflows (a tiny row, eps

@@ -63,9 +63,11 @@ template <typename T>
   }
   threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group's (max, sum) is in place
   const float pm = lane < nsimd ? part_max[lane] : ninf;
+  const float ps = lane < nsimd ? part_sum[lane] : 0.0f;
+  const uint pn = lane < nsimd ? part_nan[lane] : 0u;
   M = simd_max(pm);
-  const float sum = simd_sum(lane < nsimd ? softmax_rescale(part_sum[lane], pm, M) : 0.0f);
-  nan = simd_max(lane < nsimd ? part_nan[lane] : 0u);
+  const float sum = simd_sum(softmax_rescale(ps, pm, M));
+  nan = simd_max(pn);
 
   // Pass 2. M is finite unless the row is all -inf, holds +inf, or is empty of numbers: NaN then.
   const bool poisoned = nan != 0 || !isfinite(M);
