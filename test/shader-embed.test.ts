@@ -119,6 +119,21 @@ int main(int, char** argv) {
     expect(on('simdgroup', 'matmul')).toBe(true);
     expect(on('tensorops', 'matmul_tensorops')).toBe(true);
     expect(on('tensorops', 'attention_tensorops')).toBe(true);
+    // The model ops' kernels (MSL 3.1) run on every Metal tier, every dtype (copy: every element size).
+    for (const tier of ['simdgroup', 'tensorops', 'tensorops-mx']) {
+      for (const library of ['elementwise', 'norm', 'rope', 'softmax', 'copy']) expect(on(tier, library), `${tier} ${library}`).toBe(true);
+    }
+    const kernels = new Set(rows.map((r) => `${r.library} ${r.kernel}`));
+    for (const dt of ['f32', 'f16', 'bf16']) {
+      for (const k of [`elementwise elementwise_unary_${dt}`, `norm norm_rows_${dt}`, `rope rope_rows_${dt}`, `softmax softmax_rows_${dt}`]) {
+        expect(kernels.has(k), k).toBe(true);
+      }
+      for (const b of ['f32', 'f16', 'bf16']) {
+        expect(kernels.has(`elementwise elementwise_binary_${dt}_${b}`), `binary ${dt} ${b}`).toBe(true);
+        expect(kernels.has(`elementwise elementwise_binary_strided_${dt}_${b}`), `strided binary ${dt} ${b}`).toBe(true);
+      }
+    }
+    for (const bits of [8, 16, 32]) expect(kernels.has(`copy copy_strided_b${bits}`), `copy b${bits}`).toBe(true);
   });
 
   // Walks an expanded source and checks every line against the file and line the last #line

@@ -1,7 +1,8 @@
 // `_internal.planLibraries()`: every distinct (library, kernel) the dispatch plans
 // (core/dispatch_plan.h) can choose, over every metal tier, op, format, input and output dtype
 // (linear: any output dtype; matmul and attention: their inputs') and the shapes that switch
-// kernels (decode vs tiled, prefill vs decode vs split decode). Tests check each against the
+// kernels (decode vs tiled, prefill vs decode vs split decode); the model ops' plans
+// (core/plan/*.h) over every dtype and dtype pair, contiguous and strided broadcasts. Tests check each against the
 // embedded shader set: the library exists, and its MSL version is one the requested tier provides
 // (the tier's probe compiled at that version, so the library compiles there too).
 #include <set>
@@ -10,6 +11,11 @@
 
 #include "core/dispatch_plan.h"
 #include "core/error.h"
+#include "core/plan/elementwise.h"
+#include "core/plan/layout.h"
+#include "core/plan/norm.h"
+#include "core/plan/rope.h"
+#include "core/plan/softmax.h"
 #include "internal.h"
 
 namespace mto::addon {
@@ -63,6 +69,42 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
           }
         }
       }
+    }
+  }
+  for (Tier t : tiers) {
+    using Plans = std::vector<plan::Dispatch>;
+    for (DType x : dtypes) {
+      const Broadcast same = broadcast_shapes("x", {64}, "x", {64});
+      for (UnaryOp op : {UnaryOp::Silu, UnaryOp::Gelu, UnaryOp::GeluTanh}) {
+        record(rows, "unary", t, [&] { return Plans{plan::plan_unary(op, x, x, same, t)}; });
+      }
+      for (DType b : dtypes) {
+        for (const Broadcast& bc : {same, broadcast_shapes("a", {8, 64}, "b", {64})}) {  // contiguous, strided
+          record(rows, "binary", t, [&] {
+            return Plans{plan::plan_binary(BinaryOp::Add, x, b, x == b ? x : DType::Float32, bc, t)};
+          });
+        }
+      }
+      NormParams np;
+      np.rows = 2;
+      np.cols = 64;
+      record(rows, "norm", t, [&] { return Plans{plan::plan_norm(np, x, x, x, std::nullopt, t)}; });
+      RopeParams rp;
+      rp.B = rp.H = 1;
+      rp.L = 4;
+      rp.D = rp.dims = 64;
+      record(rows, "rope", t, [&] { return Plans{plan::plan_rope(rp, x, x, t)}; });
+      RowsParams sp;
+      sp.rows = 2;
+      sp.cols = 64;
+      record(rows, "softmax", t, [&] { return Plans{plan::plan_softmax(sp, x, x, t)}; });
+    }
+    CopyPart part;
+    part.dims = {4, 8};
+    part.src_strides = {1, 4};
+    part.dst_strides = {8, 1};
+    for (DType e : {DType::Bool, DType::Float16, DType::Float32}) {  // 1-, 2- and 4-byte elements
+      record(rows, "copy", t, [&] { return Plans{plan::plan_copy(part, e, 32, 32, t)}; });
     }
   }
   Napi::Array out = Napi::Array::New(env, rows.size());

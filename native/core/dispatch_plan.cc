@@ -103,6 +103,11 @@ const char* arg_name(Arg a) {
     case Arg::O: return "o";
     case Arg::PartialO: return "partial.o";
     case Arg::PartialML: return "partial.ml";
+    case Arg::Weight: return "weight";
+    case Arg::Positions: return "positions";
+    case Arg::Freqs: return "freqs";
+    case Arg::Src: return "src";
+    case Arg::Dst: return "dst";
   }
   return "?";
 }

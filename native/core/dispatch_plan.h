@@ -6,7 +6,10 @@
 // (setComputePipelineState for `kernel`, setBuffer/setBytes per slot,
 // dispatchThreadgroups:threadsPerThreadgroup:), and the MSL-on-CPU harness (test/msl) executes
 // exactly this plan, so the harness checks the host's argument layout and geometry too.
+// The model ops' plans (elementwise, norm, rope, softmax, copy) are in core/plan/<family>.h, one
+// file per kernel family, sharing the types declared here.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,7 +30,7 @@ enum class Arg : uint8_t {
   WCodes,   // quantized weight planes
   WScales,
   WBiases,
-  Bias,     // linear bias [N], float32
+  Bias,     // linear bias [N], float32; norm bias [cols], any float dtype
   Y,        // dense output of the dtype the plan was made for (float32, float16 or bfloat16)
   Codes,    // quantize outputs
   Scales,
@@ -38,7 +41,14 @@ enum class Arg : uint8_t {
   Mask,               // bool bytes or additive float elements
   O,                  // output of the dtype the plan was made for (q's)
   PartialO, PartialML,  // split decode, float32: written by the first pass, read by the merge pass
+  // the model ops (core/plan/*.h): elementwise and norm/rope/softmax read X (or A, B) and write Y
+  Weight,             // norm weight [cols], any float dtype (Bias: norm bias [cols])
+  Positions,          // rope positions, int32 [L]
+  Freqs,              // rope frequencies, float32 [dims / 2]
+  Src, Dst,           // a strided copy's source and destination (dst written in place)
 };
+// Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
+constexpr size_t kArgCount = size_t(Arg::Dst) + 1;
 const char* arg_name(Arg a);
 
 struct BufferSlot {

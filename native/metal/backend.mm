@@ -1,8 +1,8 @@
 // The metal backend behind core/backend.h: tensors in shared MTLBuffers from the size-class pool,
 // ops encoded from dispatch plans and finished from command-buffer completed handlers. Ops with
-// no Metal kernel (dequantize, cast, affine quantize, linear with dense w, shapes and dtypes the
-// plans reject) return false and the caller runs the cpu backend over the same unified-memory
-// buffers.
+// no Metal kernel (dequantize, cast, affine quantize, linear with dense w, argmax/topK/sample,
+// embedding, groupedLinear, shapes and dtypes the plans reject) return false and the caller runs
+// the cpu backend over the same unified-memory buffers.
 #include "backend.h"
 
 #include <algorithm>
@@ -71,6 +71,28 @@ class MetalBackend final : public Backend {
   bool attention(const Operand& q, const Operand& k, const Operand& v, const AttentionParams& p,
                  Tensor& o, Completion done) override {
     return metal::attention(ctx_, q, k, v, p, o, std::move(done));
+  }
+  bool unary(UnaryOp op, const Tensor& x, const ElementwiseParams& p, Tensor& out, Completion done) override {
+    return metal::unary(ctx_, op, x, p, out, std::move(done));
+  }
+  bool binary(BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& p, Tensor& out,
+              Completion done) override {
+    return metal::binary(ctx_, op, a, b, p, out, std::move(done));
+  }
+  bool norm(const Tensor& x, const Tensor* weight, const Tensor* bias, const NormParams& p, Tensor& out,
+            Completion done) override {
+    return metal::norm(ctx_, x, weight, bias, p, out, std::move(done));
+  }
+  bool rope(const Tensor& x, const Tensor* positions, const Tensor* freqs, const RopeParams& p, Tensor& out,
+            Completion done) override {
+    return metal::rope(ctx_, x, positions, freqs, p, out, std::move(done));
+  }
+  bool softmax(const Tensor& x, const RowsParams& p, Tensor& out, Completion done) override {
+    return metal::softmax(ctx_, x, p, out, std::move(done));
+  }
+  bool copy(const std::vector<const Tensor*>& srcs, const std::vector<CopyPart>& parts, Tensor& dst,
+            Completion done) override {
+    return metal::copy(ctx_, srcs, parts, dst, std::move(done));
   }
 
  private:

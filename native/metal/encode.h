@@ -28,7 +28,7 @@ class ArgTable {
   id<MTLBuffer> get(plan::Arg arg) const { return table_[size_t(arg)]; }
 
  private:
-  std::array<id<MTLBuffer>, size_t(plan::Arg::PartialML) + 1> table_{};
+  std::array<id<MTLBuffer>, plan::kArgCount> table_{};
 };
 
 // The device's command queue and the batch being encoded. Used from the JS thread only.
@@ -47,6 +47,10 @@ class CommandStream {
   // compiler's message) or the plan does not fit the pipeline or the bindings.
   void submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args, std::shared_ptr<void> hold,
               Completion done);
+  // The same with a table per pass (args[i] for passes[i]): one op whose passes bind different
+  // buffers to one argument (concat: a copy pass per input tensor, each its own Src).
+  void submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& args,
+              std::shared_ptr<void> hold, Completion done);
 
   // Ends the batch's encoder and commits its command buffer (no-op when nothing is open).
   void flush();

@@ -46,10 +46,21 @@ CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries, C
 
 void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
                            std::shared_ptr<void> hold, Completion done) {
+  submit(passes, std::vector<ArgTable>(passes.size(), args), std::move(hold), std::move(done));
+}
+
+void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& tables,
+                           std::shared_ptr<void> hold, Completion done) {
+  if (tables.size() != passes.size()) {
+    throw Error(code::Backend, "internal: " + std::to_string(passes.size()) + " passes with " +
+                                   std::to_string(tables.size()) + " argument tables");
+  }
   // Everything that can fail is checked before anything is encoded into the shared batch.
   std::vector<id<MTLComputePipelineState>> pipelines;
   std::vector<id<MTLBuffer>> spare;  // per pass: what an Unused slot is bound to
-  for (const plan::Dispatch& d : passes) {
+  for (size_t i = 0; i < passes.size(); ++i) {
+    const plan::Dispatch& d = passes[i];
+    const ArgTable& args = tables[i];
     id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants);
     const uint64_t threads = uint64_t(d.threads_per_threadgroup[0]) * d.threads_per_threadgroup[1] *
                              d.threads_per_threadgroup[2];
@@ -84,6 +95,7 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgT
     }
     for (size_t i = 0; i < passes.size(); ++i) {
       const plan::Dispatch& d = passes[i];
+      const ArgTable& args = tables[i];
       [encoder_ setComputePipelineState:pipelines[i]];
       for (const plan::BufferSlot& s : d.buffers) {
         if (s.arg == plan::Arg::Params) {

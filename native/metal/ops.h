@@ -31,4 +31,21 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
 // quantize.mm: MX formats from a dense tensor.
 bool quantize(MetalContext& ctx, const Tensor& x, QTensor& out, Completion done);
 
+// The model ops (core/ops.h), each reading and writing its tensors' own dtypes.
+// elementwise.mm: silu, gelu, gelu_tanh; add, mul, swiglu with broadcasting.
+bool unary(MetalContext& ctx, UnaryOp op, const Tensor& x, const ElementwiseParams& p, Tensor& out, Completion done);
+bool binary(MetalContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& p, Tensor& out,
+            Completion done);
+// norm.mm: rmsNorm / layerNorm.
+bool norm(MetalContext& ctx, const Tensor& x, const Tensor* weight, const Tensor* bias, const NormParams& p,
+          Tensor& out, Completion done);
+// rope.mm
+bool rope(MetalContext& ctx, const Tensor& x, const Tensor* positions, const Tensor* freqs, const RopeParams& p,
+          Tensor& out, Completion done);
+// softmax.mm
+bool softmax(MetalContext& ctx, const Tensor& x, const RowsParams& p, Tensor& out, Completion done);
+// layout.mm: srcs[i] through parts[i] into dst (transpose, slice, concat, write), one pass each.
+bool copy(MetalContext& ctx, const std::vector<const Tensor*>& srcs, const std::vector<CopyPart>& parts, Tensor& dst,
+          Completion done);
+
 }  // namespace mto::metal

@@ -232,6 +232,105 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
+  const dtypes = ['f32', 'f16', 'bf16'];
+  const worst = (cases: CaseResult[]) => Math.max(...cases.map((c) => c.worst_ratio));
+
+  it('elementwise: silu, gelu, gelu_tanh of every dtype; add, mul, swiglu of every dtype pair (float32 out for mixed), contiguous, repeated and strided broadcasts, data with 0, -0, +-1e30, +-inf, NaN: add and mul bit-exact, the others within 1e-6 (1 + |ref|) (+1 ulp for 16-bit outputs)', () => {
+    const cases = group('elementwise/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/elementwise'))).toEqual([]);
+    for (const op of ['silu', 'gelu', 'gelu_tanh']) {
+      for (const dt of dtypes) {
+        const mine = cases.filter((c) => c.name.startsWith(`elementwise/unary/${op}/${dt}/`));
+        expect(mine.map((c) => c.name.split('/').pop()), `${op} ${dt}`).toEqual(['n1', 'n7', 'n33', 'n1000', 'n4099']);
+        for (const c of mine) expect(c.kernel).toBe(`elementwise_unary_${dt}`);
+      }
+    }
+    for (const op of ['add', 'mul', 'swiglu']) {
+      for (const a of dtypes) {
+        for (const b of dtypes) {
+          const mine = cases.filter((c) => c.name.startsWith(`elementwise/binary/${op}/${a}.${b}/`));
+          expect(mine.some((c) => c.kernel === `elementwise_binary_${a}_${b}`), `${op} ${a}.${b} contiguous`).toBe(true);
+          expect(mine.some((c) => c.kernel === `elementwise_binary_strided_${a}_${b}`), `${op} ${a}.${b} strided`).toBe(true);
+        }
+      }
+      for (const shape of ['300.257x257', '3.1.7x1.5.1', '5.1.3.1x1.4.1.2', '1x4099', '1000x1']) {
+        expect(cases.some((c) => c.name === `elementwise/binary/${op}/f32.f32/${shape}`), `${op} ${shape}`).toBe(true);
+      }
+    }
+    // add and mul round once on both sides: no error at all.
+    expect(worst(cases.filter((c) => /^elementwise\/binary\/(add|mul)\//.test(c.name)))).toBe(0);
+    expect(worst(cases)).toBeLessThanOrEqual(1);
+  });
+
+  it('norm: rmsNorm and layerNorm, rows of 1 to 4099 (one SIMD-group to 1024 threads), every x dtype, weight and bias absent or of other dtypes, rows of 1e30 and 1e-30, eps = 0, zeros, inf and NaN, within 1e-5 (1 + |ref|) (+1 ulp for 16-bit y)', () => {
+    const cases = group('norm/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/norm'))).toEqual([]);
+    for (const kind of ['rms', 'layer']) {
+      for (const dt of dtypes) {
+        const mine = cases.filter((c) => c.name.startsWith(`norm/${kind}/${dt}/`));
+        for (const c of mine) expect(c.kernel).toBe(`norm_rows_${dt}`);
+        for (const size of ['R1.C1', 'R3.C7', 'R37.C33', 'R37.C1000', 'R3.C4099']) {
+          expect(mine.some((c) => c.name.includes(`/${size}`)), `${kind} ${dt} ${size}`).toBe(true);
+        }
+        for (const tag of ['/edges', '/edges/eps0', '/R3.C1000']) expect(mine.some((c) => c.name.includes(tag)), `${kind} ${dt} ${tag}`).toBe(true);
+        // weight (and layerNorm's bias) of a dtype other than x's
+        expect(mine.some((c) => /\/w\.(f32|f16|bf16)/.test(c.name) && !c.name.includes(`/w.${dt}`)), `${kind} ${dt} mixed`).toBe(true);
+      }
+    }
+    expect(worst(cases)).toBeLessThanOrEqual(1);
+  });
+
+  it('rope: neox and interleaved, bhld and blhd, every dtype, partial dims, positions from offsets up to 2^31 - 40 and int32 tensors over the whole int32 range, base and explicit freqs, within 5e-6 (1 + |ref|) (+1 ulp for 16-bit y)', () => {
+    const cases = group('rope/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/rope'))).toEqual([]);
+    for (const style of ['neox', 'interleaved']) {
+      for (const layout of ['bhld', 'blhd']) {
+        for (const dt of dtypes) {
+          const mine = cases.filter((c) => c.name.startsWith(`rope/${style}/${layout}/${dt}/`));
+          expect(mine.length, `${style} ${layout} ${dt}`).toBeGreaterThan(0);
+          for (const c of mine) expect(c.kernel).toBe(`rope_rows_${dt}`);
+        }
+      }
+      for (const tag of ['/off4059', '/off2147483607', '/pos4096', '/posint32', '/posint32/freqs', '/d32/', '/edges']) {
+        expect(cases.some((c) => c.name.startsWith(`rope/${style}/`) && c.name.includes(tag)), `${style} ${tag}`).toBe(true);
+      }
+    }
+    expect(worst(cases)).toBeLessThanOrEqual(1);
+  });
+
+  it('softmax: rows of 1 to 4099 and of 128256, every dtype, -inf, all -inf, +inf, NaN, +-1e30 and zero rows, within 1e-5 (1 + |ref|) (+1 ulp for 16-bit y)', () => {
+    const cases = group('softmax/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/softmax'))).toEqual([]);
+    for (const dt of dtypes) {
+      const mine = cases.filter((c) => c.name.startsWith(`softmax/${dt}/`));
+      for (const c of mine) expect(c.kernel).toBe(`softmax_rows_${dt}`);
+      for (const tag of ['R1.C1', 'R3.C7', 'R37.C33', 'R37.C1000', 'R3.C4099', 'R7.C1000/edges']) {
+        expect(mine.some((c) => c.name.endsWith(tag)), `${dt} ${tag}`).toBe(true);
+      }
+    }
+    expect(cases.some((c) => c.name.endsWith('.C128256')), 'a vocabulary row').toBe(true);
+    expect(worst(cases)).toBeLessThanOrEqual(1);
+  });
+
+  it('layout: transpose (ranks 2 to 6), slice, concat (a pass per input) and write (in place) of every dtype, bit for bit', () => {
+    const cases = group('layout/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/copy'))).toEqual([]);
+    for (const [dt, bits] of [['f32', 32], ['f16', 16], ['bf16', 16], ['i32', 32], ['bool', 8]] as const) {
+      for (const op of ['transpose', 'slice', 'concat', 'write']) {
+        const mine = cases.filter((c) => c.name.startsWith(`layout/${op}/`) && c.name.endsWith(`/${dt}`));
+        expect(mine.length, `${op} ${dt}`).toBeGreaterThan(0);
+        for (const c of mine) expect(c.kernel).toMatch(new RegExp(`^copy_strided_b${bits}(\\+copy_strided_b${bits})*$`));
+      }
+    }
+    expect(cases.some((c) => (c.kernel ?? '').split('+').length === 3), 'a concat of three').toBe(true);
+    expect(worst(cases)).toBe(0);
+  });
+
   // The cooperative-tensor element-to-thread order is scrambled by a seed: correct kernels pass
   // under any seed, and is_compatible_as_left_input may answer either way.
   variants('tensorops: the scrambled cooperative-tensor layout under two other seeds, and left-input reuse both ways', () => {

@@ -86,6 +86,12 @@ std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), 
 std::vector<Case> attention_tensorops_cases(); // the tensorops tier's attention (attention_tensorops_cases.cc)
 std::vector<Case> matmul_cases();    // dense matmul kernels (matmul_cases.cc), and plan/matmul
 std::vector<Case> linear_mx_cases(); // linear on the tensorops-mx tier (linear_mx_cases.cc)
+// The model ops (core/ops.h), each with its plan/... rules case.
+std::vector<Case> elementwise_cases();  // elementwise_cases.cc
+std::vector<Case> norm_cases();         // norm_cases.cc
+std::vector<Case> rope_cases();         // rope_cases.cc
+std::vector<Case> softmax_cases();      // softmax_cases.cc
+std::vector<Case> layout_cases();       // layout_cases.cc: transpose, slice, concat, write
 
 // One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, y of dtype `y`
 // (linear's outDtype), the plan of `tier`, y against the cpu backend's y of that dtype

@@ -1,0 +1,16 @@
+// Dispatch plan of rmsNorm and layerNorm (shaders/norm.metal; core/ops.h NormParams).
+#pragma once
+#include <optional>
+
+#include "../dispatch_plan.h"
+
+namespace mto::plan {
+
+// y = norm(x) over rows of p.cols, x of dtype x and y of dtype y (x's: check_norm), weight and
+// bias each absent or of any float dtype. One threadgroup per row. Throws E_DTYPE (not a float
+// dtype, y other than x), E_SHAPE (rows or cols past 32-bit indices), E_BACKEND (Tier::Cpu).
+// Slots: X, Weight, Bias, Y (Weight, Bias Unused when absent).
+Dispatch plan_norm(const NormParams& p, DType x, DType y, std::optional<DType> weight, std::optional<DType> bias,
+                   Tier tier);
+
+}  // namespace mto::plan

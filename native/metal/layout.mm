@@ -1,0 +1,36 @@
+// The layout ops on the metal backend (ops.h), mirroring native/cpu/layout.cc: transpose, slice,
+// concat and write as strided copies of shaders/copy.metal, one pass per part (concat: one per
+// input), all in one op so its completion covers every part. A serial encoder runs the passes in
+// order, and each writes its own elements of dst.
+#include "ops.h"
+
+#include "core/error.h"
+#include "core/plan/layout.h"
+
+namespace mto::metal {
+
+bool copy(MetalContext& ctx, const std::vector<const Tensor*>& srcs, const std::vector<CopyPart>& parts, Tensor& dst,
+          Completion done) {
+  if (srcs.size() != parts.size() || parts.empty()) return false;
+  std::vector<plan::Dispatch> passes;
+  std::vector<ArgTable> tables;
+  using plan::Arg;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Tensor& src = *srcs[i];
+    try {
+      passes.push_back(plan::plan_copy(parts[i], src.dtype, src.numel(), dst.numel(), ctx.tier));
+    } catch (const Error&) {
+      return false;  // more dimensions than the kernel takes, or an index past 32 bits
+    }
+    ArgTable args;
+    if (!args.bind(Arg::Src, src.buffer.get()) || !args.bind(Arg::Dst, dst.buffer.get())) return false;
+    // write may copy between views of one storage; a dispatch reading what it writes races, so
+    // the cpu backend runs that.
+    if (args.get(Arg::Src) == args.get(Arg::Dst)) return false;
+    tables.push_back(args);
+  }
+  ctx.stream.submit(passes, tables, nullptr, std::move(done));
+  return true;
+}
+
+}  // namespace mto::metal

@@ -1,0 +1,30 @@
+// rmsNorm and layerNorm on the metal backend (ops.h), mirroring native/cpu/norm.cc: one dispatch
+// of shaders/norm.metal (a threadgroup per row); weight and bias bound as stored, whatever their
+// float dtypes, y written in x's dtype.
+#include "ops.h"
+
+#include "core/error.h"
+#include "core/plan/norm.h"
+
+namespace mto::metal {
+
+bool norm(MetalContext& ctx, const Tensor& x, const Tensor* weight, const Tensor* bias, const NormParams& p,
+          Tensor& out, Completion done) {
+  plan::Dispatch d;
+  try {
+    d = plan::plan_norm(p, x.dtype, out.dtype, weight ? std::optional<DType>(weight->dtype) : std::nullopt,
+                        bias ? std::optional<DType>(bias->dtype) : std::nullopt, ctx.tier);
+  } catch (const Error&) {
+    return false;  // a size past 32-bit indices: the cpu backend runs it
+  }
+  ArgTable args;
+  using plan::Arg;
+  const bool bound = args.bind(Arg::X, x.buffer.get()) && args.bind(Arg::Y, out.buffer.get()) &&
+                     (!weight || args.bind(Arg::Weight, weight->buffer.get())) &&
+                     (!bias || args.bind(Arg::Bias, bias->buffer.get()));
+  if (!bound) return false;
+  ctx.stream.submit({d}, args, nullptr, std::move(done));
+  return true;
+}
+
+}  // namespace mto::metal
