@@ -3,6 +3,7 @@
 // calls them from a task it posts to that pool, or inline for tiny ops). linear, matmul, attention
 // and dequantize write float32, and other output dtypes go through a float32 staging buffer
 // converted at the end; the model ops write their outputs' dtypes themselves.
+#include <cstring>
 #include <vector>
 
 #include "../core/backend.h"
@@ -104,7 +105,17 @@ class CpuBackend final : public Backend {
   bool copy(const std::vector<const Tensor*>& srcs, const std::vector<CopyPart>& parts, Tensor& dst,
             Completion done) override {
     return run(done, [&] {
-      for (size_t i = 0; i < parts.size(); ++i) cpu::copy(pool_, *srcs[i], parts[i], dst);
+      for (size_t i = 0; i < parts.size(); ++i) {
+        // A write from a view of dst's own storage reads what it overwrites: copy src aside first.
+        if (srcs[i]->buffer->data() == dst.buffer->data()) {
+          Tensor aside = *srcs[i];
+          aside.buffer = allocate(srcs[i]->bytes());
+          std::memcpy(aside.buffer->data(), srcs[i]->buffer->data(), srcs[i]->bytes());
+          cpu::copy(pool_, aside, parts[i], dst);
+        } else {
+          cpu::copy(pool_, *srcs[i], parts[i], dst);
+        }
+      }
     });
   }
 
