@@ -56,6 +56,18 @@ describe('rmsNorm and layerNorm', () => {
     }
   });
 
+  it('rows of 1e30 and of 1e-30 with eps = 0 (whose float32 squares overflow or vanish) equal the reference', async () => {
+    for (const [name, dev] of devices) {
+      for (const scale of [1e30, 1e-30]) {
+        const x = Float32Array.from(randn(3 * 100, 4), (v) => v * scale);
+        const y = await dev.rmsNorm(dev.tensor(x, [3, 100]), null, { eps: 0 }).toFloat32();
+        expectClose(y, normRef(x, 100, null, null, 0, false), 2e-6, `${name} rms ${scale}`);
+        const z = await dev.layerNorm(dev.tensor(x, [3, 100]), null, null, { eps: 0 }).toFloat32();
+        expectClose(z, normRef(x, 100, null, null, 0, true), 2e-6, `${name} layer ${scale}`);
+      }
+    }
+  });
+
   it('validates weight shape, eps and dtypes', () => {
     const [, dev] = devices[0];
     const x = dev.tensor(new Float32Array(6), [2, 3]);

@@ -1,5 +1,5 @@
 // rmsNorm and layerNorm over the last axis (core/ops.h NormParams): one row at a time, statistics
-// summed in float lanes over 64 elements and in double across them (a row of 8192 float32 squares
+// summed in double lanes (float squares overflow for rows of 1e30; a row of 8192 float32 squares
 // summed in one float loses ~1e-4 relative). The row loop is compiled for AVX2 and AVX-512 too and
 // chosen at run time (gemm_isa()), as softmax.cc's.
 #include <cmath>
@@ -13,22 +13,19 @@
 namespace mto::cpu {
 namespace {
 
-// The sum of (v - c) or of (v - c)^2.
-MTO_INLINE double sum_row(const float* v, int64_t n, float c, bool squares) {
-  double sum = 0;
+// The sum of (v - c) or of (v - c)^2, in double lanes: a float square overflows from |v| ~ 2e19
+// (and underflows below ~1e-19), where a double one stays exact enough; the lanes vectorise.
+MTO_INLINE double sum_row(const float* v, int64_t n, double c, bool squares) {
+  double acc[8] = {};
   int64_t i = 0;
-  for (; i + 64 <= n; i += 64) {
-    float acc[16] = {};
-    for (int64_t j = i; j < i + 64; j += 16) {
-      for (int k = 0; k < 16; ++k) {
-        const float d = v[j + k] - c;
-        acc[k] += squares ? d * d : d;
-      }
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) {
+      const double d = double(v[i + k]) - c;
+      acc[k] += squares ? d * d : d;
     }
-    float part = 0;
-    for (float a : acc) part += a;
-    sum += part;
   }
+  double sum = 0;
+  for (double a : acc) sum += a;
   for (; i < n; ++i) {
     const double d = double(v[i]) - c;
     sum += squares ? d * d : d;
@@ -44,9 +41,9 @@ struct Row {
 };
 
 MTO_INLINE void norm_row(float* v, int64_t n, const Row& r) {
-  const double mean = r.layer ? sum_row(v, n, 0.f, false) / double(n) : 0;
+  const double mean = r.layer ? sum_row(v, n, 0.0, false) / double(n) : 0;
   const float m = float(mean);
-  const float scale = float(1.0 / std::sqrt(sum_row(v, n, m, true) / double(n) + double(r.eps)));
+  const float scale = float(1.0 / std::sqrt(sum_row(v, n, mean, true) / double(n) + double(r.eps)));
   if (r.w && r.b) {
     for (int64_t c = 0; c < n; ++c) v[c] = (v[c] - m) * scale * r.w[c] + r.b[c];
   } else if (r.w) {
