@@ -103,6 +103,10 @@ const char* arg_name(Arg a) {
     case Arg::O: return "o";
     case Arg::PartialO: return "partial.o";
     case Arg::PartialML: return "partial.ml";
+    case Arg::Ids: return "ids";
+    case Arg::Status: return "status";
+    case Arg::GroupSizes: return "group_sizes";
+    case Arg::GroupSlots: return "group_slots";
   }
   return "?";
 }

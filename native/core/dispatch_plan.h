@@ -38,6 +38,12 @@ enum class Arg : uint8_t {
   Mask,               // bool bytes or additive float elements
   O,                  // output of the dtype the plan was made for (q's)
   PartialO, PartialML,  // split decode, float32: written by the first pass, read by the merge pass
+  // argmax, topK, sample, embedding, groupedLinear (plan/pick.h, plan/embedding.h,
+  // plan/grouped_linear.h)
+  Ids,         // int32 indices: picked (an output) or looked up (embedding's input)
+  Status,      // int32: what a kernel found wrong with its input (it cannot throw); host-read
+  GroupSizes,  // groupedLinear's int32 group sizes [E]
+  GroupSlots,  // groupedLinear's scratch: the non-empty groups, written by its first pass
 };
 const char* arg_name(Arg a);
 

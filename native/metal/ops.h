@@ -31,4 +31,19 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
 // quantize.mm: MX formats from a dense tensor.
 bool quantize(MetalContext& ctx, const Tensor& x, QTensor& out, Completion done);
 
+// pick.mm: argmax, topK and sample over the rows of a float32/float16/bfloat16 x (int32 ids);
+// sample draws the cpu backend's ids bit for bit, and fails a row without a distribution.
+bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids, Completion done);
+bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done);
+bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor& ids, Completion done);
+
+// embedding.mm: rows of a dense or quantized table by int32 ids; an id outside it fails the op.
+bool embedding(MetalContext& ctx, const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out,
+               Completion done);
+
+// linear.mm: groupedLinear for quantized w and decode-sized batches; sizes that are negative or do
+// not add up fail the op.
+bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor& group_sizes,
+                    const GroupedLinearParams& p, Tensor& y, Completion done);
+
 }  // namespace mto::metal

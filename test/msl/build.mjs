@@ -125,7 +125,7 @@ export async function build() {
     ...list('test/msl/runtime', '.cc'), ...list('test/msl/driver', '.cc'),
     // The reference: the cpu backend, the host kernels it runs and the backend-neutral core,
     // dispatch plans included.
-    ...list('native/core', '.cc'), ...listTree('native/kernels', '.cc'), ...list('native/cpu', '.cc'),
+    ...listTree('native/core', '.cc'), ...listTree('native/kernels', '.cc'), ...list('native/cpu', '.cc'),
   ];
   const tasks = [
     // Biggest first, so the two cores stay busy to the end.

@@ -86,6 +86,10 @@ std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), 
 std::vector<Case> attention_tensorops_cases(); // the tensorops tier's attention (attention_tensorops_cases.cc)
 std::vector<Case> matmul_cases();    // dense matmul kernels (matmul_cases.cc), and plan/matmul
 std::vector<Case> linear_mx_cases(); // linear on the tensorops-mx tier (linear_mx_cases.cc)
+// The model ops' kernels against the cpu backend.
+std::vector<Case> pick_cases();            // argmax, topK, sample (pick_cases.cc), and plan/pick
+std::vector<Case> embedding_cases();       // embedding (embedding_cases.cc)
+std::vector<Case> grouped_linear_cases();  // groupedLinear (grouped_linear_cases.cc)
 
 // One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, y of dtype `y`
 // (linear's outDtype), the plan of `tier`, y against the cpu backend's y of that dtype
