@@ -13,9 +13,9 @@
 //   >= tau (it may have dropped one that belongs): then every element ranked >= tau is collected
 //   and sorted (tau raised by bisection first if they do not fit). Rare for k << threads; exact
 //   always.
-//   pick_sample: the same candidates (ranked mode), or the row in index order (segments per
-//   SIMD-group, the one holding the draw walks it 32 elements at a time), weighed with the integer
-//   weights of pick_sample.h: the same id as the cpu backend, bit for bit.
+//   pick_sample: the same candidates (ranked mode), or the row in index order (the range holding
+//   the draw narrowed 16-fold a step, one part per SIMD-group), weighed with the integer weights
+//   of pick_sample.h: the same id as the cpu backend, bit for bit.
 #include <metal_stdlib>
 
 #include "pick_params.h"
@@ -135,6 +135,7 @@ inline void pick_scan(device const T* row, uint n, uint tid, uint threads, threa
       const uint key = mto_pick_key(v[u]);
       if ((key == MTO_PICK_KEY_NAN || key == MTO_PICK_KEY_POS_INF) && bad == 0xFFFFFFFFu) bad = i;
       ulong r = mto_pick_rank(key, i);
+      if (r <= best[KEEP - 1]) continue;  // most elements, once the list has filled
       // Insertion into the descending list: r moves down past every smaller entry.
       for (int j = 0; j < KEEP; ++j) {
         if (r > best[j]) {
@@ -341,39 +342,63 @@ template <typename T>
     return;
   }
 
-  // Index order: SIMD-group s weighs the segment [s * seg, (s + 1) * seg) (coalesced, 32
-  // elements a step), the threadgroup adds the segments up, and the SIMD-group whose segment holds
-  // the draw walks it again with an inclusive prefix sum.
+  // Index order: the range holding the draw narrows `groups`-fold a step (16 for 512 threads).
+  // SIMD-group s weighs part s of the range (coalesced, 32 elements a step), every thread finds
+  // the part where the draw falls from the part sums, and the range becomes that part. The first
+  // step's parts give the total, and with it the draw: about n / threads * 16/15 weights per
+  // thread in all. The last range (32 elements, or a short row of a one-SIMD-group threadgroup)
+  // is walked by SIMD-group 0, 32 elements at a time, with an inclusive prefix sum.
   const uint groups = threads / 32u;
-  const uint seg = ((n + groups - 1u) / groups + 31u) & ~31u;
-  const uint start = min(uint(simd) * seg, n), end = min(start + seg, n);
-  ulong part = 0;
-  for (uint i = start + lane; i < end; i += 32u) part += mto_sample_weight(float(xr[i]), m, c);
-  part = pick_simd_sum_u64(part);
-  if (lane == 0) ranks[simd] = part;  // the candidate buffer is free in this mode
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  ulong total = 0, base = 0;
-  for (uint s = 0; s < groups; ++s) {
-    if (s < uint(simd)) base += ranks[s];
-    total += ranks[s];
-  }
-  const ulong target = mto_sample_target(bits, total);
-  if (target >= base && target < base + ranks[simd]) {
-    for (uint b = start; b < end; b += 32u) {
-      const uint i = b + lane;
-      const ulong w = i < end ? mto_sample_weight(float(xr[i]), m, c) : 0ul;
-      const ulong upto = pick_simd_prefix_u64(w, lane);
-      const uint first = simd_min(target < base + upto ? uint(lane) : 32u);
-      if (first < 32u) {
-        if (uint(lane) == first) ids[row] = int(i);
+  uint lo = 0, hi = n;
+  ulong base = 0, target = 0;  // the weight before lo; the draw's position in the row's total
+  bool narrowed = false;
+  while (groups > 1u && hi - lo > 32u) {
+    const uint part = ((hi - lo + groups - 1u) / groups + 31u) & ~31u;
+    const uint start = min(lo + uint(simd) * part, hi), end = min(start + part, hi);
+    ulong sum = 0;
+    for (uint i = start + lane; i < end; i += 32u) sum += mto_sample_weight(float(xr[i]), m, c);
+    sum = pick_simd_sum_u64(sum);
+    if (lane == 0) ranks[simd] = sum;  // the candidate buffer is free in this mode
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (!narrowed) {
+      ulong total = 0;
+      for (uint s = 0; s < groups; ++s) total += ranks[s];
+      target = mto_sample_target(bits, total);
+    }
+    uint pick = groups - 1u;
+    for (uint s = 0; s < groups; ++s) {
+      if (target < base + ranks[s]) {
+        pick = s;
         break;
       }
-      base += pick_simd_broadcast_u64(upto, 31);
+      base += ranks[s];
     }
+    lo = min(lo + pick * part, hi);
+    hi = min(lo + part, hi);
+    narrowed = true;
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // the part sums are read before the next step writes
   }
-  if (tid == 0) {
-    status[2 * row] = PICK_STATUS_OK;
-    status[2 * row + 1] = 0;
+  if (simd == 0) {
+    if (!narrowed) {
+      ulong total = 0;
+      for (uint i = lo + lane; i < hi; i += 32u) total += mto_sample_weight(float(xr[i]), m, c);
+      target = mto_sample_target(bits, pick_simd_sum_u64(total));
+    }
+    for (uint b = lo; b < hi; b += 32u) {
+      const uint i = b + lane;
+      const ulong w = i < hi ? mto_sample_weight(float(xr[i]), m, c) : 0ul;
+      const ulong upto = base + pick_simd_prefix_u64(w, lane);
+      const uint found = simd_min(target < upto ? uint(lane) : 32u);
+      if (found < 32u) {
+        if (uint(lane) == found) ids[row] = int(i);
+        break;
+      }
+      base = pick_simd_broadcast_u64(upto, 31);
+    }
+    if (lane == 0) {
+      status[2 * row] = PICK_STATUS_OK;
+      status[2 * row + 1] = 0;
+    }
   }
 }
 
