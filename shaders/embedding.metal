@@ -38,7 +38,7 @@ inline void embedding_check(device const int* ids, uint count, int vocab, device
 
 // E: the table's element as a same-size unsigned integer.
 template <typename E>
-[[kernel]] void embedding_dense(
+[[max_total_threads_per_threadgroup(EMB_MAX_THREADS)]] [[kernel]] void embedding_dense(
     device const int* ids [[buffer(EMB_BUFFER_IDS)]],
     device const E* table [[buffer(EMB_BUFFER_TABLE)]],
     device E* out [[buffer(EMB_BUFFER_OUT)]],
@@ -64,7 +64,7 @@ template <typename E>
 }
 
 template <int FMT>
-[[kernel]] void embedding_quantized(
+[[max_total_threads_per_threadgroup(EMB_MAX_THREADS)]] [[kernel]] void embedding_quantized(
     device const int* ids [[buffer(EMB_BUFFER_IDS)]],
     device const uchar* codes [[buffer(EMB_BUFFER_TABLE)]],
     device const typename mto_scale_storage<FMT>::type* scales [[buffer(EMB_BUFFER_SCALES)]],

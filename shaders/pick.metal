@@ -23,6 +23,10 @@
 
 using namespace metal;
 
+// The kernels carry [[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]]: the plans launch up
+// to that many threads, so the compiler must keep the registers a thread uses within what it
+// allows (the host refuses a plan above a pipeline's maxTotalThreadsPerThreadgroup).
+
 // ---- SIMD-group and threadgroup reductions. 64-bit values travel as two 32-bit halves (the
 // SIMD-group functions are certain for 32-bit types).
 
@@ -207,7 +211,7 @@ inline void pick_select(device const T* row, uint n, uint k, thread const ulong*
 }
 
 template <typename T>
-[[kernel]] void pick_argmax(
+[[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]] [[kernel]] void pick_argmax(
     device const T* x [[buffer(PICK_BUFFER_X)]],
     device int* ids [[buffer(PICK_BUFFER_IDS)]],
     constant PickKernelParams& p [[buffer(PICK_BUFFER_PARAMS)]],
@@ -226,7 +230,7 @@ template <typename T>
 }
 
 template <typename T>
-[[kernel]] void pick_topk(
+[[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]] [[kernel]] void pick_topk(
     device const T* x [[buffer(PICK_BUFFER_X)]],
     device int* ids [[buffer(PICK_BUFFER_IDS)]],
     device T* values [[buffer(PICK_BUFFER_VALUES)]],
@@ -252,7 +256,7 @@ template <typename T>
 }
 
 template <typename T>
-[[kernel]] void pick_sample(
+[[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]] [[kernel]] void pick_sample(
     device const T* x [[buffer(PICK_BUFFER_X)]],
     device int* ids [[buffer(PICK_BUFFER_IDS)]],
     device int* status [[buffer(PICK_BUFFER_STATUS)]],
