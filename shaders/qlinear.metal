@@ -11,13 +11,15 @@
 //   qlinear_decode (M <= 8, token generation) is bound by memory bandwidth: each SIMD-group
 //   streams 4 weight rows once, every lane a contiguous run of codes, dots the decoded run with
 //   all M rows of x and reduces with simd_sum at the end (the shape of MLX's qmv_fast, with the
-//   M rows sharing each weight read as its wide variant does).
+//   M rows sharing each weight read as its wide variant does). Its dot products are
+//   qlinear_decode.h's, shared with groupedLinear (qlinear_grouped.metal).
 //   qlinear_gemm (larger M) is bound by arithmetic: 32 x 32 tiles of y, x and dequantized w staged
 //   in threadgroup memory 64 columns of K at a time, four SIMD-groups each accumulating a 16 x 16
 //   quarter in simdgroup_matrix 8x8 tiles (the structure of llama.cpp's kernel_mul_mm).
 #include <metal_stdlib>
 
 #include "mx_dequant.h"
+#include "qlinear_decode.h"
 #include "qlinear_params.h"
 
 using namespace metal;
@@ -34,36 +36,21 @@ template <typename T, typename Out, int FMT>
     uint group [[threadgroup_position_in_grid]],
     ushort simd [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
-  // Codes per lane per step: 8 (8, 6 or 4 bytes) or, for 2-bit formats, 16 (4 bytes). Either
-  // divides 32, so a run never crosses a block and K (a multiple of 32) ends on a run boundary.
-  constexpr int RUN = mto_format_bits(FMT) == 2 ? 16 : 8;
   constexpr int ROWS = QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
   static_assert(ROWS == 4, "rows are reduced as one float4");
   const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
   const uint n0 = (group * QLINEAR_DECODE_SIMDGROUPS + simd) * ROWS;
+  uint wrow[ROWS];
+  for (int r = 0; r < ROWS; ++r) {
+    // Rows past N (in the last threadgroup) re-read row N - 1 and are never stored.
+    const uint n = min(n0 + uint(r), N - 1);
+    wrow[r] = n;
+  }
 
   float acc[QLINEAR_DECODE_MAX_M][ROWS];
   for (int m = 0; m < QLINEAR_DECODE_MAX_M; ++m)
     for (int r = 0; r < ROWS; ++r) acc[m][r] = 0.0f;
-
-  for (uint k = uint(lane) * RUN; k < K; k += 32 * RUN) {
-    float w[ROWS][RUN];
-    for (int r = 0; r < ROWS; ++r) {
-      // Rows past N (in the last threadgroup) re-read row N - 1 and are never stored.
-      const uint n = min(n0 + uint(r), N - 1);
-      mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), w[r]);
-    }
-    for (uint m = 0; m < M; ++m) {
-      const device T* xm = x + ulong(m) * K + k;
-      float xv[RUN];
-      for (int i = 0; i < RUN; ++i) xv[i] = float(xm[i]);
-      for (int r = 0; r < ROWS; ++r) {
-        float s = 0.0f;
-        for (int i = 0; i < RUN; ++i) s += xv[i] * w[r][i];
-        acc[m][r] += s;
-      }
-    }
-  }
+  qlinear_decode_accumulate<T, FMT>(x, codes, scales, biases, M, K, uint(p.group_size), wrow, lane, acc);
 
   for (uint m = 0; m < M; ++m) {
     const float4 sum = simd_sum(float4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));

@@ -56,4 +56,28 @@ struct QLinearParams {
   mto_i32 reserved[3];  // keeps the struct 32 bytes
 };
 
+// groupedLinear (shaders/qlinear_grouped.metal): y[T, N] where rows [o_e, o_e + g_e) of x [T, K]
+// use expert e of w [E, N, K], g = the int32 group sizes read when the op runs. Two passes:
+// qlinear_grouped_route (one threadgroup) checks the sizes, writes the status and lists the
+// non-empty groups in slots; qlinear_grouped_decode (grid: N in decode rows x the slots) runs the
+// decode kernel's dot products on each slot's rows with its expert's planes. Decode-sized batches
+// only (T <= QLINEAR_GROUPED_MAX_T): larger ones run on the cpu for now.
+#define QLINEAR_GROUPED_BUFFER_SIZES 7   // int32 group sizes [E]
+#define QLINEAR_GROUPED_BUFFER_SLOTS 8   // int32 [slots][4]: expert, first row, rows, 0
+#define QLINEAR_GROUPED_BUFFER_STATUS 9  // int32 [4]: QLINEAR_GROUPED_* what the route found, then
+                                         // e and g_e (a negative size) or the sum's low, high halves
+#define QLINEAR_GROUPED_MAX_T 64
+#define QLINEAR_GROUPED_ROUTE_THREADS 256
+#define QLINEAR_GROUPED_ROUTE_CHUNK 1024  // sizes staged in threadgroup memory at a time
+#define QLINEAR_GROUPED_OK 0
+#define QLINEAR_GROUPED_NEGATIVE 1  // status[1] = e, status[2] = g_e
+#define QLINEAR_GROUPED_SUM 2       // status[2], status[3] = the sum's low and high 32 bits
+
+struct QLinearGroupedParams {
+  mto_i32 T, E, N, K;
+  mto_i32 group_size;  // affine group (32, 64 or 128); 32 for MX formats
+  mto_i32 slots;       // min(E, T): at most this many groups are non-empty
+  mto_i32 reserved[2];  // keeps the struct 32 bytes
+};
+
 #endif  // MTO_SHADERS_QLINEAR_PARAMS_H

@@ -16,6 +16,9 @@
 #include "core/plan/norm.h"
 #include "core/plan/rope.h"
 #include "core/plan/softmax.h"
+#include "core/plan/embedding.h"
+#include "core/plan/grouped_linear.h"
+#include "core/plan/pick.h"
 #include "internal.h"
 
 namespace mto::addon {
@@ -105,6 +108,38 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
     part.dst_strides = {8, 1};
     for (DType e : {DType::Bool, DType::Float16, DType::Float32}) {  // 1-, 2- and 4-byte elements
       record(rows, "copy", t, [&] { return Plans{plan::plan_copy(part, e, 32, 32, t)}; });
+    }
+  }
+  // argmax, topK, sample (each mode), embedding (dense and every format), groupedLinear.
+  for (Tier t : tiers) {
+    for (DType x : dtypes) {
+      PickParams pick;
+      pick.rows = 2;
+      pick.cols = 1000;
+      pick.k = 8;
+      record(rows, "argmax", t, [&] { return std::vector<plan::Dispatch>{plan::plan_argmax(x, pick, t)}; });
+      record(rows, "topK", t, [&] { return std::vector<plan::Dispatch>{plan::plan_top_k(x, pick, t)}; });
+      record(rows, "sample", t, [&] { return std::vector<plan::Dispatch>{plan::plan_sample(x, pick, t)}; });
+      EmbeddingParams emb;
+      emb.vocab = 10;
+      emb.dim = 256;
+      emb.count = 3;
+      record(rows, "embedding", t, [&] {
+        return std::vector<plan::Dispatch>{plan::plan_embedding(emb, false, x, Format::MXFP4, 32, t)};
+      });
+      for (Format f : formats) {
+        record(rows, "embedding", t, [&] {
+          return std::vector<plan::Dispatch>{plan::plan_embedding(emb, true, DType::Float32, f, 32, t)};
+        });
+        for (DType y : dtypes) {
+          GroupedLinearParams g;
+          g.T = 4;
+          g.E = 8;
+          g.N = 64;
+          g.K = 256;
+          record(rows, "groupedLinear", t, [&] { return plan::plan_grouped_linear(g, f, 32, x, y, t).passes; });
+        }
+      }
     }
   }
   Napi::Array out = Napi::Array::New(env, rows.size());

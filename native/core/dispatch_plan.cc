@@ -108,6 +108,10 @@ const char* arg_name(Arg a) {
     case Arg::Freqs: return "freqs";
     case Arg::Src: return "src";
     case Arg::Dst: return "dst";
+    case Arg::Ids: return "ids";
+    case Arg::Status: return "status";
+    case Arg::GroupSizes: return "group_sizes";
+    case Arg::GroupSlots: return "group_slots";
   }
   return "?";
 }

@@ -46,9 +46,15 @@ enum class Arg : uint8_t {
   Positions,          // rope positions, int32 [L]
   Freqs,              // rope frequencies, float32 [dims / 2]
   Src, Dst,           // a strided copy's source and destination (dst written in place)
+  // argmax, topK, sample, embedding, groupedLinear (plan/pick.h, plan/embedding.h,
+  // plan/grouped_linear.h)
+  Ids,         // int32 indices: picked (an output) or looked up (embedding's input)
+  Status,      // int32: what a kernel found wrong with its input (it cannot throw); host-read
+  GroupSizes,  // groupedLinear's int32 group sizes [E]
+  GroupSlots,  // groupedLinear's scratch: the non-empty groups, written by its first pass
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::Dst) + 1;
+constexpr size_t kArgCount = size_t(Arg::GroupSlots) + 1;
 const char* arg_name(Arg a);
 
 struct BufferSlot {

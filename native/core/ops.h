@@ -151,6 +151,10 @@ struct PickParams {
 PickParams check_pick(const char* op, const Tensor& x, int64_t k);
 // The uniform number in [0, 1) of row `row` for `seed` (sample's draw; exported for tests).
 double sample_uniform(uint64_t seed, int64_t row);
+// sample's integer weights (shaders/pick_sample.h, the same on every backend) take log2(e) /
+// temperature as a float and top_p as round(top_p * 2^32), both computed here once per op.
+float sample_log2e_over_t(double temperature);
+uint64_t sample_top_p_q32(double top_p);
 
 // embedding: rows of a table [V, D] (dense, or quantized in any format) picked by int32 ids of
 // any shape -> [...ids.shape, D], in the table's dtype (float32 for a quantized table). An id

@@ -1,7 +1,9 @@
 // Shape and dtype rules of the ops that pick from or gather by indices (core/ops.h): argmax,
 // topK, sample, embedding, groupedLinear.
+#include <cmath>
 #include <string>
 
+#include "../../shaders/pick_sample.h"
 #include "error.h"
 #include "ops.h"
 
@@ -41,12 +43,14 @@ PickParams check_pick(const char* op, const Tensor& x, int64_t k) {
 
 double sample_uniform(uint64_t seed, int64_t row) {
   // splitmix64 of (seed, row): counter-based, so a row's number needs no state.
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (uint64_t(row) + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return double(z >> 11) * 0x1.0p-53;
+  return double(mto_sample_bits(seed, uint64_t(row))) * 0x1.0p-53;
 }
+
+float sample_log2e_over_t(double temperature) {
+  return mto_sample_flush(float(1.4426950408889634 / temperature));
+}
+
+uint64_t sample_top_p_q32(double top_p) { return uint64_t(std::llround(top_p * 0x1.0p32)); }
 
 EmbeddingParams check_embedding(const Operand& table, const Tensor& ids) {
   require_int32("embedding", "ids", ids.dtype);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "../../shaders/pick_sample.h"
 #include "../core/error.h"
 #include "ops.h"
 #include "rows.h"
@@ -63,30 +64,31 @@ int32_t sample_row(const float* v, const PickParams& p, int64_t r) {
   idx.resize(size_t(k));
   const float m = v[ranked ? idx[0] : argmax_row(v, n)];
   if (m == -INFINITY) throw Error(code::Arg, "sample: logits row " + std::to_string(r) + " is all -inf");
-  std::vector<double> w(idx.size());
-  double total = 0;
-  for (size_t i = 0; i < idx.size(); ++i) total += (w[i] = std::exp((double(v[idx[i]]) - m) / p.temperature));
+  // Integer weights (shaders/pick_sample.h): the GPU kernels draw the same id bit for bit.
+  const float c = sample_log2e_over_t(p.temperature);
+  std::vector<uint64_t> w(idx.size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < idx.size(); ++i) total += (w[i] = mto_sample_weight(v[idx[i]], m, c));
   size_t keep = idx.size();
   if (p.top_p < 1) {  // the smallest prefix whose probability reaches top_p
-    double cum = 0;
+    const uint64_t top_p = sample_top_p_q32(p.top_p);
+    uint64_t cum = 0;
     for (size_t i = 0; i < idx.size(); ++i) {
       cum += w[i];
-      if (cum >= p.top_p * total) {
+      if (mto_sample_reaches(cum, total, top_p)) {
         keep = i + 1;
         break;
       }
     }
   }
-  double kept = 0;
+  uint64_t kept = 0;
   for (size_t i = 0; i < keep; ++i) kept += w[i];
-  const double u = sample_uniform(p.seed, r) * kept;
-  double cum = 0;
+  // The largest logit weighs 2^32, so kept > target and the loop returns.
+  const uint64_t target = mto_sample_target(mto_sample_bits(p.seed, uint64_t(r)), kept);
+  uint64_t cum = 0;
   for (size_t i = 0; i < keep; ++i) {
     cum += w[i];
-    if (u < cum && w[i] > 0) return idx[i];
-  }
-  for (size_t i = keep; i-- > 0;) {  // rounding left u at the end: the last candidate with weight
-    if (w[i] > 0) return idx[i];
+    if (target < cum) return idx[i];
   }
   return idx[0];
 }

@@ -94,6 +94,24 @@ class MetalBackend final : public Backend {
             Completion done) override {
     return metal::copy(ctx_, srcs, parts, dst, std::move(done));
   }
+  // argmax, topK, sample, embedding, groupedLinear (pick.mm, embedding.mm, linear.mm).
+  bool argmax(const Tensor& x, const PickParams& p, Tensor& ids, Completion done) override {
+    return metal::argmax(ctx_, x, p, ids, std::move(done));
+  }
+  bool top_k(const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done) override {
+    return metal::top_k(ctx_, x, p, values, ids, std::move(done));
+  }
+  bool sample(const Tensor& logits, const PickParams& p, Tensor& ids, Completion done) override {
+    return metal::sample(ctx_, logits, p, ids, std::move(done));
+  }
+  bool embedding(const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out,
+                 Completion done) override {
+    return metal::embedding(ctx_, table, ids, p, out, std::move(done));
+  }
+  bool grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes, const GroupedLinearParams& p,
+                      Tensor& y, Completion done) override {
+    return metal::grouped_linear(ctx_, x, w, group_sizes, p, y, std::move(done));
+  }
 
  private:
   id<MTLDevice> device_;

@@ -7,6 +7,7 @@
 #import <Metal/Metal.h>
 
 #include <array>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -67,5 +68,11 @@ class CommandStream {
   int ops_in_batch_ = 0;
   size_t bytes_in_batch_ = 0;
 };
+
+// Kernels that can find their input invalid (an id outside a table, group sizes that do not add
+// up, a row without a distribution) cannot throw: each such op binds a small status buffer of its
+// own, its kernel writes what it found there, and this wraps `done` so that once the GPU has
+// finished without an error, read(the buffer's contents) becomes the op's status.
+Completion complete_with_status(BufferPtr status, std::function<OpStatus(const int32_t*)> read, Completion done);
 
 }  // namespace mto::metal

@@ -120,6 +120,14 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
   if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
 }
 
+Completion complete_with_status(BufferPtr status, std::function<OpStatus(const int32_t*)> read, Completion done) {
+  return [status = std::move(status), read = std::move(read), done = std::move(done)](OpStatus s) {
+    // Shared storage: the GPU's writes are visible here once the command buffer completed.
+    if (s.ok()) s = read(static_cast<const int32_t*>(status->data()));
+    done(std::move(s));
+  };
+}
+
 void CommandStream::flush() {
   if (!batch_) return;
   [encoder_ endEncoding];

@@ -3,9 +3,12 @@
 // kernels read x and write y as stored) and the tier: decode for M <= 8, tiled GEMM, matmul2d or,
 // on tensorops-mx, scale-plane matmul2d above. Dense w has no Metal kernel here: plan_matmul
 // multiplies by b[K, N], not by w[N, K]^T, so the cpu backend runs it.
+// groupedLinear (a mixture of experts' linear) sits beside it, as in the cpu backend's linear.cc:
+// shaders/qlinear_grouped.metal, two passes, for quantized w and decode-sized batches.
 #include "ops.h"
 
 #include "core/error.h"
+#include "core/plan/grouped_linear.h"
 
 namespace mto::metal {
 
@@ -29,6 +32,33 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
                      args.bind(Arg::Y, y.buffer.get());
   if (!bound) return false;
   ctx.stream.submit({d}, args, nullptr, std::move(done));
+  return true;
+}
+
+bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor& group_sizes,
+                    const GroupedLinearParams& p, Tensor& y, Completion done) {
+  if (!x.dense || !w.quant) return false;  // dense w: no kernel yet (as linear)
+  const QTensor& q = *w.quant;
+  plan::GroupedLinearPlan plan;
+  try {
+    plan = plan::plan_grouped_linear(p, q.format, q.block, x.dense->dtype, y.dtype, ctx.tier);
+  } catch (const Error&) {
+    return false;  // more rows than a decode batch, or no kernel for the dtype: the cpu backend runs it
+  }
+  ArgTable args;
+  using plan::Arg;
+  const bool bound = args.bind(Arg::X, x.dense->buffer.get()) && args.bind(Arg::WCodes, q.codes.get()) &&
+                     args.bind(Arg::WScales, q.scales.get()) && (!q.biases || args.bind(Arg::WBiases, q.biases.get())) &&
+                     args.bind(Arg::GroupSizes, group_sizes.buffer.get()) && args.bind(Arg::Y, y.buffer.get());
+  if (!bound) return false;
+  // The route pass's slots live only for this op; its status is read once the GPU is done.
+  BufferPtr slots = ctx.pool.allocate(size_t(plan.slots_bytes));
+  BufferPtr status = ctx.pool.allocate(size_t(plan::kGroupedLinearStatusBytes));
+  args.bind(Arg::GroupSlots, slots.get());
+  args.bind(Arg::Status, status.get());
+  ctx.stream.submit(plan.passes, args, slots,
+                    complete_with_status(status, [p](const int32_t* s) { return plan::grouped_linear_status(s, p); },
+                                         std::move(done)));
   return true;
 }
 

@@ -48,4 +48,19 @@ bool softmax(MetalContext& ctx, const Tensor& x, const RowsParams& p, Tensor& ou
 bool copy(MetalContext& ctx, const std::vector<const Tensor*>& srcs, const std::vector<CopyPart>& parts, Tensor& dst,
           Completion done);
 
+// pick.mm: argmax, topK and sample over the rows of a float32/float16/bfloat16 x (int32 ids);
+// sample draws the cpu backend's ids bit for bit, and fails a row without a distribution.
+bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids, Completion done);
+bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done);
+bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor& ids, Completion done);
+
+// embedding.mm: rows of a dense or quantized table by int32 ids; an id outside it fails the op.
+bool embedding(MetalContext& ctx, const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out,
+               Completion done);
+
+// linear.mm: groupedLinear for quantized w and decode-sized batches; sizes that are negative or do
+// not add up fail the op.
+bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor& group_sizes,
+                    const GroupedLinearParams& p, Tensor& y, Completion done);
+
 }  // namespace mto::metal

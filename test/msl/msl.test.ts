@@ -399,6 +399,43 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     }
   });
 
+  // The model ops' pick, gather and grouped kernels (argmax, topK, sample, embedding, groupedLinear).
+  it('argmax, topK and sample: every float dtype, ties, signed zeros, NaN, +-inf, a 128256-wide row, topK\'s exact path and its bisection, sample\'s modes: ids equal to the cpu backend\'s, bit for bit', () => {
+    const cases = group('pick/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/pick'))).toEqual([]);
+    for (const dtype of ['f32', 'f16', 'bf16']) {
+      for (const op of ['argmax', 'topk', 'sample']) {
+        expect(cases.some((c) => c.name.startsWith(`pick/${op}/${dtype}/`) && c.kernel === `pick_${op}_${dtype}`), `${op} ${dtype}`).toBe(true);
+      }
+    }
+    for (const tag of ['/special', '/constant', '/ascending', '/stride', '/bisect', '/1x128256', '/k256', '/t0', '/k40.p0.8', '/p0.9',
+      '/t0.05', '/posinf', '/neginf']) {
+      expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
+    }
+  });
+
+  it('embedding: dense tables copied bit for bit, every quantized format decoded, ids out of range fail with the cpu backend\'s E_ARG', () => {
+    const cases = group('embedding/');
+    expect(failures(cases)).toEqual([]);
+    for (const name of ['f32', 'f16', 'bf16', ...linearFormats]) {
+      expect(cases.some((c) => c.name.startsWith(`embedding/${name}/`)), name).toBe(true);
+    }
+    expect(cases.filter((c) => c.name.endsWith('/out_of_range')).length).toBeGreaterThanOrEqual(4);
+  });
+
+  it('groupedLinear: every format, x and y dtypes, empty experts, one expert with every row, many experts, sizes that fail with the cpu backend\'s E_ARG', () => {
+    const cases = group('grouped-linear/');
+    expect(failures(cases)).toEqual([]);
+    for (const format of linearFormats) {
+      expect(cases.some((c) => c.name.startsWith(`grouped-linear/${format}/`) && c.kernel?.startsWith('qlinear_grouped_route+qlinear_grouped_decode_')), format).toBe(true);
+    }
+    for (const tag of ['/decode', '/one_expert', '/many_experts', '/max_rows', '/negative', '/short_sum', '/long_sum', '/huge_sum']) {
+      expect(cases.some((c) => c.name.endsWith(tag)), tag).toBe(true);
+    }
+    expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
   // What Metal refuses to compile, the shim refuses too.
   const compileSnippet = (body: string) => spawnSync(compiler, ['-std=c++20', '-fsyntax-only', '-D__METAL_VERSION__=400',
     '-Wno-unknown-attributes', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders', '-x', 'c++', '-'], {

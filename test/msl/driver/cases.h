@@ -92,6 +92,10 @@ std::vector<Case> norm_cases();         // norm_cases.cc
 std::vector<Case> rope_cases();         // rope_cases.cc
 std::vector<Case> softmax_cases();      // softmax_cases.cc
 std::vector<Case> layout_cases();       // layout_cases.cc: transpose, slice, concat, write
+// The model ops' kernels against the cpu backend.
+std::vector<Case> pick_cases();            // argmax, topK, sample (pick_cases.cc), and plan/pick
+std::vector<Case> embedding_cases();       // embedding (embedding_cases.cc)
+std::vector<Case> grouped_linear_cases();  // groupedLinear (grouped_linear_cases.cc)
 
 // One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, y of dtype `y`
 // (linear's outDtype), the plan of `tier`, y against the cpu backend's y of that dtype

@@ -1,0 +1,201 @@
+// groupedLinear on the GPU (shaders/qlinear_grouped.metal: the route pass, then the decode pass)
+// against the cpu backend's grouped_linear (native/cpu/linear.cc): every format (affine with each
+// group), float32/float16/bfloat16 x, y of each of those dtypes, group sizes with empty experts,
+// one expert holding every row (several decode batches), many experts and few rows, N not a
+// multiple of the decode rows; within linear's bound, 1e-4 (1 + |ref|) (+1 unit in the last place
+// of a 16-bit y). Sizes that are negative or do not add up to T must give the cpu backend's E_ARG
+// through the status buffer.
+#include <cmath>
+#include <cstring>
+
+#include "cases.h"
+#include "core/error.h"
+#include "core/plan/grouped_linear.h"
+#include "cpu/ops.h"
+#include "data.h"
+
+namespace mtoh_driver {
+namespace {
+
+using mto::DType;
+using mto::plan::Arg;
+
+Bytes bytes_of(const mto::Buffer& b) {
+  const auto* p = static_cast<const unsigned char*>(b.data());
+  return Bytes(p, p + b.bytes());
+}
+
+mto::Tensor dense(const std::vector<float>& v, mto::Shape shape, DType dtype) {
+  mto::Tensor t;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.buffer = mto::make_buffer(v.size() * mto::dtype_size(dtype));
+  mto::from_float32(dtype, v.data(), t.buffer->data(), v.size());
+  return t;
+}
+
+struct GroupedCase {
+  mto::Format format;
+  int block;
+  DType x, y;
+  int64_t N, K;
+  std::vector<int32_t> sizes;  // E of them
+  int64_t T;
+};
+
+Comparison mismatch(const std::string& what) {
+  Comparison c;
+  c.ok = false;
+  c.mismatches = 1;
+  c.first_mismatch = what;
+  return c;
+}
+
+CaseResult run_case(const GroupedCase& c, const std::string& name, const std::string& variant) {
+  const uint64_t seed = seed_of(name);
+  const int64_t E = int64_t(c.sizes.size());
+  const mto::Tensor x = dense(normal_data(c.T * c.K, seed), {c.T, c.K}, c.x);
+  // Experts at different magnitudes, rows and blocks too, so a wrong expert or block shows.
+  std::vector<float> wv = normal_data(E * c.N * c.K, seed + 1);
+  Rng rng(seed + 2);
+  for (int64_t b = 0; b < E * c.N * c.K / 32; ++b) {
+    const float scale = std::ldexp(1.0f, rng.range(-4, 4));
+    for (int i = 0; i < 32; ++i) wv[size_t(b * 32 + i)] *= scale;
+  }
+  const mto::Tensor wd = dense(wv, {E, c.N, c.K}, DType::Float32);
+  mto::cpu::ThreadPool pool(1);
+  mto::QTensorPtr w = mto::make_qtensor({E, c.N, c.K}, c.format, c.block);
+  mto::cpu::quantize(pool, wd, *w);
+  mto::Tensor sizes;
+  sizes.shape = {E};
+  sizes.dtype = DType::Int32;
+  sizes.buffer = mto::make_buffer(size_t(E) * 4);
+  std::memcpy(sizes.buffer->data(), c.sizes.data(), size_t(E) * 4);
+
+  const mto::Operand xo{&x, nullptr}, wo{nullptr, w.get()};
+  const mto::GroupedLinearParams p = mto::check_grouped_linear(xo, wo, sizes, c.y);
+  std::vector<float> ref(size_t(c.T * c.N));
+  std::string cpu_error;
+  try {
+    mto::cpu::grouped_linear(pool, xo, wo, sizes, p, ref.data());
+  } catch (const mto::Error& e) {
+    cpu_error = std::string(e.code()) + ": " + e.what();
+  }
+  const mto::plan::GroupedLinearPlan plan =
+      mto::plan::plan_grouped_linear(p, c.format, c.block, c.x, p.out_dtype, mto::Tier::Simdgroup);
+
+  CaseResult r;
+  r.op = "groupedLinear";
+  r.kernel = plan.passes[0].kernel + "+" + plan.passes[1].kernel;
+  r.grid = dims_json(plan.passes[1].threadgroups);
+  r.threads = dims_json(plan.passes[1].threads_per_threadgroup);
+  std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(*x.buffer)},
+                                 {Arg::WCodes, bytes_of(*w->codes)},
+                                 {Arg::WScales, bytes_of(*w->scales)}};
+  if (w->biases) inputs[Arg::WBiases] = bytes_of(*w->biases);
+  const size_t y_bytes = ref.size() * mto::dtype_size(p.out_dtype);
+  Bytes first_status, first_y;
+  for (int i = 0; i < 2; ++i) {
+    const PlanPass& pass = kPlanPasses[i];
+    mtoh::RunOptions opt;
+    opt.align_end = pass.align_end;
+    opt.reverse_order = pass.reverse;
+    opt.threadgroup_poison = pass.threadgroup_poison;
+    PlanRun route = execute_plan(plan.passes[0], variant, {{Arg::GroupSizes, bytes_of(*sizes.buffer)}},
+                                 {{Arg::GroupSlots, size_t(plan.slots_bytes)},
+                                  {Arg::Status, size_t(mto::plan::kGroupedLinearStatusBytes)}},
+                                 opt, pass.output_poison);
+    if (!route.result.ok) {
+      r.error_kind = route.result.kind;
+      r.message = route.result.message + " [route pass]" + pass.name;
+      return r;
+    }
+    std::map<Arg, Bytes> decode_in = inputs;
+    decode_in[Arg::GroupSlots] = route.outputs.at(Arg::GroupSlots);
+    PlanRun decode = execute_plan(plan.passes[1], variant, decode_in, {{Arg::Y, y_bytes}}, opt, pass.output_poison);
+    if (!decode.result.ok) {
+      r.error_kind = decode.result.kind;
+      r.message = decode.result.message + " [decode pass]" + pass.name;
+      return r;
+    }
+    int32_t status[4];
+    std::memcpy(status, route.outputs.at(Arg::Status).data(), sizeof status);
+    const mto::OpStatus s = mto::plan::grouped_linear_status(status, p);
+    const std::string gpu_error = s.ok() ? "" : std::string(s.code) + ": " + s.message;
+    r.compare = gpu_error != cpu_error ? mismatch("status: kernel '" + gpu_error + "', cpu '" + cpu_error + "'")
+                : cpu_error.empty()    ? compare_outputs(decode.outputs.at(Arg::Y), p.out_dtype, ref, 1e-4, c.N, "y")
+                                       : Comparison{};
+    if (!r.compare.ok) {
+      r.error_kind = "mismatch";
+      r.message = r.compare.first_mismatch + pass.name;
+      return r;
+    }
+    // Without a failure y is whole: the two passes must agree on every bit of it.
+    const Bytes y = cpu_error.empty() ? decode.outputs.at(Arg::Y) : Bytes{};
+    if (i == 0) {
+      first_status = route.outputs.at(Arg::Status);
+      first_y = y;
+    } else if (first_status != route.outputs.at(Arg::Status) || first_y != y) {
+      r.error_kind = "nondeterministic";
+      r.message = "the two passes produced different bits (a race, or a read of unwritten memory)";
+      return r;
+    }
+  }
+  r.ok = true;
+  return r;
+}
+
+const char* tag(DType t) { return t == DType::Float32 ? "f32" : t == DType::Float16 ? "f16" : "bf16"; }
+
+}  // namespace
+
+std::vector<Case> grouped_linear_cases() {
+  std::vector<Case> cases;
+  auto add = [&](const GroupedCase& c, const char* what) {
+    std::string name = std::string("grouped-linear/") + mto::format_info(c.format).name;
+    if (mto::format_info(c.format).affine) name += ".g" + std::to_string(c.block);
+    if (c.x != DType::Float32) name += std::string("/") + tag(c.x);
+    if (c.y != DType::Float32) name += std::string("/o") + tag(c.y);
+    name += "/T" + std::to_string(c.T) + "/E" + std::to_string(c.sizes.size()) + "/N" + std::to_string(c.N) + "/K" +
+            std::to_string(c.K) + "/" + what;
+    cases.push_back({name, [=](const std::string& v) { return run_case(c, name, v); }});
+  };
+  using mto::Format;
+  struct F {
+    Format f;
+    int block;
+    int64_t K;
+  };
+  const F formats[] = {{Format::MXFP8_E4M3, 32, 96}, {Format::MXFP8_E5M2, 32, 96}, {Format::MXFP6_E3M2, 32, 96},
+                       {Format::MXFP6_E2M3, 32, 96}, {Format::MXFP4, 32, 96},      {Format::MXINT8, 32, 96},
+                       {Format::MXINT4, 32, 96},     {Format::MXINT2, 32, 96},     {Format::AFFINE4, 32, 96},
+                       {Format::AFFINE4, 64, 192},   {Format::AFFINE4, 128, 384},  {Format::AFFINE8, 32, 160},
+                       {Format::AFFINE8, 64, 192},   {Format::AFFINE8, 128, 384}};
+  const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
+  for (const F& f : formats) {
+    // A decode step: 4 tokens' rows over 8 experts, most empty.
+    add({f.f, f.block, f32, f32, 37, f.K, {0, 1, 0, 2, 0, 0, 1, 0}, 4}, "decode");
+    // One expert with every row: several batches of 8 through the same weights.
+    add({f.f, f.block, f16, f16, 37, f.K, {0, 19, 0}, 19}, "one_expert");
+    add({f.f, f.block, bf16, f32, 37, f.K, {3, 5, 1, 0, 2}, 11}, "spread");
+  }
+  // Every x and y dtype pair on an FP, an INT and an affine format.
+  for (const F& f : {formats[4], formats[5], formats[9]}) {
+    for (DType xt : {f32, f16, bf16})
+      for (DType yt : {f32, f16, bf16}) add({f.f, f.block, xt, yt, 64, 576, {2, 0, 3}, 5}, "dtypes");
+  }
+  // Many experts, few rows: slots = min(E, T); the full T bound; an expert of 64 rows.
+  std::vector<int32_t> many(128, 0);
+  many[3] = 2, many[77] = 1, many[127] = 3;
+  add({Format::MXFP4, 32, f32, f32, 37, 96, many, 6}, "many_experts");
+  add({Format::MXFP4, 32, f16, bf16, 40, 128, {20, 0, 44}, 64}, "max_rows");
+  add({Format::AFFINE4, 64, f32, f32, 37, 128, {0, 0, 64, 0}, 64}, "max_rows");
+  // Sizes the op must refuse: the first negative one, or a sum other than T (also one past 2^32).
+  add({Format::MXFP4, 32, f32, f32, 37, 96, {2, -1, 3, -4}, 4}, "negative");
+  add({Format::MXFP4, 32, f32, f32, 37, 96, {1, 2}, 4}, "short_sum");
+  add({Format::MXINT8, 32, f32, f32, 37, 96, {3, 2, 0}, 4}, "long_sum");
+  add({Format::AFFINE8, 32, f32, f32, 37, 96, {2147483647, 2147483647, 2}, 4}, "huge_sum");
+  return cases;
+}
+
+}  // namespace mtoh_driver

@@ -1,0 +1,421 @@
+// argmax, topK and sample on the GPU (shaders/pick.metal) against the cpu backend's kernels
+// (native/cpu/pick.cc), exactly: the same ids, the same values bit for bit (NaN for NaN), the
+// same sampled ids for the same seed, and for a row without a distribution the same E_ARG
+// message. Rows at odd widths on both sides of the threads' kept ranks (a row the candidates
+// hold whole, a row much wider), every float dtype, ties, signed zeros, NaN, +-inf, rows built to
+// send topK down its exact path (and its bisection), and a [1, 128256] vocabulary row.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "../../../shaders/pick_params.h"
+#include "cases.h"
+#include "core/error.h"
+#include "core/plan/pick.h"
+#include "cpu/ops.h"
+#include "data.h"
+
+namespace mtoh_driver {
+namespace {
+
+using mto::DType;
+using mto::plan::Arg;
+
+const char* tag(DType t) { return t == DType::Float32 ? "f32" : t == DType::Float16 ? "f16" : "bf16"; }
+
+mto::Tensor dense(const std::vector<float>& v, mto::Shape shape, DType dtype) {
+  mto::Tensor t;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.buffer = mto::make_buffer(v.size() * mto::dtype_size(dtype));
+  mto::from_float32(dtype, v.data(), t.buffer->data(), v.size());
+  return t;
+}
+
+mto::Tensor empty(mto::Shape shape, DType dtype) {
+  mto::Tensor t;
+  t.shape = std::move(shape);
+  t.dtype = dtype;
+  t.buffer = mto::make_buffer(t.bytes());
+  return t;
+}
+
+Bytes bytes_of(const mto::Tensor& t) {
+  const auto* p = static_cast<const unsigned char*>(t.buffer->data());
+  return Bytes(p, p + t.bytes());
+}
+
+// The rows of a case. Each pattern plants what a rule of core/ops.h decides.
+enum class Pattern {
+  Normal,      // N(0, 1)
+  Special,     // row 0 a tie, row 1 NaN, row 2 all -inf, row 3 -0 before +0 (max 0), row 4 +inf
+  Constant,    // every element 1: ties everywhere, the lower index first
+  Ascending,   // x[i] = i: the best at the end of the row
+  Stride,      // every 512th element (one thread's share) the largest: topK's exact path
+  Bisect,      // 63 threads' shares above a 64th's: topK's exact path must raise tau first
+  Temperature, // N(0, 4): sampling weights that underflow at low temperature
+  PosInf,      // row 1 holds +inf (and row 2 NaN): sample's first failing row is +inf's
+  NegInf,      // row 2 all -inf, the rest normal: sample has no distribution there
+};
+const char* pattern_name(Pattern p) {
+  switch (p) {
+    case Pattern::Normal: return "";
+    case Pattern::Special: return "/special";
+    case Pattern::Constant: return "/constant";
+    case Pattern::Ascending: return "/ascending";
+    case Pattern::Stride: return "/stride";
+    case Pattern::Bisect: return "/bisect";
+    case Pattern::Temperature: return "/wide";
+    case Pattern::PosInf: return "/posinf";
+    case Pattern::NegInf: return "/neginf";
+  }
+  return "";
+}
+
+std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t seed) {
+  std::vector<float> x = normal_data(rows * cols, seed, pat == Pattern::Temperature ? 4.0f : 1.0f);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t r = 0; r < rows; ++r) {
+    float* v = x.data() + r * cols;
+    switch (pat) {
+      case Pattern::Special:
+        if (r == 0 && cols > 2) v[cols - 1] = v[cols / 2] = 50.0f;  // a tie: the lower index first
+        if (r == 1) v[cols / 3] = nan, v[cols - 1] = nan;
+        if (r == 2) for (int64_t c = 0; c < cols; ++c) v[c] = -inf;
+        if (r == 3) {
+          for (int64_t c = 0; c < cols; ++c) v[c] = -std::fabs(v[c]) - 1.0f;
+          v[cols - 1] = 0.0f;
+          v[cols / 2] = -0.0f;  // equal to +0: the lower index wins
+        }
+        if (r == 4) v[cols / 4] = inf;
+        break;
+      case Pattern::Constant:
+        for (int64_t c = 0; c < cols; ++c) v[c] = 1.0f;
+        break;
+      case Pattern::Ascending:
+        for (int64_t c = 0; c < cols; ++c) v[c] = float(c % 2048) + float(c / 2048) * 2048.0f;
+        break;
+      case Pattern::Stride:
+        for (int64_t c = 0; c < cols; c += 512) v[c] = 100.0f + float(c % 97);
+        break;
+      case Pattern::Bisect:
+        // Threads 0..62 (of 512): all elements at 150, the first four at 200; thread 63 at 100.
+        for (int64_t c = 0; c < cols; ++c) {
+          const int64_t t = c % 512, j = c / 512;
+          if (t < 63) v[c] = j < 4 ? 200.0f : 150.0f;
+          else if (t == 63) v[c] = 100.0f;
+        }
+        break;
+      case Pattern::PosInf:
+        if (r == 1) v[cols / 4] = inf;
+        if (r == 2) v[0] = nan;
+        break;
+      case Pattern::NegInf:
+        if (r == 2) for (int64_t c = 0; c < cols; ++c) v[c] = -inf;
+        break;
+      default:
+        break;
+    }
+  }
+  return x;
+}
+
+// Exact comparison of int32 ids.
+Comparison compare_ids(const Bytes& got, const std::vector<int32_t>& want, int64_t width) {
+  Comparison c;
+  if (got.size() != want.size() * 4) {
+    c.ok = false;
+    c.first_mismatch = "ids: " + std::to_string(got.size()) + " bytes for " + std::to_string(want.size()) + " ids";
+    return c;
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    int32_t g;
+    std::memcpy(&g, got.data() + 4 * i, 4);
+    if (g == want[i]) continue;
+    if (c.mismatches++ == 0) {
+      c.first_mismatch = "ids[" + std::to_string(int64_t(i) / width) + ", " + std::to_string(int64_t(i) % width) +
+                         "]: kernel " + std::to_string(g) + ", cpu " + std::to_string(want[i]);
+    }
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+// Exact comparison of values stored in `dtype` (NaN equals NaN).
+Comparison compare_values(const Bytes& got, const Bytes& want, DType dtype, int64_t width) {
+  Comparison c;
+  const size_t n = want.size() / mto::dtype_size(dtype);
+  if (got.size() != want.size()) {
+    c.ok = false;
+    c.first_mismatch = "values: wrong size";
+    return c;
+  }
+  std::vector<float> g(n), w(n);
+  mto::to_float32(dtype, got.data(), g.data(), n);
+  mto::to_float32(dtype, want.data(), w.data(), n);
+  for (size_t i = 0; i < n; ++i) {
+    if ((std::isnan(g[i]) && std::isnan(w[i])) || (g[i] == w[i] && std::signbit(g[i]) == std::signbit(w[i]))) continue;
+    if (c.mismatches++ == 0) {
+      char buf[128];
+      std::snprintf(buf, sizeof buf, "values[%lld, %lld]: kernel %.9g, cpu %.9g", (long long)(int64_t(i) / width),
+                    (long long)(int64_t(i) % width), g[i], w[i]);
+      c.first_mismatch = buf;
+    }
+  }
+  c.ok = c.mismatches == 0;
+  return c;
+}
+
+std::vector<int32_t> ints(const mto::Tensor& t) {
+  std::vector<int32_t> v(size_t(t.numel()));
+  std::memcpy(v.data(), t.buffer->data(), v.size() * 4);
+  return v;
+}
+
+CaseResult run_argmax(DType dt, int64_t rows, int64_t cols, Pattern pat, const std::string& name,
+                      const std::string& variant) {
+  const mto::Tensor x = dense(make_rows(pat, rows, cols, seed_of(name)), {rows, cols}, dt);
+  const mto::PickParams p = mto::check_pick("argmax", x, 0);
+  mto::cpu::ThreadPool pool(1);
+  mto::Tensor ids = empty(p.out_shape, DType::Int32);
+  mto::cpu::argmax(pool, x, p, ids);
+  const std::vector<int32_t> want = ints(ids);
+  const mto::plan::Dispatch plan = mto::plan::plan_argmax(dt, p, mto::Tier::Simdgroup);
+  return run_plan_case("argmax", plan, variant, {{Arg::X, bytes_of(x)}}, {{Arg::Ids, want.size() * 4}},
+                       [&](const std::map<Arg, Bytes>& out) { return compare_ids(out.at(Arg::Ids), want, 1); });
+}
+
+CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pat, const std::string& name,
+                     const std::string& variant) {
+  const mto::Tensor x = dense(make_rows(pat, rows, cols, seed_of(name)), {rows, cols}, dt);
+  const mto::PickParams p = mto::check_pick("topK", x, k);
+  mto::cpu::ThreadPool pool(1);
+  mto::Tensor ids = empty(p.out_shape, DType::Int32), values = empty(p.out_shape, dt);
+  mto::cpu::top_k(pool, x, p, values, ids);
+  const std::vector<int32_t> want = ints(ids);
+  const Bytes want_values = bytes_of(values);
+  const mto::plan::Dispatch plan = mto::plan::plan_top_k(dt, p, mto::Tier::Simdgroup);
+  return run_plan_case("topK", plan, variant, {{Arg::X, bytes_of(x)}},
+                       {{Arg::Ids, want.size() * 4}, {Arg::Y, want_values.size()}},
+                       [&](const std::map<Arg, Bytes>& out) {
+                         Comparison c = compare_ids(out.at(Arg::Ids), want, k);
+                         return c.ok ? compare_values(out.at(Arg::Y), want_values, dt, k) : c;
+                       });
+}
+
+struct SampleOptions {
+  double temperature = 1.0;
+  int64_t top_k = 0;
+  double top_p = 1.0;
+  uint64_t seed = 0;
+};
+
+// Without a failing row: the ids equal and the status says OK. With one: the status, read by the
+// host's reader, gives the cpu backend's error.
+CaseResult run_sample(DType dt, int64_t rows, int64_t cols, Pattern pat, SampleOptions o, const std::string& name,
+                      const std::string& variant) {
+  const mto::Tensor x = dense(make_rows(pat, rows, cols, seed_of(name)), {rows, cols}, dt);
+  mto::PickParams p = mto::check_pick("sample", x, 0);
+  p.temperature = o.temperature;
+  p.top_k = o.top_k;
+  p.top_p = o.top_p;
+  p.seed = o.seed;
+  mto::cpu::ThreadPool pool(1);
+  mto::Tensor ids = empty(p.out_shape, DType::Int32);
+  std::string cpu_error;
+  try {
+    mto::cpu::sample(pool, x, p, ids);
+  } catch (const mto::Error& e) {
+    cpu_error = std::string(e.code()) + ": " + e.what();
+  }
+  const std::vector<int32_t> want = ints(ids);
+  const mto::plan::Dispatch plan = mto::plan::plan_sample(dt, p, mto::Tier::Simdgroup);
+  return run_plan_case(
+      "sample", plan, variant, {{Arg::X, bytes_of(x)}},
+      {{Arg::Ids, want.size() * 4}, {Arg::Status, size_t(mto::plan::sample_status_bytes(p))}},
+      [&](const std::map<Arg, Bytes>& out) {
+        const Bytes& st = out.at(Arg::Status);
+        std::vector<int32_t> status(st.size() / 4);
+        std::memcpy(status.data(), st.data(), st.size());
+        const mto::OpStatus s = mto::plan::sample_status(status.data(), p);
+        const std::string gpu_error = s.ok() ? "" : std::string(s.code) + ": " + s.message;
+        if (gpu_error != cpu_error) {
+          Comparison c;
+          c.ok = false;
+          c.mismatches = 1;
+          c.first_mismatch = "status: kernel '" + gpu_error + "', cpu '" + cpu_error + "'";
+          return c;
+        }
+        return cpu_error.empty() ? compare_ids(out.at(Arg::Ids), want, 1) : Comparison{};
+      });
+}
+
+// What plan_sample / plan_top_k leave to the cpu backend, and the modes they pick.
+CaseResult plan_rules() {
+  CaseResult r;
+  r.op = "plan";
+  auto fail = [&](const std::string& m) {
+    r.error_kind = "mismatch";
+    r.message = m;
+    return r;
+  };
+  auto params = [](int64_t rows, int64_t cols) {
+    mto::PickParams p;
+    p.rows = rows;
+    p.cols = cols;
+    return p;
+  };
+  auto code_of = [](auto&& f) -> std::string {
+    try {
+      f();
+    } catch (const mto::Error& e) {
+      return e.code();
+    }
+    return "";
+  };
+  mto::PickParams p = params(2, 1000);
+  p.k = 257;
+  if (code_of([&] { mto::plan::plan_top_k(DType::Float32, p, mto::Tier::Simdgroup); }) != "E_ARG")
+    return fail("topK with k = 257 should be left to the cpu (E_ARG)");
+  p.k = 256;
+  if (!code_of([&] { mto::plan::plan_top_k(DType::Float32, p, mto::Tier::TensorOps); }).empty())
+    return fail("topK with k = 256 should run on the GPU on every metal tier");
+  if (code_of([&] { mto::plan::plan_argmax(DType::Int32, p, mto::Tier::Simdgroup); }) != "E_DTYPE")
+    return fail("argmax of int32 x should be refused with E_DTYPE");
+  if (code_of([&] { mto::plan::plan_argmax(DType::Float32, p, mto::Tier::Cpu); }) != "E_BACKEND")
+    return fail("the cpu tier has no kernels (E_BACKEND)");
+  mto::PickParams s = params(2, 1000);
+  s.top_p = 0.9;  // topP alone on a row wider than PICK_MAX_K: the cpu sorts the row
+  if (code_of([&] { mto::plan::plan_sample(DType::Float32, s, mto::Tier::Simdgroup); }) != "E_ARG")
+    return fail("sample with topP alone on 1000 columns should be left to the cpu");
+  s.top_k = 300;
+  if (code_of([&] { mto::plan::plan_sample(DType::Float32, s, mto::Tier::Simdgroup); }) != "E_ARG")
+    return fail("sample with topK = 300 should be left to the cpu");
+  auto mode = [&](const mto::PickParams& q) {
+    PickKernelParams kp;
+    const mto::plan::Dispatch d = mto::plan::plan_sample(DType::Float16, q, mto::Tier::Simdgroup);
+    std::memcpy(&kp, d.params.data(), sizeof kp);
+    return kp.mode;
+  };
+  s.top_k = 0;
+  s.top_p = 1;
+  if (mode(s) != PICK_SAMPLE_INDEX) return fail("sample without topK/topP should walk the row in index order");
+  s.top_k = 40;
+  if (mode(s) != PICK_SAMPLE_RANKED) return fail("sample with topK = 40 should rank 40 candidates");
+  mto::PickParams narrow = params(1, 200);
+  narrow.top_p = 0.5;
+  if (mode(narrow) != PICK_SAMPLE_RANKED) return fail("topP alone on 200 columns should rank the whole row");
+  narrow.temperature = 0;
+  if (mode(narrow) != PICK_SAMPLE_ARGMAX) return fail("temperature 0 should be argmax");
+  const mto::plan::Dispatch wide = mto::plan::plan_argmax(DType::Float32, params(1, 128256), mto::Tier::Simdgroup);
+  if (wide.threads_per_threadgroup[0] != PICK_MAX_THREADS || wide.kernel != "pick_argmax_f32")
+    return fail("a vocabulary row should take " + std::to_string(PICK_MAX_THREADS) + " threads");
+  if (mto::plan::plan_argmax(DType::BFloat16, params(3, 50), mto::Tier::Simdgroup).threads_per_threadgroup[0] != 32)
+    return fail("a 50-wide row should take 32 threads");
+  r.ok = true;
+  return r;
+}
+
+}  // namespace
+
+std::vector<Case> pick_cases() {
+  std::vector<Case> cases;
+  const DType dtypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+  auto shape = [](int64_t rows, int64_t cols) { return "/" + std::to_string(rows) + "x" + std::to_string(cols); };
+
+  // argmax: widths that one thread, a few or many loads per thread cover.
+  for (DType dt : dtypes) {
+    for (int64_t cols : {1, 5, 50, 1001, 5003}) {
+      for (Pattern pat : {Pattern::Normal, Pattern::Special, Pattern::Constant}) {
+        const int64_t rows = pat == Pattern::Special ? 5 : 3;
+        if (pat == Pattern::Special && cols < 5) continue;
+        const std::string name = std::string("pick/argmax/") + tag(dt) + shape(rows, cols) + pattern_name(pat);
+        cases.push_back({name, [=](const std::string& v) { return run_argmax(dt, rows, cols, pat, name, v); }});
+      }
+    }
+  }
+  {
+    const std::string name = "pick/argmax/f32/1x128256";
+    cases.push_back({name, [=](const std::string& v) { return run_argmax(DType::Float32, 1, 128256, Pattern::Normal, name, v); }});
+    const std::string asc = "pick/argmax/bf16/2x128256/ascending";
+    cases.push_back({asc, [=](const std::string& v) { return run_argmax(DType::BFloat16, 2, 128256, Pattern::Ascending, asc, v); }});
+  }
+
+  // topK.
+  struct TopK {
+    int64_t rows, cols, k;
+    Pattern pat;
+  };
+  const TopK topks[] = {
+      {3, 1, 1, Pattern::Normal},       {3, 7, 7, Pattern::Normal},         {4, 50, 5, Pattern::Normal},
+      {5, 50, 50, Pattern::Special},    {2, 300, 64, Pattern::Normal},      {2, 1001, 256, Pattern::Normal},
+      {5, 1001, 8, Pattern::Special},   {2, 5003, 1, Pattern::Normal},      {2, 5003, 64, Pattern::Constant},
+      {2, 5003, 40, Pattern::Ascending}, {2, 3000, 8, Pattern::Stride},     {1, 20480, 256, Pattern::Bisect},
+  };
+  for (DType dt : dtypes) {
+    for (const TopK& t : topks) {
+      if (dt != DType::Float32 && t.pat == Pattern::Bisect) continue;
+      const std::string name = std::string("pick/topk/") + tag(dt) + shape(t.rows, t.cols) + "/k" +
+                               std::to_string(t.k) + pattern_name(t.pat);
+      cases.push_back({name, [=](const std::string& v) { return run_top_k(dt, t.rows, t.cols, t.k, t.pat, name, v); }});
+    }
+  }
+  {
+    const std::string name = "pick/topk/f32/1x128256/k50";
+    cases.push_back({name, [=](const std::string& v) { return run_top_k(DType::Float32, 1, 128256, 50, Pattern::Normal, name, v); }});
+  }
+
+  // sample: every mode, draws compared id for id over many rows (each its own uniform number).
+  struct Sample {
+    int64_t rows, cols;
+    Pattern pat;
+    SampleOptions o;
+    const char* what;
+  };
+  const Sample samples[] = {
+      {9, 50, Pattern::Normal, {1.0, 0, 1.0, 7}, "t1"},
+      {9, 1001, Pattern::Normal, {0.7, 0, 1.0, 8}, "t0.7"},
+      {7, 5003, Pattern::Temperature, {0.05, 0, 1.0, 9}, "t0.05"},
+      {5, 3000, Pattern::Normal, {2.5, 0, 1.0, 1}, "t2.5"},
+      {9, 1001, Pattern::Normal, {1.0, 20, 1.0, 12345}, "k20"},
+      {9, 1001, Pattern::Normal, {0.8, 40, 0.8, 3}, "k40.p0.8"},
+      {9, 200, Pattern::Normal, {1.0, 0, 0.9, 4}, "p0.9"},
+      {6, 5003, Pattern::Normal, {1.3, 256, 0.95, 5}, "k256.p0.95"},
+      {4, 3000, Pattern::Stride, {1.0, 8, 1.0, 6}, "k8"},
+      {3, 3000, Pattern::Constant, {1.0, 1, 1.0, 2}, "k1"},
+      {3, 1001, Pattern::Normal, {0.0, 0, 1.0, 2}, "t0"},
+      {2, 1, Pattern::Normal, {1.0, 0, 1.0, 2}, "t1"},
+      {5, 50, Pattern::Special, {1.0, 0, 1.0, 2}, "t1"},      // row 1 holds NaN: E_ARG
+      {5, 50, Pattern::Special, {0.0, 5, 1.0, 2}, "t0.k5"},   // NaN fails temperature 0 too
+  };
+  for (DType dt : dtypes) {
+    for (const Sample& s : samples) {
+      const std::string name = std::string("pick/sample/") + tag(dt) + shape(s.rows, s.cols) + "/" + s.what +
+                               pattern_name(s.pat);
+      cases.push_back({name, [=](const std::string& v) { return run_sample(dt, s.rows, s.cols, s.pat, s.o, name, v); }});
+    }
+  }
+  // Rows without a distribution: +inf first, all -inf (ranked and index order).
+  {
+    for (Pattern pat : {Pattern::PosInf, Pattern::NegInf}) {
+      for (int64_t top_k : {0, 3}) {
+        const std::string name = std::string("pick/sample/f32/4x50/") + (top_k ? "k3" : "t1") + pattern_name(pat);
+        cases.push_back({name, [=](const std::string& v) {
+                           return run_sample(DType::Float32, 4, 50, pat, {1.0, top_k, 1.0, 4}, name, v);
+                         }});
+      }
+    }
+    const std::string vocab = "pick/sample/f32/1x128256/t1";
+    cases.push_back({vocab, [=](const std::string& v) {
+                       return run_sample(DType::Float32, 1, 128256, Pattern::Normal, {1.0, 0, 1.0, 99}, vocab, v);
+                     }});
+    const std::string vocab_k = "pick/sample/f16/2x128256/k50.p0.9";
+    cases.push_back({vocab_k, [=](const std::string& v) {
+                       return run_sample(DType::Float16, 2, 128256, Pattern::Normal, {0.9, 50, 0.9, 98}, vocab_k, v);
+                     }});
+  }
+  cases.push_back({"plan/pick", [](const std::string&) { return plan_rules(); }});
+  return cases;
+}
+
+}  // namespace mtoh_driver
