@@ -52,15 +52,19 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor* positions, const Tens
     inv[size_t(i)] = freqs ? double(freqs->data<float>()[i])
                            : std::pow(p.base, -2.0 * double(i) / double(p.dims));
   }
+  // The table costs L * dims / 2 double sines and cosines (~5 ms for 2048 x 64 on one core, as
+  // much as rotating 64 MiB): it is made on every thread of the pool.
   std::vector<float> cs(size_t(p.L * half)), sn(size_t(p.L * half));
-  for (int64_t l = 0; l < p.L; ++l) {
-    const double pos = positions ? double(positions->data<int32_t>()[l]) : double(p.offset + l);
-    for (int64_t i = 0; i < half; ++i) {
-      const double a = pos * inv[size_t(i)];
-      cs[size_t(l * half + i)] = float(std::cos(a));
-      sn[size_t(l * half + i)] = float(std::sin(a));
+  pool.parallel_for(p.L, std::max<int64_t>(1, 256 / half), [&](int64_t l0, int64_t l1) {
+    for (int64_t l = l0; l < l1; ++l) {
+      const double pos = positions ? double(positions->data<int32_t>()[l]) : double(p.offset + l);
+      for (int64_t i = 0; i < half; ++i) {
+        const double a = pos * inv[size_t(i)];
+        cs[size_t(l * half + i)] = float(std::cos(a));
+        sn[size_t(l * half + i)] = float(std::sin(a));
+      }
     }
-  }
+  });
   const int64_t rows = p.B * p.H * p.L, D = p.D;
   void (*row_fn)(float*, const float*, const float*, int64_t, bool) = row_base;
 #if MTO_X86_DISPATCH
