@@ -8,16 +8,15 @@
 #include "error.h"
 
 namespace mto {
+void require_float(const std::string& arg, DType t) {
+  if (!is_float(t)) {
+    throw Error(code::DType, arg + " has dtype '" + dtype_name(t) + "'; accepted: 'float32', 'float16', 'bfloat16'");
+  }
+}
+
 namespace {
 
 std::string dims(const Shape& s) { return shape_string(s); }
-
-void require_float(const char* arg, DType t) {
-  if (!is_float(t)) {
-    throw Error(code::DType, std::string(arg) + " has dtype '" + dtype_name(t) +
-                                 "'; accepted: 'float32', 'float16', 'bfloat16'");
-  }
-}
 
 void require_dense_float(const char* arg, const Operand& o) {
   if (o.dense) require_float(arg, o.dense->dtype);

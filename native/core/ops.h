@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "tensor.h"
@@ -62,6 +63,10 @@ AttentionParams check_attention(const Operand& q, const Operand& k, const Operan
 // Validates a quantization request for a dense tensor of `shape`.
 void check_quantize(const Shape& shape, Format f, int block);
 
+
+// Throws Error(E_DTYPE) unless t is float32, float16 or bfloat16; `arg` names the argument in the
+// message ("x", or "rmsNorm: x").
+void require_float(const std::string& arg, DType t);
 
 // ---- The op set a model needs (docs/design/API.md, 0.2). Float inputs of any float dtype are
 // read as float32, computed in float32 and written in the output dtype (round to nearest-even).

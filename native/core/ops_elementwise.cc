@@ -7,17 +7,6 @@
 #include "ops.h"
 
 namespace mto {
-namespace {
-
-void require_float(const char* op, const char* arg, DType t) {
-  if (!is_float(t)) {
-    throw Error(code::DType, std::string(op) + ": " + arg + " has dtype '" + dtype_name(t) +
-                                 "'; accepted: 'float32', 'float16', 'bfloat16'");
-  }
-}
-
-}  // namespace
-
 Broadcast broadcast_shapes(const char* a_name, const Shape& a, const char* b_name, const Shape& b) {
   const size_t rank = std::max(a.size(), b.size());
   Broadcast bc;
@@ -79,7 +68,7 @@ Broadcast broadcast_shapes(const char* a_name, const Shape& a, const char* b_nam
 }
 
 ElementwiseParams check_unary(const char* op, const Tensor& x) {
-  require_float(op, "x", x.dtype);
+  require_float(std::string(op) + ": x", x.dtype);
   ElementwiseParams p;
   p.bc = broadcast_shapes("x", x.shape, "x", x.shape);
   p.out_dtype = x.dtype;
@@ -90,8 +79,8 @@ ElementwiseParams check_binary(const char* op, const Tensor& a, const Tensor& b)
   const bool swiglu = std::string(op) == "swiglu";
   const char* an = swiglu ? "gate" : "a";
   const char* bn = swiglu ? "up" : "b";
-  require_float(op, an, a.dtype);
-  require_float(op, bn, b.dtype);
+  require_float(std::string(op) + ": " + an, a.dtype);
+  require_float(std::string(op) + ": " + bn, b.dtype);
   ElementwiseParams p;
   p.bc = broadcast_shapes(an, a.shape, bn, b.shape);
   p.out_dtype = a.dtype == b.dtype ? a.dtype : DType::Float32;

@@ -19,10 +19,7 @@ void require_int32(const char* op, const char* arg, DType t) {
 }  // namespace
 
 PickParams check_pick(const char* op, const Tensor& x, int64_t k) {
-  if (!is_float(x.dtype)) {
-    throw Error(code::DType, std::string(op) + ": x has dtype '" + dtype_name(x.dtype) +
-                                 "'; accepted: 'float32', 'float16', 'bfloat16'");
-  }
+  require_float(std::string(op) + ": x", x.dtype);
   PickParams p;
   p.cols = x.shape.back();
   p.rows = x.numel() / p.cols;

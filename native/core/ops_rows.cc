@@ -9,13 +9,6 @@
 namespace mto {
 namespace {
 
-void require_float(const char* op, const char* arg, DType t) {
-  if (!is_float(t)) {
-    throw Error(code::DType, std::string(op) + ": " + arg + " has dtype '" + dtype_name(t) +
-                                 "'; accepted: 'float32', 'float16', 'bfloat16'");
-  }
-}
-
 void require_vector(const char* op, const char* arg, const Tensor& t, int64_t n, const char* what) {
   if (t.shape.size() != 1 || t.shape[0] != n) {
     throw Error(code::Shape, std::string(op) + ": " + arg + " must have shape [" + std::to_string(n) +
@@ -27,17 +20,17 @@ void require_vector(const char* op, const char* arg, const Tensor& t, int64_t n,
 
 NormParams check_norm(bool layer, const Tensor& x, const Tensor* weight, const Tensor* bias, double eps) {
   const char* op = layer ? "layerNorm" : "rmsNorm";
-  require_float(op, "x", x.dtype);
+  require_float(std::string(op) + ": x", x.dtype);
   NormParams p;
   p.layer = layer;
   p.cols = x.shape.back();
   p.rows = x.numel() / p.cols;
   if (weight) {
-    require_float(op, "weight", weight->dtype);
+    require_float(std::string(op) + ": weight", weight->dtype);
     require_vector(op, "weight", *weight, p.cols, "x's last dimension");
   }
   if (bias) {
-    require_float(op, "bias", bias->dtype);
+    require_float(std::string(op) + ": bias", bias->dtype);
     require_vector(op, "bias", *bias, p.cols, "x's last dimension");
   }
   if (!(eps >= 0) || !std::isfinite(eps)) {
@@ -50,7 +43,7 @@ NormParams check_norm(bool layer, const Tensor& x, const Tensor* weight, const T
 
 RopeParams check_rope(const Tensor& x, const Tensor* positions, const Tensor* freqs, bool blhd,
                       bool neox, double base, int64_t offset, std::optional<int64_t> dims) {
-  require_float("rope", "x", x.dtype);
+  require_float("rope: x", x.dtype);
   if (x.shape.size() != 4) {
     throw Error(code::Shape, std::string("rope: x must have rank 4 ") + (blhd ? "[B, L, H, D]" : "[B, H, L, D]") +
                                  "; got " + shape_string(x.shape));
@@ -92,7 +85,7 @@ RopeParams check_rope(const Tensor& x, const Tensor* positions, const Tensor* fr
 }
 
 RowsParams check_softmax(const Tensor& x) {
-  require_float("softmax", "x", x.dtype);
+  require_float("softmax: x", x.dtype);
   RowsParams p;
   p.cols = x.shape.back();
   p.rows = x.numel() / p.cols;
