@@ -1,0 +1,85 @@
+// One forward pass of the llama family (llama, mistral, qwen2 with qkv biases, qwen3 with q/k
+// norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
+// read back except the router's choices of a mixture-of-experts layer.
+import type { Device } from '../../device';
+import type { Tensor } from '../../tensor';
+import type { ModelConfig } from '../config';
+import type { KVCache } from '../kv-cache';
+import type { LayerWeights, ModelWeights } from '../weights';
+import { expertsForward } from './experts';
+
+/** Intermediate tensors of one forward pass, disposed once their consumers are queued. */
+export class Scratch {
+  readonly #all: Tensor[] = [];
+  keep<T extends Tensor>(t: T): T { this.#all.push(t); return t; }
+  dispose(): void {
+    for (const t of this.#all) if (!t.disposed) t.dispose();
+    this.#all.length = 0;
+  }
+}
+
+export interface ForwardContext {
+  dev: Device;
+  config: ModelConfig;
+  weights: ModelWeights;
+  /** float32 [rope.dims / 2] inverse frequencies when the model scales RoPE; else base is used. */
+  ropeFreqs?: Tensor;
+}
+
+function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tensor, cache: KVCache, layer: number, at: number): Tensor {
+  const { dev, config } = c;
+  const L = h.shape[0];
+  const { heads, kvHeads, headDim, eps } = config;
+  const project = (wt: LayerWeights['q'], bias: Tensor | undefined, H: number, norm: Tensor | undefined) => {
+    let t = s.keep(dev.linear(h, wt, bias ? { bias } : undefined)).reshape([1, L, H, headDim]);
+    if (norm) t = s.keep(dev.rmsNorm(t, norm, { eps }));
+    return t;
+  };
+  const rope = (t: Tensor) => s.keep(dev.rope(t, {
+    offset: at, layout: 'blhd', dims: config.rope.dims, style: config.rope.style,
+    ...(c.ropeFreqs ? { freqs: c.ropeFreqs } : { base: config.rope.base }),
+  }));
+  const q = rope(project(w.q, w.qBias, heads, w.qNorm));
+  const k = rope(project(w.k, w.kBias, kvHeads, w.kNorm));
+  const v = project(w.v, w.vBias, kvHeads, undefined);
+  const { keys, values } = cache.append(layer, k, v, at);
+  const qh = L === 1 ? q.reshape([1, heads, 1, headDim]) : s.keep(dev.transpose(q, [0, 2, 1, 3]));
+  const o = s.keep(dev.attention(qh, keys, values, { causal: true }));
+  if (keys !== values) { s.keep(keys); s.keep(values); }
+  const merged = L === 1 ? o.reshape([1, heads * headDim]) : s.keep(dev.transpose(o, [0, 2, 1, 3])).reshape([L, heads * headDim]);
+  return s.keep(dev.linear(merged, w.o));
+}
+
+function mlp(c: ForwardContext, s: Scratch, w: LayerWeights, m: Tensor): Tensor {
+  const { dev } = c;
+  const gated = s.keep(dev.swiglu(s.keep(dev.linear(m, w.gate!)), s.keep(dev.linear(m, w.up!))));
+  return s.keep(dev.linear(gated, w.down!));
+}
+
+/**
+ * Runs `ids` (int32 [L]) at the cache's next positions and returns float32 logits: [1, vocab]
+ * for the last position, or [L, vocab] for every position when `all` is set.
+ */
+export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, all: boolean): Promise<Tensor> {
+  const { dev, config, weights } = c;
+  const L = ids.shape[0];
+  const at = cache.reserve(L);
+  const s = new Scratch();
+  try {
+    let x = s.keep(dev.embedding(weights.embedding, ids));
+    if (x.dtype !== 'float32') x = s.keep(dev.cast(x, 'float32'));
+    for (let l = 0; l < config.layers; l++) {
+      const w = weights.layers[l];
+      const h = s.keep(dev.rmsNorm(x, w.attnNorm, { eps: config.eps }));
+      x = s.keep(dev.add(x, attentionBlock(c, s, w, h, cache, l, at)));
+      const m = s.keep(dev.rmsNorm(x, w.ffnNorm, { eps: config.eps }));
+      const f = w.router ? await expertsForward(c, s, w, m) : mlp(c, s, w, m);
+      x = s.keep(dev.add(x, f));
+    }
+    cache.advance(L);
+    const last = all || L === 1 ? x : s.keep(dev.slice(x, { axis: 0, start: L - 1, end: L }));
+    return dev.linear(s.keep(dev.rmsNorm(last, weights.outputNorm, { eps: config.eps })), weights.output, { outDtype: 'float32' });
+  } finally {
+    s.dispose();
+  }
+}

@@ -1,0 +1,157 @@
+// Random-weight model files with published models' shapes: what the tests and the bench load
+// (no weights can be downloaded where they run). The weights are scaled like a trained model's
+// (rows of norm ~1 after each projection) so activations and logits stay in a realistic range,
+// and the vocabulary is a SentencePiece ('llama') one llama.cpp loads.
+import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../loaders/gguf/write';
+import type { GgmlTypeName } from '../loaders/gguf/types';
+
+export interface SyntheticModelSpec {
+  arch: 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe';
+  vocab: number;
+  width: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  /** Default width / heads. */
+  headDim?: number;
+  /** MLP width (qwen3moe: each expert's). */
+  ff: number;
+  experts?: number;
+  expertsUsed?: number;
+  context?: number;
+  ropeBase?: number;
+  eps?: number;
+  /** No output.weight: the logits use token_embd (default false). */
+  tiedEmbeddings?: boolean;
+  /** The type of the 2-D weights (norms and biases stay F32, as llama.cpp's quantizer keeps them). */
+  type: GgmlTypeName;
+  seed?: number;
+}
+
+// TODO(merge): the ggml block encoders of lib/loaders/gguf/blocks.ts.
+function encodeGgml(type: GgmlTypeName, v: Float32Array): Uint8Array {
+  if (type !== 'F32') throw new Error(`no encoder for ${type} yet`);
+  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/** A small deterministic generator (xorshift128+ over doubles; Box-Muller normals). */
+function normals(seed: number): () => number {
+  let s0 = BigInt(seed) * 0x9e3779b97f4a7c15n + 1n;
+  let s1 = s0 ^ 0x6a09e667f3bcc909n;
+  const mask = (1n << 64n) - 1n;
+  const next = () => {
+    let x = s0; const y = s1;
+    s0 = y; x = (x ^ (x << 23n)) & mask;
+    s1 = x ^ y ^ (x >> 17n) ^ (y >> 26n);
+    return Number(((s1 + y) & mask) >> 11n) / 2 ** 53;
+  };
+  return () => Math.sqrt(-2 * Math.log(next() + 1e-300)) * Math.cos(2 * Math.PI * next());
+}
+
+/** The SentencePiece vocabulary of a synthetic model: <unk> <s> </s>, 256 byte tokens, then pieces. */
+export function syntheticVocabulary(size: number): { tokens: string[]; scores: Float32Array; types: Int32Array } {
+  const tokens = ['<unk>', '<s>', '</s>'];
+  const types = [2, 3, 3];  // llama.cpp's token types: 1 normal, 2 unknown, 3 control, 6 byte
+  for (let b = 0; b < 256; b++) { tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`); types.push(6); }
+  const letters = 'etaoinshrdlucmfwypvbgkqjxz';
+  const pieces = new Set<string>();
+  for (const c of letters) pieces.add(`▁${c}`);
+  for (const c of letters) pieces.add(c);
+  for (const a of letters) for (const b of letters) { pieces.add(a + b); pieces.add(`▁${a}${b}`); }
+  for (let i = 0; pieces.size < size; i++) pieces.add(`▁w${i}`);
+  for (const p of pieces) { if (tokens.length >= size) break; tokens.push(p); types.push(1); }
+  const scores = new Float32Array(tokens.length);
+  for (let i = 0; i < tokens.length; i++) scores[i] = types[i] === 1 ? -i : 0;
+  return { tokens, scores, types: Int32Array.from(types) };
+}
+
+/** Writes a random-weight GGUF model llama.cpp loads. Returns the float32 weights by tensor name (ggml order). */
+export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keepWeights = false): Map<string, Float32Array> {
+  const { arch, vocab, width, layers, heads, kvHeads, ff } = spec;
+  const headDim = spec.headDim ?? width / heads;
+  const randn = normals(spec.seed ?? 1);
+  const kept = new Map<string, Float32Array>();
+  const tensors: GgufWriteTensor[] = [];
+  // dims in ggml order: [inner, outer]; a weight [N, K] of ours is dims [K, N].
+  const add = (name: string, dims: number[], scale: number, offset = 0, type: GgmlTypeName = 'F32') => {
+    const n = dims.reduce((a, b) => a * b, 1);
+    tensors.push({
+      name, dims, type,
+      data: () => {
+        const v = new Float32Array(n);
+        for (let i = 0; i < n; i++) v[i] = offset + scale * randn();
+        if (keepWeights) kept.set(name, v);
+        return encodeGgml(type, v);
+      },
+    });
+  };
+  const weight = (name: string, inner: number, outer: number, experts = 0) =>
+    add(name, experts ? [inner, outer, experts] : [inner, outer], 1 / Math.sqrt(inner), 0, spec.type);
+  const norm = (name: string, n: number) => add(name, [n], 0.1, 1);
+
+  weight('token_embd.weight', width, vocab);
+  for (let l = 0; l < layers; l++) {
+    const b = `blk.${l}`;
+    norm(`${b}.attn_norm.weight`, width);
+    weight(`${b}.attn_q.weight`, width, heads * headDim);
+    weight(`${b}.attn_k.weight`, width, kvHeads * headDim);
+    weight(`${b}.attn_v.weight`, width, kvHeads * headDim);
+    if (arch === 'qwen2') {
+      add(`${b}.attn_q.bias`, [heads * headDim], 0.1);
+      add(`${b}.attn_k.bias`, [kvHeads * headDim], 0.1);
+      add(`${b}.attn_v.bias`, [kvHeads * headDim], 0.1);
+    }
+    if (arch === 'qwen3' || arch === 'qwen3moe') {
+      norm(`${b}.attn_q_norm.weight`, headDim);
+      norm(`${b}.attn_k_norm.weight`, headDim);
+    }
+    weight(`${b}.attn_output.weight`, heads * headDim, width);
+    norm(`${b}.ffn_norm.weight`, width);
+    if (arch === 'qwen3moe') {
+      const E = spec.experts ?? 8;
+      add(`${b}.ffn_gate_inp.weight`, [width, E], 1 / Math.sqrt(width));
+      weight(`${b}.ffn_gate_exps.weight`, width, ff, E);
+      weight(`${b}.ffn_up_exps.weight`, width, ff, E);
+      weight(`${b}.ffn_down_exps.weight`, ff, width, E);
+    } else {
+      weight(`${b}.ffn_gate.weight`, width, ff);
+      weight(`${b}.ffn_up.weight`, width, ff);
+      weight(`${b}.ffn_down.weight`, ff, width);
+    }
+  }
+  norm('output_norm.weight', width);
+  if (!spec.tiedEmbeddings) weight('output.weight', width, vocab);
+
+  const u32 = (value: number): GgufWriteValue => ({ type: 'uint32', value });
+  const f32 = (value: number): GgufWriteValue => ({ type: 'float32', value });
+  const v = syntheticVocabulary(vocab);
+  const meta: [string, GgufWriteValue][] = [
+    ['general.architecture', { type: 'string', value: arch }],
+    ['general.name', { type: 'string', value: `synthetic-${arch}` }],
+    [`${arch}.context_length`, u32(spec.context ?? 4096)],
+    [`${arch}.embedding_length`, u32(width)],
+    [`${arch}.block_count`, u32(layers)],
+    [`${arch}.feed_forward_length`, u32(ff)],
+    [`${arch}.attention.head_count`, u32(heads)],
+    [`${arch}.attention.head_count_kv`, u32(kvHeads)],
+    [`${arch}.attention.key_length`, u32(headDim)],
+    [`${arch}.attention.value_length`, u32(headDim)],
+    [`${arch}.rope.dimension_count`, u32(headDim)],
+    [`${arch}.rope.freq_base`, f32(spec.ropeBase ?? 10000)],
+    [`${arch}.attention.layer_norm_rms_epsilon`, f32(spec.eps ?? 1e-6)],
+    ['tokenizer.ggml.model', { type: 'string', value: 'llama' }],
+    ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: v.tokens }],
+    ['tokenizer.ggml.scores', { type: 'array', of: 'float32', value: v.scores }],
+    ['tokenizer.ggml.token_type', { type: 'array', of: 'int32', value: v.types }],
+    ['tokenizer.ggml.unknown_token_id', u32(0)],
+    ['tokenizer.ggml.bos_token_id', u32(1)],
+    ['tokenizer.ggml.eos_token_id', u32(2)],
+    ['tokenizer.ggml.add_bos_token', { type: 'bool', value: true }],
+  ];
+  if (arch === 'qwen3moe') {
+    meta.push([`${arch}.expert_count`, u32(spec.experts ?? 8)], [`${arch}.expert_used_count`, u32(spec.expertsUsed ?? 2)],
+      [`${arch}.expert_feed_forward_length`, u32(ff)]);
+  }
+  writeGguf(path, meta, tensors);
+  return kept;
+}

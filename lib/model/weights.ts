@@ -1,0 +1,84 @@
+// The weights of a decoder by role, looked up by llama.cpp's GGUF tensor names and checked
+// against the config (a missing or misshapen tensor is E_FORMAT naming it).
+import { TensorOpsError } from '../errors';
+import { QuantizedTensor, Tensor } from '../tensor';
+import type { ModelConfig } from './config';
+
+export type Weight = Tensor | QuantizedTensor;
+
+export interface LayerWeights {
+  attnNorm: Tensor;
+  q: Weight; k: Weight; v: Weight; o: Weight;
+  qBias?: Tensor; kBias?: Tensor; vBias?: Tensor;
+  qNorm?: Tensor; kNorm?: Tensor;
+  ffnNorm: Tensor;
+  /** Dense MLP. */
+  gate?: Weight; up?: Weight; down?: Weight;
+  /** Mixture of experts: the router [E, width] and the stacked experts [E, N, K]. */
+  router?: Tensor;
+  gateExperts?: Weight; upExperts?: Weight; downExperts?: Weight;
+}
+
+export interface ModelWeights {
+  embedding: Weight;
+  outputNorm: Tensor;
+  /** token_embd when the model ties its embeddings. */
+  output: Weight;
+  /** llama3's per-frequency divisors (rope_freqs.weight), when the model has them. */
+  ropeFactors?: Tensor;
+  layers: LayerWeights[];
+}
+
+function shapeOf(t: Weight): readonly number[] { return t.shape; }
+
+/** Picks the tensors a config needs out of a loaded file; checks every shape. */
+export function modelWeights(config: ModelConfig, tensors: Map<string, Weight>): ModelWeights {
+  const get = (name: string, shape: number[] | null, dense = false): Weight => {
+    const t = tensors.get(name);
+    if (t === undefined) throw new TensorOpsError('E_FORMAT', `the model has no tensor '${name}'`);
+    if (shape && shapeOf(t).join() !== shape.join()) {
+      throw new TensorOpsError('E_FORMAT', `tensor '${name}' has shape [${shapeOf(t).join(', ')}]; the config needs [${shape.join(', ')}]`);
+    }
+    if (dense && !(t instanceof Tensor)) throw new TensorOpsError('E_FORMAT', `tensor '${name}' must be dense (it is ${(t as QuantizedTensor).format})`);
+    return t;
+  };
+  const dense = (name: string, shape: number[]) => get(name, shape, true) as Tensor;
+  const optional = (name: string, shape: number[]) => (tensors.has(name) ? dense(name, shape) : undefined);
+  const { width, heads, kvHeads, headDim, ff, vocab, experts } = config;
+  const layers: LayerWeights[] = [];
+  for (let l = 0; l < config.layers; l++) {
+    const b = `blk.${l}`;
+    const layer: LayerWeights = {
+      attnNorm: dense(`${b}.attn_norm.weight`, [width]),
+      q: get(`${b}.attn_q.weight`, [heads * headDim, width]),
+      k: get(`${b}.attn_k.weight`, [kvHeads * headDim, width]),
+      v: get(`${b}.attn_v.weight`, [kvHeads * headDim, width]),
+      o: get(`${b}.attn_output.weight`, [width, heads * headDim]),
+      qBias: optional(`${b}.attn_q.bias`, [heads * headDim]),
+      kBias: optional(`${b}.attn_k.bias`, [kvHeads * headDim]),
+      vBias: optional(`${b}.attn_v.bias`, [kvHeads * headDim]),
+      qNorm: optional(`${b}.attn_q_norm.weight`, [headDim]),
+      kNorm: optional(`${b}.attn_k_norm.weight`, [headDim]),
+      ffnNorm: dense(`${b}.ffn_norm.weight`, [width]),
+    };
+    if (experts > 0) {
+      layer.router = dense(`${b}.ffn_gate_inp.weight`, [experts, width]);
+      layer.gateExperts = get(`${b}.ffn_gate_exps.weight`, [experts, ff, width]);
+      layer.upExperts = get(`${b}.ffn_up_exps.weight`, [experts, ff, width]);
+      layer.downExperts = get(`${b}.ffn_down_exps.weight`, [experts, width, ff]);
+    } else {
+      layer.gate = get(`${b}.ffn_gate.weight`, [ff, width]);
+      layer.up = get(`${b}.ffn_up.weight`, [ff, width]);
+      layer.down = get(`${b}.ffn_down.weight`, [width, ff]);
+    }
+    layers.push(layer);
+  }
+  const embedding = get('token_embd.weight', [vocab, width]);
+  return {
+    embedding,
+    outputNorm: dense('output_norm.weight', [width]),
+    output: tensors.has('output.weight') ? get('output.weight', [vocab, width]) : embedding,
+    ropeFactors: optional('rope_freqs.weight', [config.rope.dims / 2]),
+    layers,
+  };
+}
