@@ -85,11 +85,12 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
       },
     });
   };
-  const weight = (name: string, inner: number, outer: number, experts = 0) =>
-    add(name, experts ? [inner, outer, experts] : [inner, outer], 1 / Math.sqrt(inner), 0, spec.type);
+  const weight = (name: string, inner: number, outer: number, experts = 0, gain = 1) =>
+    add(name, experts ? [inner, outer, experts] : [inner, outer], gain / Math.sqrt(inner), 0, spec.type);
   const norm = (name: string, n: number) => add(name, [n], 0.1, 1);
 
-  weight('token_embd.weight', width, vocab);
+  // Logits with a standard deviation of about 4, as trained models' (peaked next-token distributions).
+  weight('token_embd.weight', width, vocab, 0, 4);
   for (let l = 0; l < layers; l++) {
     const b = `blk.${l}`;
     norm(`${b}.attn_norm.weight`, width);
@@ -120,7 +121,7 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     }
   }
   norm('output_norm.weight', width);
-  if (!spec.tiedEmbeddings) weight('output.weight', width, vocab);
+  if (!spec.tiedEmbeddings) weight('output.weight', width, vocab, 0, 4);
 
   const u32 = (value: number): GgufWriteValue => ({ type: 'uint32', value });
   const f32 = (value: number): GgufWriteValue => ({ type: 'float32', value });

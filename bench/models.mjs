@@ -1,0 +1,154 @@
+// npm run bench -- --models: whole models, ours against llama.cpp (node-llama-cpp, a bench peer)
+// on the same generated GGUF file with the same threads in the same run, as llama-bench reports
+// them: prompt processing (pp: one forward of N prompt tokens from an empty cache) and generation
+// (tg: N tokens one at a time from an empty cache, each sampled greedily and fed back), in tokens/s.
+import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createRequire } from 'node:module';
+import { PEERS_DIR } from './peers.mjs';
+
+const require = createRequire(import.meta.url);
+
+/** Llama-3.2-1B's shapes (the issue's bench model); the smoke mode's tiny model checks the bench works. */
+export function modelShapes(mode) {
+  if (mode === 'smoke') return { arch: 'llama', vocab: 1024, width: 128, layers: 2, heads: 4, kvHeads: 2, ff: 256, pp: 32, tg: 8 };
+  return { arch: 'llama', vocab: 128256, width: 2048, layers: 16, heads: 32, kvHeads: 8, ff: 8192, tiedEmbeddings: true, pp: 512, tg: 128 };
+}
+
+export const MODEL_TYPES = ['Q8_0', 'Q4_0', 'MXFP4'];
+
+/** node-llama-cpp from the bench peers (an ES module), or { missing }. */
+export async function loadLlamaCpp() {
+  let entry;
+  try {
+    entry = createRequire(join(PEERS_DIR, 'package.json')).resolve('node-llama-cpp');
+  } catch {
+    return { missing: 'node-llama-cpp is not installed (npm run bench:peers)' };
+  }
+  try {
+    const mod = await import(pathToFileURL(entry).href);
+    const llama = await mod.getLlama({ gpu: false, build: 'never', logLevel: 'error' });
+    const version = require(join(PEERS_DIR, 'node_modules', 'node-llama-cpp', 'package.json')).version;
+    return { llama, version };
+  } catch (err) {
+    return { missing: `node-llama-cpp did not load: ${String(err?.message ?? err).split('\n')[0]}` };
+  }
+}
+
+const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+function promptIds(n, vocab, seed) {
+  const ids = new Int32Array(n);
+  let s = seed >>> 0;
+  for (let i = 0; i < n; i++) { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; ids[i] = 3 + (s % (vocab - 3)); }
+  ids[0] = 1;
+  return ids;
+}
+
+async function timeOurs(mto, dev, path, shape, reps, log) {
+  const model = await mto.loadModel(dev, path, { contextSize: shape.pp + shape.tg + 8 });
+  const pp = [], tg = [];
+  try {
+    for (let r = 0; r < reps + 1; r++) {
+      const ids = promptIds(shape.pp, shape.vocab, r + 1);
+      const cache = model.createCache();
+      let t0 = performance.now();
+      const logits = await model.forward(ids, cache);
+      await logits.toFloat32();
+      const ppMs = performance.now() - t0;
+      logits.dispose();
+      cache.dispose();
+      t0 = performance.now();
+      const out = await model.generate([1], { maxTokens: shape.tg, stop: [] });
+      const tgMs = performance.now() - t0;
+      if (out.length !== shape.tg) throw new Error(`generate gave ${out.length} tokens, not ${shape.tg}`);
+      if (r > 0) { pp.push(ppMs); tg.push(tgMs); }  // the first run warms up
+      log(`  ours rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
+    }
+  } finally {
+    model.dispose();
+  }
+  return { ppTokensPerS: shape.pp / median(pp) * 1e3, tgTokensPerS: shape.tg / median(tg) * 1e3 };
+}
+
+async function timeLlamaCpp(llama, path, shape, threads, reps, log) {
+  const model = await llama.loadModel({ modelPath: path });
+  const context = await model.createContext({ contextSize: shape.pp + shape.tg + 8, batchSize: shape.pp, threads });
+  const pp = [], tg = [];
+  try {
+    const seq = context.getSequence();
+    for (let r = 0; r < reps + 1; r++) {
+      const ids = Array.from(promptIds(shape.pp, shape.vocab, r + 1));
+      await seq.clearHistory();
+      let t0 = performance.now();
+      await seq.evaluateWithoutGeneratingNewTokens(ids);
+      const ppMs = performance.now() - t0;
+      await seq.clearHistory();
+      t0 = performance.now();
+      let n = 0;
+      for await (const _ of seq.evaluate([1], { temperature: 0, yieldEogToken: true })) { if (++n >= shape.tg) break; }
+      const tgMs = performance.now() - t0;
+      if (n !== shape.tg) throw new Error(`llama.cpp gave ${n} tokens, not ${shape.tg}`);
+      if (r > 0) { pp.push(ppMs); tg.push(tgMs); }
+      log(`  llama.cpp rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
+    }
+  } finally {
+    await context.dispose();
+    await model.dispose();
+  }
+  return { ppTokensPerS: shape.pp / median(pp) * 1e3, tgTokensPerS: shape.tg / median(tg) * 1e3 };
+}
+
+/** The model cases: per weight type, ours and llama.cpp's tokens/s and the ratios. */
+export async function runModels({ mto, mode, threads, peer, log, types = MODEL_TYPES }) {
+  const { writeSyntheticModel } = require('../dist/cjs/model/synthetic.js');
+  const shape = modelShapes(mode);
+  const reps = mode === 'full' ? 3 : 1;
+  const dir = join(tmpdir(), `mto-bench-models-${process.pid}`);
+  mkdirSync(dir, { recursive: true });
+  const dev = await mto.open({ backend: 'cpu', threads });
+  const cases = [];
+  try {
+    for (const type of types) {
+      const path = join(dir, `llama-${type}.gguf`);
+      log(`writing a ${type} model with ${mode === 'smoke' ? 'tiny' : "Llama-3.2-1B's"} shapes`);
+      writeSyntheticModel(path, { ...shape, type, seed: 7 });
+      const fileBytes = statSync(path).size;
+      log(`timing ours on ${type} (${(fileBytes / 2 ** 20).toFixed(0)} MiB)`);
+      const ours = await timeOurs(mto, dev, path, shape, reps, log);
+      let theirs = null;
+      if (peer) {
+        log(`timing llama.cpp on ${type}`);
+        try {
+          theirs = await timeLlamaCpp(peer.llama, path, shape, threads, reps, log);
+        } catch (err) {
+          theirs = { error: String(err?.message ?? err) };
+        }
+      }
+      rmSync(path, { force: true });
+      const ratio = (k) => (theirs && !theirs.error ? ours[k] / theirs[k] : null);
+      cases.push({ type, fileBytes, pp: shape.pp, tg: shape.tg, ours, llamaCpp: theirs, ppRatio: ratio('ppTokensPerS'), tgRatio: ratio('tgTokensPerS') });
+    }
+  } finally {
+    await dev.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return { shape, cases };
+}
+
+/** The model cases as a Markdown table. */
+export function renderModels(result) {
+  const f = (x) => (x === null || x === undefined ? '-' : x.toFixed(1));
+  const r = (x) => (x === null || x === undefined ? '-' : `${x.toFixed(2)}x`);
+  const { pp, tg } = result.shape;
+  const lines = [
+    `| weights | ours pp${pp} t/s | llama.cpp pp${pp} t/s | ours/llama.cpp | ours tg${tg} t/s | llama.cpp tg${tg} t/s | ours/llama.cpp |`,
+    '|---|---|---|---|---|---|---|',
+  ];
+  for (const c of result.cases) {
+    lines.push(`| ${c.type} | ${f(c.ours.ppTokensPerS)} | ${c.llamaCpp?.error ? 'error' : f(c.llamaCpp?.ppTokensPerS)} | ${r(c.ppRatio)} | ${f(c.ours.tgTokensPerS)} | ${c.llamaCpp?.error ? 'error' : f(c.llamaCpp?.tgTokensPerS)} | ${r(c.tgRatio)} |`);
+  }
+  return lines.join('\n');
+}
