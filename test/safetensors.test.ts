@@ -6,10 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  QuantizedTensor, Tensor, TensorOpsError, loadSafetensors, open, writeSafetensors, type Device, type SafetensorsWriteTensor,
+  QuantizedTensor, Tensor, TensorOpsError, inspectSafetensors, loadSafetensors, open, writeSafetensors, type Device, type SafetensorsWriteTensor,
 } from '../lib/index';
 import { numberToBf16, numberToBf16Fast, numberToF16, f16ToNumber } from '../lib/loaders/safetensors/convert';
-import { rng } from './helpers/compare';
+import { randn, rng } from './helpers/compare';
 import {
   FP4_VALUES, bf16Bits, e4m3, f16Bits, mlxAffineQuantize, packMlx, roundBf16, roundF16, scaleBytes, type ScaleDType,
 } from './helpers/mlx-quant';
@@ -148,6 +148,17 @@ describe('dense tensors', () => {
     dispose(m);
   });
 
+  it('inspectSafetensors: the table, metadata and config without reading data', async () => {
+    const d = write([
+      { name: 'x', dtype: 'BF16', shape: [2, 3], data: new Uint16Array(6) },
+      { name: 'y', dtype: 'F8_E4M3', shape: [4], data: new Uint8Array(4) },
+    ], { a: 1 }, { k: 'v' });
+    const info = await inspectSafetensors(d);
+    expect(info.config).toEqual({ a: 1 });
+    expect(info.metadata).toEqual({ k: 'v' });
+    expect(info.tensors.map((t) => [t.name, t.dtype, t.shape, t.bytes])).toEqual([['x', 'BF16', [2, 3], 12], ['y', 'F8_E4M3', [4], 4]]);
+  });
+
   it('a file path, and options checked', async () => {
     const d = write([{ name: 'x', dtype: 'F32', shape: [1], data: Float32Array.from([1]) }]);
     const m = await loadSafetensors(dev, join(d, 'model.safetensors'));
@@ -228,6 +239,28 @@ describe('MLX quantized layers', () => {
     expectExact(await values(m2.tensors.get('b.weight')), b.values, 'b inferred');
     dispose(m2);
     await expectFormatError(write(layer('a', a, 8, 32)), /fit .*8-bit group 32.*config\.json's quantization must say/);
+  });
+
+  it('measured: bfloat16 scales and biases of normally distributed weights, by weight size', async () => {
+    const K = 4096, N = 64, lines: string[] = [];
+    for (const sigma of [0.02, 2e-3, 2e-4, 2e-5]) {
+      const w = randn(N * K, 7, sigma);
+      const q = mlxAffineQuantize(w, K, 4, 64, 'BF16');
+      const d = write([
+        { name: 'l.weight', dtype: 'U32', shape: [N, K / 8], data: q.packed },
+        { name: 'l.scales', dtype: 'BF16', shape: [N, K / 64], data: scaleBytes(q.scales, 'BF16') },
+        { name: 'l.biases', dtype: 'BF16', shape: [N, K / 64], data: scaleBytes(q.biases, 'BF16') },
+      ], { quantization: { group_size: 64, bits: 4 } });
+      const m = await loadSafetensors(dev, d);
+      const c = m.report.conversions[0];
+      let groups = 0;
+      for (let g = 0; g < q.scales.length; g++) if (roundF16(q.scales[g]) !== q.scales[g] || roundF16(q.biases[g]) !== q.biases[g]) groups++;
+      lines.push(`  sigma ${sigma}: ${groups} of ${q.scales.length} groups inexact; max abs error ${c.maxAbsError.toExponential(2)} ` +
+        `= ${(c.maxAbsError / Math.abs(q.scales.reduce((a, v) => Math.max(a, Math.abs(v)), 0))).toFixed(3)} of the largest step`);
+      if (sigma >= 2e-3) expect(c.exact).toBe(true);
+      dispose(m);
+    }
+    console.log(`MLX affine 4-bit group 64, BF16 scales/biases -> float16:\n${lines.join('\n')}`);
   });
 
   it('bfloat16 scales and biases outside float16\'s normal range: converted, error measured and reported', async () => {

@@ -1,10 +1,10 @@
 // Parsing of safetensors headers, sharded indexes (`model.safetensors.index.json`) and the
 // model's `config.json`. Everything read is checked before it is used: a bad file answers
 // E_FORMAT naming the file and what is wrong, before any allocation sized by the file's claims.
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, readdir, stat } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, normalize, sep } from 'node:path';
 import { TensorOpsError } from '../../errors';
-import type { SafetensorsFileReader } from './reader';
+import { SafetensorsFileReader } from './reader';
 import {
   MAX_HEADER_BYTES, SAFETENSORS_DTYPE_BITS, type SafetensorsDType, type SafetensorsHeader, type SafetensorsTensorInfo,
 } from './types';
@@ -170,4 +170,99 @@ export async function readSafetensorsIndex(path: string): Promise<Map<string, st
 /** Whether a path names an index file rather than a data file. */
 export function isIndexPath(path: string): boolean {
   return basename(path).endsWith('.index.json');
+}
+
+/** Where a model's data files, index and config.json are. */
+export interface SafetensorsLocation {
+  files: string[];
+  /** A sharded model's weight_map (tensor name -> shard path). */
+  index?: Map<string, string>;
+  indexPath?: string;
+  /** The directory config.json is looked for in. */
+  dir: string;
+}
+
+/** Where the data files, the index and config.json are, for a file, an index or a directory. */
+export async function locateSafetensors(path: string): Promise<SafetensorsLocation> {
+  let isDir: boolean;
+  try {
+    isDir = (await stat(path)).isDirectory();
+  } catch (err) {
+    throw new TensorOpsError('E_LOAD', `cannot open '${path}': ${(err as Error).message}`, { cause: err });
+  }
+  const exists = async (p: string) => stat(p).then((s) => s.isFile(), () => false);
+  if (!isDir) {
+    if (isIndexPath(path)) {
+      const index = await readSafetensorsIndex(path);
+      return { files: [...new Set(index.values())], index, indexPath: path, dir: dirname(path) };
+    }
+    return { files: [path], dir: dirname(path) };
+  }
+  const indexPath = join(path, 'model.safetensors.index.json');
+  if (await exists(indexPath)) {
+    const index = await readSafetensorsIndex(indexPath);
+    return { files: [...new Set(index.values())], index, indexPath, dir: path };
+  }
+  if (await exists(join(path, 'model.safetensors'))) return { files: [join(path, 'model.safetensors')], dir: path };
+  const names = (await readdir(path)).filter((n) => n.endsWith('.safetensors')).sort();
+  if (names.length === 0) throw new TensorOpsError('E_LOAD', `'${path}' holds no .safetensors file and no model.safetensors.index.json`);
+  return { files: names.map((n) => join(path, n)), dir: path };
+}
+
+/**
+ * Every file's header, checked and joined into one table (a name in two files, or an index entry
+ * its shard does not hold, is E_FORMAT). `readers` receives each opened file (the caller closes them).
+ */
+export async function readTables(
+  where: SafetensorsLocation, readers: Map<string, SafetensorsFileReader>,
+): Promise<{ table: Map<string, SafetensorsTensorInfo>; metadata: Record<string, string> }> {
+  const table = new Map<string, SafetensorsTensorInfo>();
+  const metadata: Record<string, string> = {};
+  for (const file of where.files) {
+    const reader = await SafetensorsFileReader.open(file);
+    readers.set(file, reader);
+    const h = await parseSafetensorsHeader(reader);
+    Object.assign(metadata, h.metadata);
+    for (const t of h.tensors) {
+      const prev = table.get(t.name);
+      if (prev) throw new TensorOpsError('E_FORMAT', `tensor '${t.name}' is in both '${prev.file}' and '${t.file}'`);
+      table.set(t.name, t);
+    }
+  }
+  if (where.index) {
+    for (const [name, file] of where.index) {
+      if (table.get(name)?.file !== file) {
+        throw formatError(where.indexPath!, `weight_map puts '${name}' in '${file}', which has no such tensor`);
+      }
+    }
+  }
+  return { table, metadata };
+}
+
+/** What inspectSafetensors returns. */
+export interface SafetensorsInfo {
+  files: string[];
+  /** Every tensor of the files, as their headers describe it (nothing converted). */
+  tensors: SafetensorsTensorInfo[];
+  metadata: Record<string, string>;
+  config: Record<string, unknown> | null;
+}
+
+/**
+ * A model's tensor table, `__metadata__` and config.json, without reading any tensor data and
+ * without a device: for a file, an index or a directory, as loadSafetensors takes.
+ */
+export async function inspectSafetensors(pathOrDir: string): Promise<SafetensorsInfo> {
+  if (typeof pathOrDir !== 'string' || pathOrDir === '') {
+    throw new TensorOpsError('E_ARG', `path must be a non-empty string; got ${typeof pathOrDir}`);
+  }
+  const where = await locateSafetensors(pathOrDir);
+  const config = (await readJsonFile(join(where.dir, 'config.json'), 'config.json')) ?? null;
+  const readers = new Map<string, SafetensorsFileReader>();
+  try {
+    const { table, metadata } = await readTables(where, readers);
+    return { files: [...where.files], tensors: [...table.values()], metadata, config };
+  } finally {
+    for (const r of readers.values()) await r.close();
+  }
 }

@@ -20,8 +20,7 @@
 //   codes when every scale is a power of two (exact); else options.fp8: dense bfloat16 (default),
 //   float32, or re-quantized mxfp8.
 import { endianness } from 'node:os';
-import { readdir, stat } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import type { Device } from '../../device';
 import { TensorOpsError } from '../../errors';
 import { encodeElements } from '../../formats';
@@ -32,11 +31,9 @@ import {
   E2M1_VALUES, E4M3_VALUES, E5M2_VALUES, E8M0_VALUES, bf16ToNumber, codeAt, e8m0OfPowerOfTwo, f16ToNumber,
   numberToBf16Fast, numberToF16, packBits, unpackBits,
 } from './convert';
-import { isIndexPath, parseSafetensorsHeader, readJsonFile, readSafetensorsIndex } from './parse';
+import { locateSafetensors, readJsonFile, readTables } from './parse';
 import { SafetensorsFileReader } from './reader';
-import type {
-  LoadSafetensorsOptions, SafetensorsConversion, SafetensorsHeader, SafetensorsReport, SafetensorsTensorInfo,
-} from './types';
+import type { LoadSafetensorsOptions, SafetensorsConversion, SafetensorsReport, SafetensorsTensorInfo } from './types';
 
 /** What loadSafetensors returns. */
 export interface SafetensorsModel {
@@ -67,33 +64,6 @@ function isObject(value: unknown): value is Record<string, unknown> {
 
 const product = (dims: readonly number[]) => dims.reduce((a, b) => a * b, 1);
 const sameDims = (a: readonly number[], b: readonly number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
-
-/** Where the data files, the index and config.json are, for a file, an index or a directory. */
-async function locate(path: string): Promise<{ files: string[]; index?: Map<string, string>; indexPath?: string; dir: string }> {
-  let isDir: boolean;
-  try {
-    isDir = (await stat(path)).isDirectory();
-  } catch (err) {
-    throw new TensorOpsError('E_LOAD', `cannot open '${path}': ${(err as Error).message}`, { cause: err });
-  }
-  const exists = async (p: string) => stat(p).then((s) => s.isFile(), () => false);
-  if (!isDir) {
-    if (isIndexPath(path)) {
-      const index = await readSafetensorsIndex(path);
-      return { files: [...new Set(index.values())], index, indexPath: path, dir: dirname(path) };
-    }
-    return { files: [path], dir: dirname(path) };
-  }
-  const indexPath = join(path, 'model.safetensors.index.json');
-  if (await exists(indexPath)) {
-    const index = await readSafetensorsIndex(indexPath);
-    return { files: [...new Set(index.values())], index, indexPath, dir: path };
-  }
-  if (await exists(join(path, 'model.safetensors'))) return { files: [join(path, 'model.safetensors')], dir: path };
-  const names = (await readdir(path)).filter((n) => n.endsWith('.safetensors')).sort();
-  if (names.length === 0) throw new TensorOpsError('E_LOAD', `'${path}' holds no .safetensors file and no model.safetensors.index.json`);
-  return { files: names.map((n) => join(path, n)), dir: path };
-}
 
 /** Groups the file's tensors into what the result holds: MLX triples, FP8 weight + scale, the rest alone. */
 function plan(table: Map<string, Info>): { units: Unit[]; skipped: { name: string; reason: string }[] } {
@@ -162,6 +132,29 @@ function floatValues(info: Info, bytes: Uint8Array): Float64Array {
     case 'BF16': { const b = u16(); for (let i = 0; i < n; i++) out[i] = bf16ToNumber(b[i]); break; }
     case 'F8_E8M0': for (let i = 0; i < n; i++) out[i] = E8M0_VALUES[bytes[i]]; break;
     default: throw formatError(`'${info.file}': tensor '${info.name}' is ${info.dtype}; scales must be F32, F16, BF16 or F8_E8M0`);
+  }
+  return out;
+}
+
+/** Equal values, NaN equal to NaN. */
+const same = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isNaN(b));
+
+/**
+ * A float tensor's values as float16 bits: F16 as they are, BF16 within float16's normal range by
+ * moving bits (exact), anything else rounded to nearest even from the value.
+ */
+function toF16(info: Info, bytes: Uint8Array, values: Float64Array): Uint16Array {
+  const n = values.length;
+  if (info.dtype === 'F16') return new Uint16Array(bytes.buffer, bytes.byteOffset, n);
+  const out = new Uint16Array(n);
+  const bf = info.dtype === 'BF16' ? new Uint16Array(bytes.buffer, bytes.byteOffset, n) : undefined;
+  for (let i = 0; i < n; i++) {
+    if (bf) {
+      const bits = bf[i], e = (bits >> 7) & 0xff;
+      if (e >= 113 && e <= 142) { out[i] = (bits & 0x8000) | ((e - 112) << 10) | ((bits & 0x7f) << 3); continue; }
+      if ((bits & 0x7fff) === 0) { out[i] = bits & 0x8000; continue; }
+    }
+    out[i] = numberToF16(values[i]);
   }
   return out;
 }
@@ -324,20 +317,22 @@ class Loader {
     const n = product(shape), nGroups = n / gs;
     const target: 4 | 8 = bits <= 4 ? 4 : 8;
     const s = floatValues(scales, data[1]), b = floatValues(biases, data[2]);
-    const s16 = new Uint16Array(nGroups), b16 = new Uint16Array(nGroups);
+    const s16 = toF16(scales, data[1], s), b16 = toF16(biases, data[2], b);
     const raw = data[0];
     const meter = new ErrorMeter();
-    let overflow = false;
-    for (let g = 0; g < nGroups; g++) {
-      s16[g] = numberToF16(s[g]);
-      b16[g] = numberToF16(b[g]);
+    let overflow = false, inexact = false;
+    for (let g = 0; g < nGroups && !overflow; g++) {
       const sv = f16ToNumber(s16[g]), bv = f16ToNumber(b16[g]);
-      if (sv === s[g] && bv === b[g]) continue;
-      if (Number.isNaN(s[g]) && Number.isNaN(sv) && (bv === b[g] || (Number.isNaN(b[g]) && Number.isNaN(bv)))) continue;
-      if ((!Number.isFinite(sv) && Number.isFinite(s[g])) || (!Number.isFinite(bv) && Number.isFinite(b[g]))) { overflow = true; break; }
-      for (let j = 0; j < gs; j++) {
-        const q = codeAt(raw, bits, g * gs + j);
-        meter.add(sv * q + bv, s[g] * q + b[g]);
+      if (!same(sv, s[g]) || !same(bv, b[g])) {
+        inexact = true;
+        overflow = (!Number.isFinite(sv) && Number.isFinite(s[g])) || (!Number.isFinite(bv) && Number.isFinite(b[g]));
+      }
+    }
+    if (inexact && !overflow) {
+      // Measured over every value (the tensor's largest value included).
+      for (let i = 0; i < n; i++) {
+        const g = (i / gs) | 0, q = codeAt(raw, bits, i);
+        meter.add(f16ToNumber(s16[g]) * q + f16ToNumber(b16[g]), s[g] * q + b[g]);
       }
     }
     const source = `mlx affine ${bits}-bit group ${gs}, ${scales.dtype} scales`;
@@ -497,33 +492,13 @@ export async function loadSafetensors(dev: Device, pathOrDir: string, options?: 
   }
   if (endianness() !== 'LE') throw new TensorOpsError('E_LOAD', 'safetensors loading needs a little-endian host');
 
-  const where = await locate(pathOrDir);
+  const where = await locateSafetensors(pathOrDir);
   const config = (await readJsonFile(join(where.dir, 'config.json'), 'config.json')) ?? null;
   const readers = new Map<string, SafetensorsFileReader>();
   const tensors = new Map<string, Tensor | QuantizedTensor>();
   let done = false;
   try {
-    const headers: SafetensorsHeader[] = [];
-    for (const file of where.files) {
-      const reader = await SafetensorsFileReader.open(file);
-      readers.set(file, reader);
-      headers.push(await parseSafetensorsHeader(reader));
-    }
-    const table = new Map<string, Info>();
-    const metadata: Record<string, string> = {};
-    for (const h of headers) {
-      Object.assign(metadata, h.metadata);
-      for (const t of h.tensors) {
-        const prev = table.get(t.name);
-        if (prev) throw formatError(`tensor '${t.name}' is in both '${prev.file}' and '${t.file}'`);
-        table.set(t.name, t);
-      }
-    }
-    if (where.index) {
-      for (const [name, file] of where.index) {
-        if (table.get(name)?.file !== file) throw formatError(`'${where.indexPath}': weight_map puts '${name}' in '${file}', which has no such tensor`);
-      }
-    }
+    const { table, metadata } = await readTables(where, readers);
     const { units, skipped } = plan(table);
     const order = (u: Unit) => [where.files.indexOf(u.parts[0].file), u.parts[0].offset];
     units.sort((a, b) => order(a)[0] - order(b)[0] || order(a)[1] - order(b)[1]);
