@@ -136,6 +136,18 @@ function floatValues(info: Info, bytes: Uint8Array): Float64Array {
   return out;
 }
 
+/** An FP8 weight's scales: scale (rb, cb) covers rows [rb*bn, ...) and columns [cb*bk, ...) of [rows, k]. */
+interface ScaleBlocks { values: Float64Array; bn: number; bk: number; sk: number; rows: number; k: number; source: string }
+
+/** fn(scale, row0, row1, col0, col1) for each scale block (edge blocks cut to the weight). */
+function eachScaleBlock(b: ScaleBlocks, fn: (s: number, r0: number, r1: number, c0: number, c1: number) => void): void {
+  for (let r0 = 0, rb = 0; r0 < b.rows; r0 += b.bn, rb++) {
+    for (let c0 = 0, cb = 0; c0 < b.k; c0 += b.bk, cb++) {
+      fn(b.values[rb * b.sk + cb], r0, Math.min(b.rows, r0 + b.bn), c0, Math.min(b.k, c0 + b.bk));
+    }
+  }
+}
+
 /** Equal values, NaN equal to NaN. */
 const same = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isNaN(b));
 
@@ -409,13 +421,13 @@ class Loader {
       const tensor = this.dev.fromQuantized({ format, shape: dims, codes: data[0], scales: e8, blockSize: 32 });
       return { tensor, conversion: this.conversion(unit.name, source, format, undefined, 'power-of-two scales: codes kept') };
     }
-    return this.fp8Dense(unit.name, weight, data[0], { scaleAt, source, k });
+    return this.fp8Dense(unit.name, weight, data[0], { values: sv, bn, bk, sk, rows, k, source });
   }
 
   /** An FP8 tensor (times its scales, if any) as dense values, or mxfp8 (options.fp8). */
   async fp8Dense(
     name: string, weight: Info, bytes: Uint8Array,
-    scaled: { scaleAt: (row: number, col: number) => number; source: string; k: number } | undefined,
+    scaled: ScaleBlocks | undefined,
   ): Promise<Made> {
     const lut = weight.dtype === 'F8_E4M3' ? E4M3_VALUES : E5M2_VALUES;
     const shape = weight.shape, n = product(shape);
@@ -430,46 +442,54 @@ class Loader {
       for (let i = 0; i < n; i++) out[i] = numberToBf16Fast(lut[bytes[i]]);  // every FP8 value is a bfloat16 value
       return { tensor: this.dev.tensor(out, shape, 'bfloat16'), conversion: this.conversion(name, weight.dtype, 'bfloat16') };
     }
-    const { scaleAt, source } = scaled;
+    const { source } = scaled;
     const meter = new ErrorMeter();
-    const value = (i: number) => lut[bytes[i]] * scaleAt((i / k) | 0, i % k);  // exact in float64 (4 x 24 bits)
     const mode = this.fp8 === 'mxfp8' && k % 32 === 0 ? 'mxfp8' : this.fp8 === 'mxfp8' ? 'bfloat16' : this.fp8;
-    if (mode === 'bfloat16') {
-      const out = new Uint16Array(n);
-      for (let i = 0; i < n; i++) {
-        const v = value(i);
-        out[i] = numberToBf16Fast(v);
-        meter.add(bf16ToNumber(out[i]), v);
-      }
+    if (mode === 'bfloat16' || mode === 'float32') {
+      // Per scale block, the 256 codes' values in the target: one table, then a lookup per element.
+      // The error is measured over the codes each block uses.
+      const out = mode === 'bfloat16' ? new Uint16Array(n) : new Float32Array(n);
+      const table = mode === 'bfloat16' ? new Uint16Array(256) : new Float32Array(256);
+      const seen = new Uint8Array(256);
+      eachScaleBlock(scaled, (s, r0, r1, c0, c1) => {
+        for (let c = 0; c < 256; c++) table[c] = mode === 'bfloat16' ? numberToBf16Fast(lut[c] * s) : lut[c] * s;
+        for (let r = r0; r < r1; r++) {
+          for (let i = r * k + c0, end = r * k + c1; i < end; i++) {
+            const code = bytes[i];
+            out[i] = table[code];
+            seen[code] = 1;
+          }
+        }
+        for (let c = 0; c < 256; c++) {
+          if (!seen[c]) continue;
+          seen[c] = 0;
+          meter.add(mode === 'bfloat16' ? bf16ToNumber(table[c]) : table[c], lut[c] * s);  // lut * s is exact in float64 (4 x 24 bits)
+        }
+      });
       const note = this.fp8 === 'mxfp8' ? `options.fp8 'mxfp8' needs a last axis that is a multiple of 32; ${k} is not` : undefined;
-      return { tensor: this.dev.tensor(out, shape, 'bfloat16'), conversion: this.conversion(name, source, 'bfloat16', meter, note) };
+      return { tensor: this.dev.tensor(out, shape, mode), conversion: this.conversion(name, source, mode, meter, note) };
     }
-    if (mode === 'float32') {
-      const f32 = new Float32Array(n);
-      for (let i = 0; i < n; i++) {
-        const v = value(i);
-        f32[i] = v;
-        meter.add(f32[i], v);
-      }
-      return { tensor: this.dev.tensor(f32, shape, 'float32'), conversion: this.conversion(name, source, 'float32', meter) };
-    }
+    const exact = new Float64Array(n);
+    eachScaleBlock(scaled, (s, r0, r1, c0, c1) => {
+      for (let r = r0; r < r1; r++) for (let i = r * k + c0, end = r * k + c1; i < end; i++) exact[i] = lut[bytes[i]] * s;
+    });
     // Re-quantized: each 32-block's E8M0 scale is the smallest power of two that keeps its largest
     // value in range (no saturation), the codes round to nearest even.
     const element = weight.dtype === 'F8_E4M3' ? 'fp8_e4m3' : 'fp8_e5m2';
     const maxCode = weight.dtype === 'F8_E4M3' ? 448 : 57344;
-    const blocks = n / 32, e8 = new Uint8Array(blocks), inRange = new Float32Array(n), exact = new Float64Array(n);
+    const blocks = n / 32, e8 = new Uint8Array(blocks), inRange = new Float32Array(n);
     for (let b = 0; b < blocks; b++) {
       let amax = 0;
-      for (let j = 0; j < 32; j++) {
-        const v = (exact[b * 32 + j] = value(b * 32 + j));
-        if (Math.abs(v) > amax) amax = Math.abs(v);
-      }
+      for (let j = 0; j < 32; j++) if (Math.abs(exact[b * 32 + j]) > amax) amax = Math.abs(exact[b * 32 + j]);
       const e = amax > 0 && Number.isFinite(amax) ? Math.min(127, Math.max(-127, Math.ceil(Math.log2(amax / maxCode)))) : -127;
       e8[b] = e + 127;
       for (let j = 0; j < 32; j++) inRange[b * 32 + j] = exact[b * 32 + j] * 2 ** -e;
     }
     const codes = encodeElements(element, inRange);
-    for (let i = 0; i < n; i++) meter.add(lut[codes[i]] * 2 ** (e8[i >> 5] - 127), exact[i]);
+    for (let b = 0; b < blocks; b++) {
+      const scale = 2 ** (e8[b] - 127);
+      for (let i = b * 32; i < b * 32 + 32; i++) meter.add(lut[codes[i]] * scale, exact[i]);
+    }
     const tensor = this.dev.fromQuantized({ format, shape, codes, scales: e8, blockSize: 32 });
     return { tensor, conversion: this.conversion(name, source, format, meter, 're-quantized: per 32-block, the smallest E8M0 scale that holds its largest value') };
   }
