@@ -517,6 +517,11 @@ describe('bad files answer E_FORMAT', () => {
       { name: 'l.weight', dtype: 'U32', shape: [1, 8], data: q.packed },
       { name: 'l.scales', dtype: 'F16', shape: [1, 1], data: scaleBytes(q.scales, 'F16') },
     ], { quantization: { group_size: 64, bits: 4, mode: 'affine' } }), /affine mode needs 'l\.biases'/);
+    await expectFormatError(write([
+      { name: 'x_blocks', dtype: 'U8', shape: [1, 1, 16], data: new Uint8Array(16) },
+      { name: 'x_scales', dtype: 'U8', shape: [1, 1], data: new Uint8Array(1) },
+      { name: 'x', dtype: 'F32', shape: [1], data: new Float32Array(1) },
+    ]), /two tensors of the result would be named 'x'/);
     await expectFormatError(write([{ name: 'p', dtype: 'I64', shape: [1], data: BigInt64Array.from([2n ** 40n]) }]), /outside int32/);
     await expectFormatError(write([
       { name: 'w', dtype: 'F8_E4M3', shape: [4, 32], data: new Uint8Array(128) },

@@ -98,6 +98,11 @@ function plan(table: Map<string, Info>): { units: Unit[]; skipped: { name: strin
     if (product(info.shape) === 0) skipped.push({ name, reason: `it has no elements (shape [${info.shape.join(', ')}])` });
     else units.push({ kind: 'dense', name, parts: [info] });
   }
+  const names = new Set<string>();
+  for (const u of units) {
+    if (names.has(u.name)) throw formatError(`'${u.parts[0].file}': two tensors of the result would be named '${u.name}' (a quantized layer's and a plain tensor's)`);
+    names.add(u.name);
+  }
   return { units, skipped };
 }
 
@@ -155,11 +160,12 @@ const same = (a: number, b: number) => a === b || (Number.isNaN(a) && Number.isN
  * A float tensor's values as float16 bits: F16 as they are, BF16 within float16's normal range by
  * moving bits (exact), anything else rounded to nearest even from the value.
  */
-function toF16(info: Info, bytes: Uint8Array, values: Float64Array): Uint16Array {
+function toF16(info: Info, bytes: Uint8Array, values: Float64Array): { bits: Uint16Array; exact: boolean } {
   const n = values.length;
-  if (info.dtype === 'F16') return new Uint16Array(bytes.buffer, bytes.byteOffset, n);
+  if (info.dtype === 'F16') return { bits: new Uint16Array(bytes.buffer, bytes.byteOffset, n), exact: true };
   const out = new Uint16Array(n);
   const bf = info.dtype === 'BF16' ? new Uint16Array(bytes.buffer, bytes.byteOffset, n) : undefined;
+  let exact = true;
   for (let i = 0; i < n; i++) {
     if (bf) {
       const bits = bf[i], e = (bits >> 7) & 0xff;
@@ -167,8 +173,9 @@ function toF16(info: Info, bytes: Uint8Array, values: Float64Array): Uint16Array
       if ((bits & 0x7fff) === 0) { out[i] = bits & 0x8000; continue; }
     }
     out[i] = numberToF16(values[i]);
+    if (exact && !same(f16ToNumber(out[i]), values[i])) exact = false;
   }
-  return out;
+  return { bits: out, exact };
 }
 
 /** Running max |ours - file's| and max relative error. */
@@ -329,16 +336,15 @@ class Loader {
     const n = product(shape), nGroups = n / gs;
     const target: 4 | 8 = bits <= 4 ? 4 : 8;
     const s = floatValues(scales, data[1]), b = floatValues(biases, data[2]);
-    const s16 = toF16(scales, data[1], s), b16 = toF16(biases, data[2], b);
+    const sConv = toF16(scales, data[1], s), bConv = toF16(biases, data[2], b);
+    const s16 = sConv.bits, b16 = bConv.bits;
     const raw = data[0];
     const meter = new ErrorMeter();
-    let overflow = false, inexact = false;
-    for (let g = 0; g < nGroups && !overflow; g++) {
+    const inexact = !sConv.exact || !bConv.exact;
+    let overflow = false;
+    for (let g = 0; inexact && g < nGroups && !overflow; g++) {
       const sv = f16ToNumber(s16[g]), bv = f16ToNumber(b16[g]);
-      if (!same(sv, s[g]) || !same(bv, b[g])) {
-        inexact = true;
-        overflow = (!Number.isFinite(sv) && Number.isFinite(s[g])) || (!Number.isFinite(bv) && Number.isFinite(b[g]));
-      }
+      overflow = (!Number.isFinite(sv) && Number.isFinite(s[g])) || (!Number.isFinite(bv) && Number.isFinite(b[g]));
     }
     if (inexact && !overflow) {
       // Measured over every value (the tensor's largest value included).
@@ -539,6 +545,9 @@ export async function loadSafetensors(dev: Device, pathOrDir: string, options?: 
         // The device's checks (shape, block size) on what the file claims: a format error of the file.
         if (err instanceof TensorOpsError && ['E_SHAPE', 'E_ARG', 'E_DTYPE'].includes(err.code)) {
           throw new TensorOpsError('E_FORMAT', `'${unit.parts[0].file}': tensor '${unit.name}': ${err.message}`, { cause: err });
+        }
+        if (err instanceof RangeError) {
+          throw new TensorOpsError('E_OOM', `tensor '${unit.name}': could not allocate its conversion buffers: ${err.message}`, { cause: err });
         }
         throw err;
       }
