@@ -333,6 +333,26 @@ describe('MLX quantized layers', () => {
     dispose(m);
   });
 
+  it('a mixed model: mxfp4 experts by default, an affine 8-bit layer by its own entry', async () => {
+    const K = 64, r = rng(33);
+    const codes4 = Uint8Array.from({ length: 2 * K }, () => Math.floor(r() * 16));
+    const e8 = Uint8Array.from({ length: (2 * K) / 32 }, () => 120 + Math.floor(r() * 10));
+    const a = mlxAffineQuantize(uniform(2 * K, 34), K, 8, 64, 'BF16');
+    const d = write([
+      { name: 'experts.weight', dtype: 'U32', shape: [2, K / 8], data: packMlx(codes4, 4) },
+      { name: 'experts.scales', dtype: 'U8', shape: [2, K / 32], data: e8 },
+      { name: 'attn.weight', dtype: 'U32', shape: [2, K / 4], data: a.packed },
+      { name: 'attn.scales', dtype: 'BF16', shape: [2, 1], data: scaleBytes(a.scales, 'BF16') },
+      { name: 'attn.biases', dtype: 'BF16', shape: [2, 1], data: scaleBytes(a.biases, 'BF16') },
+    ], { quantization: { group_size: 32, bits: 4, mode: 'mxfp4', attn: { group_size: 64, bits: 8 } } });
+    const m = await loadSafetensors(dev, d);
+    expect((m.tensors.get('experts.weight') as QuantizedTensor).format).toBe('mxfp4');
+    expectExact(await values(m.tensors.get('experts.weight')), Array.from(codes4, (c, i) => FP4_VALUES[c] * 2 ** (e8[i >> 5] - 127)), 'experts');
+    expect((m.tensors.get('attn.weight') as QuantizedTensor).format).toBe('affine8');
+    expectExact(await values(m.tensors.get('attn.weight')), a.values, 'attn');
+    dispose(m);
+  });
+
   it("gpt-oss's _blocks/_scales -> mxfp4", async () => {
     const r = rng(41), E = 2, N = 3, G = 2;
     const blocks = Uint8Array.from({ length: E * N * G * 16 }, () => Math.floor(r() * 256));

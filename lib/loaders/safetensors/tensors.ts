@@ -107,7 +107,9 @@ function plan(table: Map<string, Info>): { units: Unit[]; skipped: { name: strin
 }
 
 /** MLX quantization parameters for one layer from config.json (`quantization` and its per-layer entries). */
-function mlxParams(config: Record<string, unknown> | null, module: string): { bits?: number; groupSize?: number; mode?: string } {
+function mlxParams(
+  config: Record<string, unknown> | null, module: string,
+): { bits?: number; groupSize?: number; mode?: string; layerMode?: string } {
   const q = config?.quantization ?? config?.quantization_config;
   if (!isObject(q)) return {};
   const layer = q[module];
@@ -122,7 +124,8 @@ function mlxParams(config: Record<string, unknown> | null, module: string): { bi
   if (mode !== undefined && !['affine', 'mxfp4', 'mxfp8', 'nvfp4'].includes(mode as string)) {
     throw formatError(`config.json: quantization mode for '${module}' is ${describe(mode)}; known: 'affine', 'mxfp4', 'mxfp8', 'nvfp4'`);
   }
-  return { bits: bits as number | undefined, groupSize: groupSize as number | undefined, mode: mode as string | undefined };
+  const layerMode = isObject(layer) ? (layer.mode as string | undefined) : undefined;
+  return { bits: bits as number | undefined, groupSize: groupSize as number | undefined, mode: mode as string | undefined, layerMode };
 }
 
 /** Float values of a float tensor's bytes (scales of any float dtype, or E8M0). */
@@ -269,7 +272,9 @@ class Loader {
     }
     const words = weight.shape[weight.shape.length - 1], groups = scales.shape[scales.shape.length - 1];
     const cfg = mlxParams(this.config, unit.module);
-    const mode = cfg.mode ?? (biases ? 'affine' : scales.dtype === 'U8' ? undefined : 'affine');
+    // A layer's own mode, else biases mean affine (a layer overriding an fp-mode default with
+    // bits and a group size only), else the default mode, else the shapes decide.
+    const mode = cfg.layerMode ?? (biases ? 'affine' : cfg.mode ?? (scales.dtype === 'U8' ? undefined : 'affine'));
     if (mode === 'affine') {
       if (!biases) throw formatError(`${where}: affine mode needs '${unit.module}.biases'`);
       return this.mlxAffine(unit, data, cfg, words, groups, where);
@@ -285,6 +290,9 @@ class Loader {
     }
     if (cfg.groupSize !== undefined && cfg.groupSize !== MODES[m][1]) {
       throw formatError(`${where}: config.json gives group_size ${cfg.groupSize}; mode '${m}' has ${MODES[m][1]}`);
+    }
+    if (cfg.bits !== undefined && cfg.bits !== 32 / MODES[m][0]) {
+      throw formatError(`${where}: config.json gives bits ${cfg.bits}; mode '${m}' has ${32 / MODES[m][0]}`);
     }
     const shape = [...lead, words * MODES[m][0]];
     const codes = data[0], scaleBytes = data[1];
