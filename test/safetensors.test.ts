@@ -441,6 +441,28 @@ describe('FP8 weights', () => {
   });
 });
 
+describe('FP8 weights, other layouts', () => {
+  it('per-row weight_scale [N, 1] (compressed-tensors) and F8_E5M2', async () => {
+    const N = 5, K = 48, r = rng(63);
+    const codes = Uint8Array.from({ length: N * K }, () => { let c; do c = Math.floor(r() * 256); while ((c & 0x7f) === 0x7f); return c; });
+    const e5 = Uint8Array.from({ length: N * 64 }, () => Math.floor(r() * 0x7b));  // finite E5M2 codes
+    const rowScale = Float32Array.from(uniform(N, 64, 0.01, 0.2));
+    const d = write([
+      { name: 'a.weight', dtype: 'F8_E4M3', shape: [N, K], data: codes },
+      { name: 'a.weight_scale', dtype: 'F32', shape: [N, 1], data: rowScale },
+      { name: 'b.weight', dtype: 'F8_E5M2', shape: [N, 64], data: e5 },
+    ]);
+    const m = await loadSafetensors(dev, d);
+    expectExact(await values(m.tensors.get('a.weight')), Array.from(codes, (c, i) => roundBf16(e4m3(c) * rowScale[Math.floor(i / K)])), 'per row');
+    expect(m.report.conversions.find((c) => c.name === 'a.weight')!.source).toContain('1x48 block F32 scales');
+    const b = m.tensors.get('b.weight') as QuantizedTensor;
+    expect(b.format).toBe('mxfp8_e5m2');
+    const e5m2 = (c: number) => { const s = c & 0x80 ? -1 : 1, e = (c >> 2) & 31, f = c & 3; return s * (e === 0 ? f * 2 ** -16 : 2 ** (e - 15) * (1 + f / 4)); };
+    expectExact(await values(b), Array.from(e5, e5m2), 'e5m2');
+    dispose(m);
+  });
+});
+
 describe('sharded models', () => {
   it('model.safetensors.index.json: tensors from every shard, filter and progress', async () => {
     const d = newDir();
