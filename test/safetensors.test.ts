@@ -631,4 +631,51 @@ describe('bad files answer E_FORMAT', () => {
     expect([...codes.keys()].every((c) => c === 'ok' || c === 'E_FORMAT')).toBe(true);
     expect(codes.get('E_FORMAT')).toBeGreaterThan(50);
   });
+
+  it('a seeded fuzz of the header\'s values (dtypes, dims, offsets) throws nothing but TensorOpsError', async () => {
+    const q = mlxAffineQuantize(uniform(128, 93), 64, 4, 32, 'BF16');
+    const src = write([
+      { name: 'l.weight', dtype: 'U32', shape: [2, 8], data: q.packed },
+      { name: 'l.scales', dtype: 'BF16', shape: [2, 2], data: scaleBytes(q.scales, 'BF16') },
+      { name: 'l.biases', dtype: 'BF16', shape: [2, 2], data: scaleBytes(q.biases, 'BF16') },
+      { name: 'm.weight', dtype: 'U32', shape: [2, 8], data: q.packed },
+      { name: 'm.scales', dtype: 'U8', shape: [2, 2], data: new Uint8Array(4).fill(127) },
+      { name: 'x_blocks', dtype: 'U8', shape: [2, 1, 16], data: new Uint8Array(32) },
+      { name: 'x_scales', dtype: 'U8', shape: [2, 1], data: new Uint8Array(2) },
+      { name: 'f.weight', dtype: 'F8_E4M3', shape: [2, 32], data: new Uint8Array(64).fill(0x38) },
+      { name: 'f.weight_scale_inv', dtype: 'F32', shape: [1, 1], data: Float32Array.from([0.3]) },
+    ]);
+    const bytes = readFileSync(join(src, 'model.safetensors'));
+    const n = Number(bytes.readBigUInt64LE(0));
+    const header = JSON.parse(bytes.subarray(8, 8 + n).toString()) as Record<string, { dtype: string; shape: number[]; data_offsets: number[] }>;
+    const data = bytes.subarray(8 + n);
+    const d = newDir(), file = join(d, 'model.safetensors');
+    const r = rng(77), pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+    const numbers = [0, 1, 2, 3, 4, 8, 16, 31, 32, 33, 64, 2 ** 31, 2 ** 53, -1, 0.5, 1e300];
+    const dtypes = ['F32', 'F16', 'BF16', 'U8', 'U32', 'I64', 'F8_E4M3', 'F8_E8M0', 'F4', 'BOOL', 'C64'];
+    const codes = new Map<string, number>();
+    for (let iter = 0; iter < 300; iter++) {
+      const h = JSON.parse(JSON.stringify(header)) as typeof header;
+      for (let f = 1 + Math.floor(r() * 2); f > 0; f--) {
+        const e = h[pick(Object.keys(h))];
+        const what = r();
+        if (what < 0.3) e.dtype = pick(dtypes);
+        else if (what < 0.6) e.shape[Math.floor(r() * e.shape.length)] = pick(numbers);
+        else if (what < 0.7) e.shape = e.shape.length > 1 ? e.shape.slice(1) : [...e.shape, pick(numbers)];
+        else e.data_offsets[Math.floor(r() * 2)] = pick(numbers);
+      }
+      const json = Buffer.from(JSON.stringify(h));
+      const len = Buffer.alloc(8);
+      len.writeBigUInt64LE(BigInt(json.length));
+      writeFileSync(file, Buffer.concat([len, json, data]));
+      try {
+        dispose(await loadSafetensors(dev, file));
+        codes.set('ok', (codes.get('ok') ?? 0) + 1);
+      } catch (err) {
+        if (!(err instanceof TensorOpsError)) throw new Error(`iteration ${iter}: ${String(err)}`);
+        codes.set(err.code, (codes.get(err.code) ?? 0) + 1);
+      }
+    }
+    expect([...codes.keys()].every((c) => c === 'ok' || c === 'E_FORMAT'), JSON.stringify([...codes])).toBe(true);
+  });
 });
