@@ -3,13 +3,18 @@
 // `__metadata__` string map), then the data section the offsets are relative to. The dtype names
 // and sizes are the crate's `Dtype` enum (sub-byte ones pack elements densely).
 
-/** Bits per element of each safetensors dtype. */
-export const SAFETENSORS_DTYPE_BITS = {
+/** The element types a safetensors header may name (the safetensors crate's `Dtype`). */
+export type SafetensorsDType =
+  | 'BOOL' | 'U8' | 'I8' | 'F8_E5M2' | 'F8_E4M3' | 'F8_E8M0' | 'F8_E4M3FNUZ' | 'F8_E5M2FNUZ'
+  | 'I16' | 'U16' | 'F16' | 'BF16' | 'I32' | 'U32' | 'F32' | 'I64' | 'U64' | 'F64' | 'C64'
+  | 'F4' | 'F6_E2M3' | 'F6_E3M2';
+
+/** Bits per element of each safetensors dtype (sub-byte ones pack densely). */
+export const SAFETENSORS_DTYPE_BITS: Readonly<Record<SafetensorsDType, number>> = {
   BOOL: 8, U8: 8, I8: 8, F8_E5M2: 8, F8_E4M3: 8, F8_E8M0: 8, F8_E4M3FNUZ: 8, F8_E5M2FNUZ: 8,
   I16: 16, U16: 16, F16: 16, BF16: 16, I32: 32, U32: 32, F32: 32, I64: 64, U64: 64, F64: 64,
   C64: 64, F4: 4, F6_E2M3: 6, F6_E3M2: 6,
-} as const;
-export type SafetensorsDType = keyof typeof SAFETENSORS_DTYPE_BITS;
+};
 
 /** The largest JSON header accepted (the safetensors crate's limit is 100 MB too). */
 export const MAX_HEADER_BYTES = 100 * 1024 * 1024;
