@@ -10,6 +10,13 @@ export { Device } from './device';
 export { TensorOpsError, type ErrorCode } from './errors';
 export { decodeElements, encodeElements, formats, type FormatSpec } from './formats';
 export { QuantizedTensor, Tensor } from './tensor';
+export { loadSafetensors, type SafetensorsModel } from './loaders/safetensors/tensors';
+export { inspectSafetensors, type SafetensorsInfo } from './loaders/safetensors/parse';
+export { writeSafetensors, type SafetensorsWriteTensor } from './loaders/safetensors/write';
+export type {
+  LoadSafetensorsOptions, SafetensorsConversion, SafetensorsDType, SafetensorsProgress, SafetensorsReport,
+  SafetensorsTensorInfo,
+} from './loaders/safetensors/types';
 export type * from './types';
 
 /** Opens the best device for this machine (or the one asked for). */
