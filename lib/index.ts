@@ -10,6 +10,10 @@ export { Device } from './device';
 export { TensorOpsError, type ErrorCode } from './errors';
 export { decodeElements, encodeElements, formats, type FormatSpec } from './formats';
 export { QuantizedTensor, Tensor } from './tensor';
+export {
+  SUPPORTED_PRE_TYPES, Tokenizer, tokenizerDataFromGguf, tokenizerFromGgufMetadata,
+  type DecodeOptions, type EncodeOptions, type TokenizerData, type TokenStreamDecoder,
+} from './tokenizer/index';
 export type * from './types';
 
 /** Opens the best device for this machine (or the one asked for). */

@@ -2,6 +2,7 @@
 // alphabet, starts as one symbol per character; the adjacent pair with the lowest merge rank
 // (leftmost first among equals) merges until no pair has a rank. A final symbol that is not a
 // token falls back to the tokens of its single ASCII bytes, as llama.cpp does.
+import { byteEncode } from './bytes';
 import { PairHeap } from './heap';
 import { Symbols } from './symbols';
 
@@ -40,12 +41,12 @@ export class BpeMerger {
     if (r >= 0) this.#heap.push(r, left, right, this.#sym.len[left] + this.#sym.len[right]);
   }
 
-  /** Appends the tokens of one byte-encoded word. */
+  /** Appends the tokens of one pre-tokenized word. */
   encodeWord(word: string, out: number[]): void {
     const cached = this.#cache.get(word);
     if (cached) { for (const id of cached) out.push(id); return; }
     const ids: number[] = [];
-    this.#merge(word, ids);
+    this.#merge(byteEncode(word), ids);
     if (this.#cache.size >= CACHE_LIMIT) this.#cache.clear();
     this.#cache.set(word, ids);
     for (const id of ids) out.push(id);

@@ -33,15 +33,24 @@ export function fromUtf8(bytes: Uint8Array): string {
 
 /** A string's UTF-8 bytes written in GPT-2's byte alphabet. */
 export function byteEncode(text: string): string {
-  // ASCII without spaces or controls maps to itself: the common case needs no conversion.
-  let plain = true;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x21 || c > 0x7e) { plain = false; break; }
-  }
-  if (plain) return text;
   let out = '';
-  for (const b of encoder.encode(text)) out += BYTE_TO_CHAR[b];
+  for (let i = 0; i < text.length; i++) {
+    let c = text.charCodeAt(i);
+    if (c < 0x80) { out += BYTE_TO_CHAR[c]; continue; }
+    if (c < 0x800) { out += BYTE_TO_CHAR[0xc0 | (c >> 6)] + BYTE_TO_CHAR[0x80 | (c & 0x3f)]; continue; }
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        c = 0x10000 + ((c - 0xd800) << 10) + (d - 0xdc00);
+        i++;
+        out += BYTE_TO_CHAR[0xf0 | (c >> 18)] + BYTE_TO_CHAR[0x80 | ((c >> 12) & 0x3f)]
+          + BYTE_TO_CHAR[0x80 | ((c >> 6) & 0x3f)] + BYTE_TO_CHAR[0x80 | (c & 0x3f)];
+        continue;
+      }
+    }
+    if (c >= 0xd800 && c <= 0xdfff) c = 0xfffd;  // a lone surrogate: U+FFFD, as UTF-8 conversion writes it
+    out += BYTE_TO_CHAR[0xe0 | (c >> 12)] + BYTE_TO_CHAR[0x80 | ((c >> 6) & 0x3f)] + BYTE_TO_CHAR[0x80 | (c & 0x3f)];
+  }
   return out;
 }
 

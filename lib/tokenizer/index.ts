@@ -3,7 +3,7 @@
 import { TensorOpsError } from '../errors';
 import type { GgufValue } from '../loaders/gguf/types';
 import { BpeMerger } from './bpe';
-import { ByteBuilder, CHAR_TO_BYTE, Utf8Stream, byteEncode, fromUtf8, utf8 } from './bytes';
+import { ByteBuilder, CHAR_TO_BYTE, Utf8Stream, fromUtf8, utf8 } from './bytes';
 import { type TokenizerData, tokenizerDataFromGguf } from './data';
 import { type PreType, preType, pretokenize } from './pretokenize';
 import {
@@ -222,7 +222,7 @@ export class Tokenizer {
     } else {
       for (const f of frags) {
         if (typeof f === 'number') { out.push(f); continue; }
-        for (const word of pretokenize(f, this.#pre!)) this.#bpe!.encodeWord(byteEncode(word), out);
+        for (const word of pretokenize(f, this.#pre!)) this.#bpe!.encodeWord(word, out);
       }
     }
     if (addSpecial && this.addEos) {

@@ -7,7 +7,7 @@
 import { TensorOpsError } from '../errors';
 import {
   F_LETTER, F_MARK, F_NUMBER, F_PUNCTUATION, F_SYMBOL, F_WHITESPACE, asciiLower, codePoints, cpFlags,
-  fromCodePoints,
+  fromCodePoints, unitOffsets,
 } from './unicode';
 
 type Scanner = 'gpt2' | 'llama3' | 'qwen2' | 'qwen35' | 'newlines';
@@ -303,47 +303,60 @@ function compile(source: string): { re: RegExp; collapsed: boolean } {
   return c;
 }
 
-function splitRegex(cps: Uint32Array, pieces: Pieces, source: string, view: { collapsed?: string; wide?: string; wideIndex?: Int32Array }): Pieces {
+interface TextViews {
+  text: string;
+  cps: Uint32Array;
+  collapsed?: string;
+  wide?: { text: string; toCp?: Int32Array; toUnit?: Int32Array };
+}
+
+/** The text as std::wregex sees it: code points, non-ASCII whitespace as \v (its \s knows ASCII only). */
+function wideView(v: TextViews): NonNullable<TextViews['wide']> {
+  if (v.wide) return v.wide;
+  const { cps } = v;
+  let spaces = false;
+  for (let i = 0; i < cps.length && !spaces; i++) spaces = cps[i] > 0x7f && (cpFlags(cps[i]) & F_WHITESPACE) !== 0;
+  const text = spaces ? fromCodePoints(cps.map((c) => (c > 0x7f && cpFlags(c) & F_WHITESPACE ? 0x0b : c))) : v.text;
+  if (text.length === cps.length) return (v.wide = { text });
+  const toCp = new Int32Array(text.length + 1);
+  const toUnit = new Int32Array(cps.length + 1);
+  let u = 0;
+  for (let i = 0; i < cps.length; i++) { toUnit[i] = u; toCp[u] = i; u += cps[i] > 0xffff ? 2 : 1; }
+  toUnit[cps.length] = u;
+  toCp[u] = cps.length;
+  return (v.wide = { text, toCp, toUnit });
+}
+
+function collapsedView(v: TextViews): string {
+  if (v.collapsed === undefined) {
+    let ascii = v.text.length === v.cps.length;
+    for (let i = 0; i < v.cps.length && ascii; i++) ascii = v.cps[i] < 0x80;
+    v.collapsed = ascii ? v.text : collapse(v.cps);
+  }
+  return v.collapsed;
+}
+
+function splitRegex(pieces: Pieces, source: string, views: TextViews): Pieces {
   const { re, collapsed } = compile(source);
   let text: string;
-  let toCp: (i: number) => number;
-  let toUnit: (i: number) => number;
+  let toCp: Int32Array | undefined, toUnit: Int32Array | undefined;
   if (collapsed) {
-    text = view.collapsed ??= collapse(cps);
-    toCp = (i) => i;
-    toUnit = (i) => i;
+    text = collapsedView(views);  // one character per code point
   } else {
-    if (view.wide === undefined) {
-      // The text as code points, non-ASCII whitespace as \v (std::wregex's \s knows ASCII only).
-      const w = cps.map((c) => (c > 0x7f && cpFlags(c) & F_WHITESPACE ? 0x0b : c));
-      view.wide = fromCodePoints(w);
-      const index = new Int32Array(view.wide.length + 1);  // UTF-16 unit -> code point
-      const units = new Int32Array(cps.length + 1);  // code point -> UTF-16 unit
-      let u = 0;
-      for (let i = 0; i < cps.length; i++) { units[i] = u; index[u] = i; u += cps[i] > 0xffff ? 2 : 1; }
-      units[cps.length] = u;
-      index[u] = cps.length;
-      view.wideIndex = index;
-      (view as { units?: Int32Array }).units = units;
-    }
-    text = view.wide;
-    const index = view.wideIndex!;
-    const units = (view as { units?: Int32Array }).units!;
-    toCp = (i) => index[i];
-    toUnit = (i) => units[i];
+    ({ text, toCp, toUnit } = wideView(views));
   }
   const out: Pieces = [];
   let start = 0;
   for (const len of pieces) {
     const end = start + len;
-    const sub = text.slice(toUnit(start), toUnit(end));
-    const base = toUnit(start);
+    const base = toUnit ? toUnit[start] : start;
+    const sub = text.slice(base, toUnit ? toUnit[end] : end);
     re.lastIndex = 0;
     let prev = start;
     for (let m = re.exec(sub); m; m = re.exec(sub)) {
       if (m[0].length === 0) { re.lastIndex++; continue; }
-      const s = toCp(base + m.index);
-      const e = toCp(base + m.index + m[0].length);
+      const s = toCp ? toCp[base + m.index] : start + m.index;
+      const e = toCp ? toCp[base + m.index + m[0].length] : start + m.index + m[0].length;
       if (s > prev) out.push(s - prev);
       out.push(e - s);
       prev = e;
@@ -354,24 +367,26 @@ function splitRegex(cps: Uint32Array, pieces: Pieces, source: string, view: { co
   return out;
 }
 
-/** Splits text into the words BPE merges within. */
+/** Splits text (well-formed: no lone surrogates) into the words BPE merges within. */
 export function pretokenize(text: string, type: PreType): string[] {
   const cps = codePoints(text);
   let pieces: Pieces = cps.length > 0 ? [cps.length] : [];
-  const view: { collapsed?: string; wide?: string; wideIndex?: Int32Array } = {};
+  const views: TextViews = { text, cps };
   for (const step of type.steps) {
     if (step === 'gpt2') pieces = scanGpt2(cps, pieces);
     else if (step === 'llama3') pieces = scanLlama3(cps, pieces, 3, false);
     else if (step === 'qwen2') pieces = scanLlama3(cps, pieces, 1, false);
     else if (step === 'qwen35') pieces = scanLlama3(cps, pieces, 1, true);
     else if (step === 'newlines') pieces = scanNewlines(cps, pieces);
-    else pieces = splitRegex(cps, pieces, step.re, view);
+    else pieces = splitRegex(pieces, step.re, views);
   }
+  const units = cps.length === text.length ? undefined : unitOffsets(text, cps.length);
   const words: string[] = new Array(pieces.length);
   let at = 0;
   for (let i = 0; i < pieces.length; i++) {
-    words[i] = fromCodePoints(cps, at, at + pieces[i]);
-    at += pieces[i];
+    const end = at + pieces[i];
+    words[i] = units ? text.slice(units[at], units[end]) : text.slice(at, end);
+    at = end;
   }
   return words;
 }

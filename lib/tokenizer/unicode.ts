@@ -60,6 +60,19 @@ export function codePoints(text: string): Uint32Array {
   return out.subarray(0, n);
 }
 
+/** The UTF-16 offset of each code point of a well-formed string, and the string's length last. */
+export function unitOffsets(text: string, count: number): Int32Array {
+  const out = new Int32Array(count + 1);
+  let n = 0;
+  for (let i = 0; i < text.length; i++) {
+    out[n++] = i;
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff && i + 1 < text.length) i++;
+  }
+  out[n] = text.length;
+  return out;
+}
+
 /** A string from code points [start, end). */
 export function fromCodePoints(cps: Uint32Array, start = 0, end = cps.length): string {
   let s = '';
