@@ -122,13 +122,13 @@ export class Tokenizer {
     this.addSpacePrefix = data.addSpacePrefix ?? addSpacePrefix;
 
     // llama.cpp's corrections by token text: end-of-turn and fill-in-the-middle tokens are control tokens.
+    // (llama.cpp takes the first match in its hash map's order; here the first text of the list found.)
     const byText = (texts: readonly string[]): number => {
-      let best = -1;
       for (const t of texts) {
         const id = this.#ids.get(t);
-        if (id !== undefined && (best < 0 || id < best)) best = id;
+        if (id !== undefined) return id;
       }
-      return best;
+      return -1;
     };
     const markControl = (id: number) => { if (id >= 0) attrs[id] |= ATTR_CONTROL; };
     this.eot = inRange(data.eotId, -1);
