@@ -17,6 +17,10 @@ export type {
   LoadSafetensorsOptions, SafetensorsConversion, SafetensorsDType, SafetensorsProgress, SafetensorsReport,
   SafetensorsTensorInfo,
 } from './loaders/safetensors/types';
+export {
+  SUPPORTED_PRE_TYPES, Tokenizer, tokenizerDataFromGguf, tokenizerFromGgufMetadata,
+  type DecodeOptions, type EncodeOptions, type TokenizerData, type TokenStreamDecoder,
+} from './tokenizer/index';
 export type * from './types';
 
 /** Opens the best device for this machine (or the one asked for). */

@@ -1,0 +1,63 @@
+// llama.cpp as the reference, through node-llama-cpp (a bench peer: `npm run bench:peers`
+// installs it under bench/peers/node_modules). Tests that need it skip when it is not installed:
+// `describe.skipIf(!hasLlamaCpp)`.
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** node-llama-cpp's entry point. */
+export const LLAMA_CPP_ENTRY = join(__dirname, '../../bench/peers/node_modules/node-llama-cpp/dist/index.js');
+
+/** Whether node-llama-cpp is installed (the tests that compare against llama.cpp skip otherwise). */
+export const hasLlamaCpp = existsSync(LLAMA_CPP_ENTRY);
+
+/** The parts of node-llama-cpp's LlamaModel the tests use (its own types are not imported here). */
+export interface LlamaCppModel {
+  tokenize(text: string, specialTokens?: boolean): number[];
+  detokenize(tokens: readonly number[], specialTokens?: boolean): string;
+  readonly tokens: { readonly bos: number | null; readonly eos: number | null; readonly eot: number | null };
+  dispose(): Promise<void>;
+  [key: string]: unknown;
+}
+
+export interface LlamaCpp {
+  loadModel(options: { modelPath: string; vocabOnly?: boolean; gpuLayers?: number | 'auto'; [key: string]: unknown }): Promise<LlamaCppModel>;
+  [key: string]: unknown;
+}
+
+let llama: Promise<LlamaCpp | null> | undefined;
+
+/** The llama.cpp instance (CPU build, prebuilt binaries only, errors-only logging), or null when not installed. */
+export function loadLlamaCpp(): Promise<LlamaCpp | null> {
+  llama ??= (async () => {
+    if (!hasLlamaCpp) return null;
+    const mod = (await import(LLAMA_CPP_ENTRY)) as { getLlama(options: Record<string, unknown>): Promise<LlamaCpp> };
+    return mod.getLlama({ gpu: false, build: 'never', logLevel: 'error', progressLogs: false });
+  })();
+  return llama;
+}
+
+const models = new Map<string, Promise<LlamaCppModel>>();
+
+/** A model file loaded by llama.cpp, once per path and options (vocabOnly: just the tokenizer). */
+export async function llamaCppModel(
+  modelPath: string, options: { vocabOnly?: boolean; [key: string]: unknown } = {},
+): Promise<LlamaCppModel> {
+  const key = `${modelPath}\0${JSON.stringify(options)}`;
+  let m = models.get(key);
+  if (!m) {
+    m = (async () => {
+      const l = await loadLlamaCpp();
+      if (!l) throw new Error(`node-llama-cpp is not installed (${LLAMA_CPP_ENTRY})`);
+      return l.loadModel({ modelPath, gpuLayers: 0, ...options });
+    })();
+    models.set(key, m);
+  }
+  return m;
+}
+
+/** Disposes the cached models (files can then be removed). */
+export async function disposeLlamaCppModels(): Promise<void> {
+  const all = [...models.values()];
+  models.clear();
+  for (const m of all) await (await m.catch(() => null))?.dispose();
+}
