@@ -10,6 +10,15 @@ export { Device } from './device';
 export { TensorOpsError, type ErrorCode } from './errors';
 export { decodeElements, encodeElements, formats, type FormatSpec } from './formats';
 export { QuantizedTensor, Tensor } from './tensor';
+// GGUF (llama.cpp's weights format): read the header and metadata, load the tensors onto a device,
+// write files, and ggml's block codecs (to make or check files).
+export { readGgufInfo } from './loaders/gguf/parse';
+export {
+  loadGgufTensors, GgufTensors, type GgufConversion, type GgufLoadOptions, type GgufProgress,
+} from './loaders/gguf/tensors';
+export { writeGguf, type GgufWriteTensor, type GgufWriteValue } from './loaders/gguf/write';
+export { decodeGgml, encodeGgml, type GgmlDecodable, type GgmlEncodable } from './loaders/gguf/blocks';
+export type { GgmlTypeName, GgufFile, GgufTensorInfo, GgufTypedArray, GgufValue } from './loaders/gguf/types';
 export type * from './types';
 
 /** Opens the best device for this machine (or the one asked for). */

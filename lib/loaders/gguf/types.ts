@@ -8,11 +8,16 @@ export const enum GgufValueType {
   STRING = 8, ARRAY = 9, UINT64 = 10, INT64 = 11, FLOAT64 = 12,
 }
 
-/** ggml tensor types whose layout this package reads (the ids are ggml's). */
+/**
+ * ggml tensor types by id (ggml.h's `enum ggml_type`). A file may hold any of them (its table is
+ * parsed); lib/loaders/gguf/tensors.ts says which ones load.
+ */
 export const GGML_TYPES = {
   F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q8_1: 9,
   Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, Q8_K: 15,
-  I8: 24, I16: 25, I32: 26, I64: 27, F64: 28, BF16: 30, MXFP4: 39,
+  IQ2_XXS: 16, IQ2_XS: 17, IQ3_XXS: 18, IQ1_S: 19, IQ4_NL: 20, IQ3_S: 21, IQ2_S: 22, IQ4_XS: 23,
+  I8: 24, I16: 25, I32: 26, I64: 27, F64: 28, IQ1_M: 29, BF16: 30, TQ1_0: 34, TQ2_0: 35,
+  MXFP4: 39, NVFP4: 40, Q1_0: 41, Q2_0: 42,
 } as const;
 export type GgmlTypeName = keyof typeof GGML_TYPES;
 
@@ -27,7 +32,14 @@ export const GGML_BLOCK: Readonly<Record<GgmlTypeName, { elements: number; bytes
   Q2_K: { elements: 256, bytes: 84 }, Q3_K: { elements: 256, bytes: 110 },
   Q4_K: { elements: 256, bytes: 144 }, Q5_K: { elements: 256, bytes: 176 },
   Q6_K: { elements: 256, bytes: 210 }, Q8_K: { elements: 256, bytes: 292 },
-  MXFP4: { elements: 32, bytes: 17 },
+  IQ2_XXS: { elements: 256, bytes: 66 }, IQ2_XS: { elements: 256, bytes: 74 },
+  IQ3_XXS: { elements: 256, bytes: 98 }, IQ1_S: { elements: 256, bytes: 50 },
+  IQ4_NL: { elements: 32, bytes: 18 }, IQ3_S: { elements: 256, bytes: 110 },
+  IQ2_S: { elements: 256, bytes: 82 }, IQ4_XS: { elements: 256, bytes: 136 },
+  IQ1_M: { elements: 256, bytes: 56 }, TQ1_0: { elements: 256, bytes: 54 },
+  TQ2_0: { elements: 256, bytes: 66 }, MXFP4: { elements: 32, bytes: 17 },
+  NVFP4: { elements: 64, bytes: 36 }, Q1_0: { elements: 128, bytes: 18 },
+  Q2_0: { elements: 64, bytes: 18 },
 };
 
 /** The name of a ggml type id, or undefined for an id this package does not know. */
