@@ -268,6 +268,7 @@ function q6kConverter(n: number): Converter {
   const stats = new ErrorStats();
   const q = new Uint8Array(256);
   const ints = new Int32Array(32);
+  const trial = new Uint8Array(32);
   let requantized = 0, groups = 0;
   const converter: Converter = {
     format: 'affine8',
@@ -284,6 +285,7 @@ function q6kConverter(n: number): Converter {
           groups++;
           // The group's values are d * ints[l]: sub-block scale times the signed code.
           let div = 0, lo = Infinity, hi = -Infinity;
+          const big = Math.max(Math.abs((src[o + 192 + 2 * j] << 24) >> 24), Math.abs((src[o + 193 + 2 * j] << 24) >> 24));
           for (let l = 0; l < 32; l++) {
             const sc = (src[o + 192 + 2 * j + (l >> 4)] << 24) >> 24;
             const v = sc * (q[32 * j + l] - 32);
@@ -294,7 +296,7 @@ function q6kConverter(n: number): Converter {
           }
           if (!exactQ6Group(d, div, lo, hi, g)) {
             requantized++;
-            if (!requantizeGroup(d, lo, hi, g)) return false;
+            if (!requantizeGroup(d, lo, hi, big, g)) return false;
           }
           const s = halfToNumber(scales[g]), b = halfToNumber(biases[g]);
           for (let l = 0; l < 32; l++) stats.add(Math.fround(s * codes[32 * g + l] + b), d * ints[l]);
@@ -325,22 +327,41 @@ function q6kConverter(n: number): Converter {
     return false;
   }
 
-  /** Lossy: 256 levels from the group's least to its largest value, float16 scale and bias. */
-  function requantizeGroup(d: number, lo: number, hi: number, g: number): boolean {
+  /**
+   * Lossy, the better (least squared error) of two float16 (scale, bias) pairs: 256 steps from the
+   * group's least to its largest value; or a step of a quarter of the larger sub-block scale, on
+   * which that sub-block's 64 levels lie exactly (only the other's are rounded).
+   */
+  function requantizeGroup(d: number, lo: number, hi: number, big: number, g: number): boolean {
     const vlo = Math.min(d * lo, d * hi), vhi = Math.max(d * lo, d * hi);
-    const bBits = numberToHalf(vlo);
-    const b = halfToNumber(bBits);
-    let sBits = vhi > b ? numberToHalf((vhi - b) / 255) : 0;
+    let best = Infinity;
+    const bBits0 = numberToHalf(vlo);
+    const b0 = halfToNumber(bBits0);
+    let sBits0 = vhi > b0 ? numberToHalf((vhi - b0) / 255) : 0;
     // A scale rounded down would leave the top value more than half a step out of reach.
-    if (halfToNumber(sBits) * 255 + b < vhi - halfToNumber(sBits) / 2) sBits++;
-    const s = halfToNumber(sBits);
-    if (!Number.isFinite(s) || !Number.isFinite(b)) return false;
-    scales[g] = sBits; biases[g] = bBits;
-    for (let l = 0; l < 32; l++) {
-      const u = s === 0 ? 0 : Math.round((d * ints[l] - b) / s);
-      codes[32 * g + l] = u < 0 ? 0 : u > 255 ? 255 : u;
+    if (halfToNumber(sBits0) * 255 + b0 < vhi - halfToNumber(sBits0) / 2) sBits0++;
+    const sQuarter = halfToNumber(numberToHalf(Math.abs(d * big) / 4));
+    const candidates: [number, number][] = [[sBits0, bBits0]];
+    if (sQuarter > 0 && Number.isFinite(sQuarter)) {
+      candidates.push([numberToHalf(sQuarter), numberToHalf(sQuarter * Math.floor(vlo / sQuarter))]);
     }
-    return true;
+    for (const [sBits, bBits] of candidates) {
+      const s = halfToNumber(sBits), b = halfToNumber(bBits);
+      if (!Number.isFinite(s) || !Number.isFinite(b)) continue;
+      let sse = 0;
+      for (let l = 0; l < 32; l++) {
+        const u0 = s === 0 ? 0 : Math.round((d * ints[l] - b) / s);
+        const u = u0 < 0 ? 0 : u0 > 255 ? 255 : u0;
+        trial[l] = u;
+        sse += (s * u + b - d * ints[l]) ** 2;
+      }
+      if (sse < best) {
+        best = sse;
+        scales[g] = sBits; biases[g] = bBits;
+        codes.set(trial, 32 * g);
+      }
+    }
+    return best < Infinity;
   }
   return converter;
 }
