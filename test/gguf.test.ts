@@ -265,6 +265,27 @@ describe('ggml block codecs against hand-computed cases', () => {
     expect(Array.from(new Uint16Array(encodeGgml('BF16', g).buffer))).toEqual([0x3eab, 0x3f80, 0x3f82, 0x7fc0, 0xff80]);
   });
 
+  it('numberToHalf rounds any number to the nearest float16 (ties to even), as a search of the float16 values finds', () => {
+    // The finite non-negative float16 values in order are the bit patterns 0 to 0x7BFF.
+    const nearest = (x: number): number => {
+      const a = Math.abs(x), sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
+      if (a >= 65520) return sign | 0x7c00;
+      let lo = 0, hi = 0x7bff;
+      while (hi - lo > 1) { const mid = (lo + hi) >> 1; if (halfToNumber(mid) <= a) lo = mid; else hi = mid; }
+      const dl = a - halfToNumber(lo), dh = halfToNumber(hi) - a;
+      return sign | (dl < dh ? lo : dh < dl ? hi : (lo & 1 ? hi : lo));
+    };
+    const r = rng(77);
+    const xs: number[] = [0, -0, 65504, 65519.99, 65520, 1e-10, 2 ** -24, 2 ** -25, 2 ** -25 * (1 + 2 ** -40), 3 * 2 ** -25, 1 + 2 ** -11, 1 + 2 ** -11 + 2 ** -40, 1 + 3 * 2 ** -11];
+    for (let i = 0; i < 20000; i++) {
+      const e = Math.floor(r() * 44) - 28;
+      let x = (r() < 0.5 ? -1 : 1) * (1 + r()) * 2 ** e;
+      if (i % 4 === 0) x = halfToNumber(Math.floor(r() * 0x7bff)) + (r() < 0.5 ? 1 : -1) * 2 ** (e - 11);  // near float16 values and ties
+      xs.push(x);
+    }
+    for (const x of xs) expect(numberToHalf(x), `${x}`).toBe(nearest(x));
+  });
+
   it('K-quant decoders follow the block layouts (hand-set blocks)', () => {
     // Q4_K: d = 1, dmin = 0.5; sub-block j has scale j + 1 and min j (6-bit packing of
     // get_scale_min_k4); codes: element 32j + l is l % 16 in its nibble.
@@ -596,6 +617,15 @@ describe('bad files answer E_FORMAT, quickly', () => {
     const later = await readGgufInfo(join(dir, 'later.gguf'));
     writeFileSync(join(dir, 'later.gguf'), bytes.subarray(0, end - 10));
     await rejects(loadGgufTensors(dev, later, join(dir, 'later.gguf')), 'E_FORMAT', /'z'/, /past the end/);
+  });
+
+  it('files that cannot be read answer E_LOAD; bad options E_ARG', async () => {
+    await rejects(readGgufInfo(join(dir, 'missing.gguf')), 'E_LOAD', /missing\.gguf/);
+    await rejects(readGgufInfo(dir), 'E_LOAD', /not a regular file/);
+    const { path } = sample();
+    const info = await readGgufInfo(path);
+    await rejects(loadGgufTensors(dev, info, path, { progress: () => 0 } as never), 'E_ARG', /options\.progress/);
+    await rejects(loadGgufTensors(dev, info, path, { filter: 'x' } as never), 'E_ARG', /options\.filter/);
   });
 
   it('wrong magic, unsupported versions', async () => {

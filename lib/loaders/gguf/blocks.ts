@@ -16,8 +16,7 @@ export type GgmlDecodable = GgmlEncodable | 'Q4_K' | 'Q5_K' | 'Q6_K';
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
 
-/** float16 bits -> number. */
-export function halfToNumber(h: number): number {
+function halfBitsToNumber(h: number): number {
   const sign = h & 0x8000 ? -1 : 1;
   const e = (h >>> 10) & 0x1f;
   const m = h & 0x3ff;
@@ -26,37 +25,52 @@ export function halfToNumber(h: number): number {
   return sign * (1024 + m) * 2 ** (e - 25);
 }
 
-/** Rounds half to even (v >= 0, few enough bits that floor and the difference are exact). */
-function rne(v: number): number {
-  const f = Math.floor(v);
-  const d = v - f;
-  return d > 0.5 || (d === 0.5 && f % 2 === 1) ? f + 1 : f;
+/** Every float16 value by its bits. */
+const HALF = Float64Array.from({ length: 65536 }, (_, h) => halfBitsToNumber(h));
+
+/** float16 bits -> number. */
+export function halfToNumber(h: number): number {
+  return HALF[h & 0xffff];
+}
+
+/** float32 bits -> float16 bits, rounded to nearest-even (NaN to 0x7E00 with its sign). */
+function f32BitsToHalf(u: number): number {
+  const sign = (u >>> 16) & 0x8000;
+  const exp = (u >>> 23) & 0xff;
+  const mant = u & 0x7fffff;
+  if (exp === 0xff) return sign | (mant ? 0x7e00 : 0x7c00);
+  const e = exp - 112;
+  if (e >= 31) return sign | 0x7c00;
+  if (e <= 0) {  // a float16 subnormal (or zero)
+    if (e < -10) return sign;
+    const m = mant | 0x800000;
+    const shift = 14 - e;
+    const q = m >>> shift, rem = m & ((1 << shift) - 1), halfway = 1 << (shift - 1);
+    return sign | (q + (rem > halfway || (rem === halfway && q & 1) ? 1 : 0));
+  }
+  const q = mant >>> 13, rem = mant & 0x1fff;
+  // A carry out of the mantissa moves to the next exponent (up to infinity), as it should.
+  return sign | (((e << 10) | q) + (rem > 0x1000 || (rem === 0x1000 && q & 1) ? 1 : 0));
 }
 
 /**
  * number -> float16 bits, rounded to nearest-even once from the exact value (overflow to
- * infinity, NaN to 0x7E00 as ggml's GGML_FP32_TO_FP16).
+ * infinity, NaN to 0x7E00 as ggml's GGML_FP32_TO_FP16). A value that is not a float32 is first
+ * rounded to float32 with round-to-odd (which keeps the second rounding correct: float32 has more
+ * than two bits beyond float16's).
  */
 export function numberToHalf(x: number): number {
   if (Number.isNaN(x)) return 0x7e00;
-  const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
-  const a = Math.abs(x);
-  if (a >= 65520) return sign | 0x7c00;  // 65504 + half its ulp ties to even: infinity
-  if (a < 2 ** -14) return sign | rne(a * 2 ** 24);  // subnormal (1024 becomes the smallest normal)
-  let e = Math.floor(Math.log2(a));
-  if (2 ** e > a) e--;
-  else if (2 ** (e + 1) <= a) e++;
-  let m = rne((a / 2 ** e - 1) * 1024);
-  if (m === 1024) { m = 0; e++; }
-  if (e > 15) return sign | 0x7c00;
-  return sign | ((e + 15) << 10) | m;
+  f32[0] = x;
+  let u = u32[0];
+  if (f32[0] !== x && (u & 1) === 0) u += Math.abs(f32[0]) < Math.abs(x) ? 1 : -1;
+  return f32BitsToHalf(u);
 }
 
 /** float32 value (given as a number) -> float16 bits; NaN keeps its sign, as ggml's conversion. */
 function floatToHalf(x: number): number {
-  if (!Number.isNaN(x)) return numberToHalf(x);
   f32[0] = x;
-  return ((u32[0] >>> 16) & 0x8000) | 0x7e00;
+  return f32BitsToHalf(u32[0]);
 }
 
 /** bfloat16 bits -> number. */
@@ -81,10 +95,14 @@ export function ggmlE8m0Half(e: number): number {
 
 // ---- K-quant sub-block scales (get_scale_min_k4)
 
-/** Q4_K/Q5_K: the 6-bit scale and min of sub-block j (0..7) from the block's 12 scale bytes at s[o..]. */
-export function scaleMinK4(s: Uint8Array, o: number, j: number): [number, number] {
-  if (j < 4) return [s[o + j] & 63, s[o + j + 4] & 63];
-  return [(s[o + j + 4] & 0xf) | ((s[o + j - 4] >> 6) << 4), (s[o + j + 4] >> 4) | ((s[o + j] >> 6) << 4)];
+/** Q4_K/Q5_K: the 6-bit scale of sub-block j (0..7) from the block's 12 scale bytes at s[o..]. */
+export function scaleK4(s: Uint8Array, o: number, j: number): number {
+  return j < 4 ? s[o + j] & 63 : (s[o + j + 4] & 0xf) | ((s[o + j - 4] >> 6) << 4);
+}
+
+/** Q4_K/Q5_K: the 6-bit min of sub-block j. */
+export function minK4(s: Uint8Array, o: number, j: number): number {
+  return j < 4 ? s[o + j + 4] & 63 : (s[o + j + 4] >> 4) | ((s[o + j] >> 6) << 4);
 }
 
 /**
@@ -173,8 +191,7 @@ function decodeK4(src: Uint8Array, o: number, out: Float64Array, at: number, typ
   const d = half(src, o), dmin = half(src, o + 2);
   kQuantCodes(type, src, o, kCodes);
   for (let j = 0; j < 8; j++) {
-    const [sc, m] = scaleMinK4(src, o + 4, j);
-    const s = d * sc, b = dmin * m;
+    const s = d * scaleK4(src, o + 4, j), b = dmin * minK4(src, o + 4, j);
     for (let l = 0; l < 32; l++) out[at + 32 * j + l] = s * kCodes[32 * j + l] - b;
   }
 }
@@ -298,7 +315,7 @@ export function encodeGgml(type: GgmlEncodable, values: Float32Array): Uint8Arra
   if (type === 'F16' || type === 'BF16') {
     const out = new Uint16Array(n);
     const bits = new Uint32Array(values.buffer, values.byteOffset, n);
-    for (let i = 0; i < n; i++) out[i] = type === 'F16' ? floatToHalf(values[i]) : bitsToBf16(bits[i]);
+    for (let i = 0; i < n; i++) out[i] = type === 'F16' ? f32BitsToHalf(bits[i]) : bitsToBf16(bits[i]);
     return new Uint8Array(out.buffer);
   }
   for (let i = 0; i < n; i++) {

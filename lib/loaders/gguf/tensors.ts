@@ -21,7 +21,8 @@ import { TensorOpsError } from '../../errors';
 import { allocateArray } from '../../host-arrays';
 import type { QuantizedTensor, Tensor } from '../../tensor';
 import type { DType, Format } from '../../types';
-import { decodeBlock, halfToNumber, kQuantCodes, numberToHalf, scaleMinK4 } from './blocks';
+import { checkOptions, describe } from '../../validate';
+import { decodeBlock, halfToNumber, kQuantCodes, minK4, numberToHalf, scaleK4 } from './blocks';
 import { GgufFileReader } from './reader';
 import { GGML_BLOCK, type GgmlTypeName, type GgufFile, type GgufTensorInfo } from './types';
 
@@ -84,6 +85,12 @@ class ErrorStats {
     this.sumErr2 += e * e;
     this.sumRef2 += ref * ref;
   }
+  /** A group of finite values' errors, summed by the caller. */
+  addSums(max: number, sumErr2: number, sumRef2: number): void {
+    if (max > this.max) this.max = max;
+    this.sumErr2 += sumErr2;
+    this.sumRef2 += sumRef2;
+  }
   get rel(): number {
     if (this.sumErr2 === 0) return 0;
     return Math.sqrt(this.sumErr2 / this.sumRef2);
@@ -111,17 +118,21 @@ function repackNibbles(src: Uint8Array, o: number, out: Uint8Array, p: number): 
 
 const NAN16 = 0x7e00;
 
-/** An affine group whose values are `d * code + bias` with bias = k * d: the float16 bits, or -1. */
-function scaledBias(dBits: number, k: number): number {
-  const d = halfToNumber(dBits);
-  if (Number.isNaN(d)) return NAN16;
-  if (!Number.isFinite(d)) return -1;
-  const b = k * d;
-  const bits = numberToHalf(b);
-  return halfToNumber(bits) === b ? bits : -1;
+/** The float16 bits of k * d for each float16 d (NaN for NaN, -1 where it is not exact or d is infinite). */
+function scaledBiasTable(k: number): Int32Array {
+  return Int32Array.from({ length: 65536 }, (_, dBits) => {
+    const d = halfToNumber(dBits);
+    if (Number.isNaN(d)) return NAN16;
+    if (!Number.isFinite(d)) return -1;
+    const b = k * d;
+    const bits = numberToHalf(b);
+    return halfToNumber(bits) === b ? bits : -1;
+  });
 }
+let biasQ8: Int32Array | undefined, biasQ4: Int32Array | undefined;
 
 function q80Converter(n: number): Converter {
+  const bias = (biasQ8 ??= scaledBiasTable(-128));
   const codes = allocateArray(Uint8Array, n, 'Q8_0 codes');
   const scales = allocateArray(Uint16Array, n / 32, 'Q8_0 scales');
   const biases = allocateArray(Uint16Array, n / 32, 'Q8_0 biases');
@@ -131,7 +142,7 @@ function q80Converter(n: number): Converter {
       for (let i = 0; i < count; i++) {
         const o = i * 34, g = first + i;
         const d = src[o] | (src[o + 1] << 8);
-        const b = scaledBias(d, -128);
+        const b = bias[d];
         if (b < 0) return false;
         scales[g] = b === NAN16 ? NAN16 : d;
         biases[g] = b;
@@ -148,6 +159,7 @@ function q4Converter(n: number, type: 'Q4_0' | 'Q4_1'): Converter {
   const scales = allocateArray(Uint16Array, n / 32, `${type} scales`);
   const biases = allocateArray(Uint16Array, n / 32, `${type} biases`);
   const size = GGML_BLOCK[type].bytes;
+  const bias = type === 'Q4_0' ? (biasQ4 ??= scaledBiasTable(-8)) : undefined;
   return {
     format: 'affine4',
     blocks(src, first, count) {
@@ -155,7 +167,7 @@ function q4Converter(n: number, type: 'Q4_0' | 'Q4_1'): Converter {
         const o = i * size, g = first + i;
         const d = src[o] | (src[o + 1] << 8);
         if (type === 'Q4_0') {
-          const b = scaledBias(d, -8);
+          const b = bias![d];
           if (b < 0) return false;
           scales[g] = b === NAN16 ? NAN16 : d;
           biases[g] = b;
@@ -221,8 +233,7 @@ function k4Converter(n: number, type: 'Q4_K' | 'Q5_K'): Converter {
         kQuantCodes(type, src, o, q);
         for (let j = 0; j < 8; j++) {
           const g = 8 * block + j;
-          const [sc, m] = scaleMinK4(src, o + 4, j);
-          const S = d * sc, B = -(dmin * m);
+          const S = d * scaleK4(src, o + 4, j), B = -(dmin * minK4(src, o + 4, j));
           if (!Number.isFinite(S) || !Number.isFinite(B)) return false;
           const sBits = numberToHalf(S);
           const s = halfToNumber(sBits);
@@ -238,10 +249,16 @@ function k4Converter(n: number, type: 'Q4_K' | 'Q5_K'): Converter {
           if (s !== S || b !== B) inexact++;
           scales[g] = sBits;
           biases[g] = bBits;
+          let max = 0, e2 = 0, r2 = 0;
           for (let l = 0; l < 32; l++) {
             const c = q[32 * j + l];
-            stats.add(Math.fround(s * c + b), S * c + B);
+            const ref = S * c + B;
+            const e = Math.abs(Math.fround(s * c + b) - ref);
+            if (e > max) max = e;
+            e2 += e * e;
+            r2 += ref * ref;
           }
+          stats.addSums(max, e2, r2);
           if (four) {
             for (let k = 0; k < 16; k++) codes[16 * g + k] = q[32 * j + 2 * k] | (q[32 * j + 2 * k + 1] << 4);
           } else {
@@ -256,7 +273,11 @@ function k4Converter(n: number, type: 'Q4_K' | 'Q5_K'): Converter {
 }
 
 function gcd(a: number, b: number): number {
-  while (b) [a, b] = [b, a % b];
+  while (b) {
+    const t = a % b;
+    a = b;
+    b = t;
+  }
   return a;
 }
 
@@ -269,7 +290,7 @@ function q6kConverter(n: number): Converter {
   const q = new Uint8Array(256);
   const ints = new Int32Array(32);
   const trial = new Uint8Array(32);
-  let requantized = 0, groups = 0;
+  let requantized = 0, groups = 0, best = Infinity;
   const converter: Converter = {
     format: 'affine8',
     stats,
@@ -284,22 +305,34 @@ function q6kConverter(n: number): Converter {
           const g = 8 * block + j;
           groups++;
           // The group's values are d * ints[l]: sub-block scale times the signed code.
-          let div = 0, lo = Infinity, hi = -Infinity;
+          let lo = Infinity, hi = -Infinity, least = Infinity;
           const big = Math.max(Math.abs((src[o + 192 + 2 * j] << 24) >> 24), Math.abs((src[o + 193 + 2 * j] << 24) >> 24));
           for (let l = 0; l < 32; l++) {
             const sc = (src[o + 192 + 2 * j + (l >> 4)] << 24) >> 24;
             const v = sc * (q[32 * j + l] - 32);
             ints[l] = v;
-            div = gcd(div, Math.abs(v));
             if (v < lo) lo = v;
             if (v > hi) hi = v;
+            if (v !== 0 && Math.abs(v) < least) least = Math.abs(v);
           }
+          // An exact step divides every value, so it is at most the least nonzero one.
+          let div = 0;
+          if (least === Infinity || hi - lo <= 255 * least) for (let l = 0; l < 32; l++) div = gcd(div, Math.abs(ints[l]));
+          else div = -1;
           if (!exactQ6Group(d, div, lo, hi, g)) {
             requantized++;
             if (!requantizeGroup(d, lo, hi, big, g)) return false;
           }
           const s = halfToNumber(scales[g]), b = halfToNumber(biases[g]);
-          for (let l = 0; l < 32; l++) stats.add(Math.fround(s * codes[32 * g + l] + b), d * ints[l]);
+          let max = 0, e2 = 0, r2 = 0;
+          for (let l = 0; l < 32; l++) {
+            const ref = d * ints[l];
+            const e = Math.abs(Math.fround(s * codes[32 * g + l] + b) - ref);
+            if (e > max) max = e;
+            e2 += e * e;
+            r2 += ref * ref;
+          }
+          stats.addSums(max, e2, r2);
         }
       }
       converter.note = `${requantized} of ${groups} groups of 32 (${(100 * requantized / Math.max(1, groups)).toFixed(1)}%) re-quantized to 8 bits from the float64 values (their two 16-element sub-blocks' values do not fit 256 steps of one float16 scale); the others exact`;
@@ -310,21 +343,25 @@ function q6kConverter(n: number): Converter {
 
   /** Exact: values d*ints = s*u + b with s = d*t, integer u in 0..255, b = s*lo/t; true if it fits. */
   function exactQ6Group(d: number, div: number, lo: number, hi: number, g: number): boolean {
+    if (div < 0) return false;
     if (div === 0) {  // all zero
       scales[g] = 0; biases[g] = 0;
       codes.fill(0, 32 * g, 32 * g + 32);
       return true;
     }
-    for (const t of div === (div & -div) ? [div] : [div, div & -div]) {
-      if ((hi - lo) / t > 255) continue;
-      const S = d * t, B = d * lo;
-      const sBits = numberToHalf(S), bBits = numberToHalf(B);
-      if (halfToNumber(sBits) !== S || halfToNumber(bBits) !== B) continue;
-      scales[g] = sBits; biases[g] = bBits;
-      for (let l = 0; l < 32; l++) codes[32 * g + l] = (ints[l] - lo) / t;
-      return true;
-    }
-    return false;
+    // The gcd, or its power-of-two part when d times the gcd needs more bits than float16 has.
+    const pow2 = div & -div;
+    return exactStep(d, div, lo, hi, g) || (pow2 !== div && exactStep(d, pow2, lo, hi, g));
+  }
+
+  function exactStep(d: number, t: number, lo: number, hi: number, g: number): boolean {
+    if ((hi - lo) / t > 255) return false;
+    const S = d * t, B = d * lo;
+    const sBits = numberToHalf(S), bBits = numberToHalf(B);
+    if (halfToNumber(sBits) !== S || halfToNumber(bBits) !== B) return false;
+    scales[g] = sBits; biases[g] = bBits;
+    for (let l = 0; l < 32; l++) codes[32 * g + l] = (ints[l] - lo) / t;
+    return true;
   }
 
   /**
@@ -334,34 +371,37 @@ function q6kConverter(n: number): Converter {
    */
   function requantizeGroup(d: number, lo: number, hi: number, big: number, g: number): boolean {
     const vlo = Math.min(d * lo, d * hi), vhi = Math.max(d * lo, d * hi);
-    let best = Infinity;
-    const bBits0 = numberToHalf(vlo);
-    const b0 = halfToNumber(bBits0);
-    let sBits0 = vhi > b0 ? numberToHalf((vhi - b0) / 255) : 0;
+    best = Infinity;
+    const bBits = numberToHalf(vlo);
+    const b = halfToNumber(bBits);
+    let sBits = vhi > b ? numberToHalf((vhi - b) / 255) : 0;
     // A scale rounded down would leave the top value more than half a step out of reach.
-    if (halfToNumber(sBits0) * 255 + b0 < vhi - halfToNumber(sBits0) / 2) sBits0++;
-    const sQuarter = halfToNumber(numberToHalf(Math.abs(d * big) / 4));
-    const candidates: [number, number][] = [[sBits0, bBits0]];
-    if (sQuarter > 0 && Number.isFinite(sQuarter)) {
-      candidates.push([numberToHalf(sQuarter), numberToHalf(sQuarter * Math.floor(vlo / sQuarter))]);
-    }
-    for (const [sBits, bBits] of candidates) {
-      const s = halfToNumber(sBits), b = halfToNumber(bBits);
-      if (!Number.isFinite(s) || !Number.isFinite(b)) continue;
-      let sse = 0;
-      for (let l = 0; l < 32; l++) {
-        const u0 = s === 0 ? 0 : Math.round((d * ints[l] - b) / s);
-        const u = u0 < 0 ? 0 : u0 > 255 ? 255 : u0;
-        trial[l] = u;
-        sse += (s * u + b - d * ints[l]) ** 2;
-      }
-      if (sse < best) {
-        best = sse;
-        scales[g] = sBits; biases[g] = bBits;
-        codes.set(trial, 32 * g);
-      }
-    }
+    if (halfToNumber(sBits) * 255 + b < vhi - halfToNumber(sBits) / 2) sBits++;
+    tryGrid(d, sBits, bBits, g);
+    const quarter = halfToNumber(numberToHalf(Math.abs(d * big) / 4));
+    if (quarter > 0 && Number.isFinite(quarter)) tryGrid(d, numberToHalf(quarter), numberToHalf(quarter * Math.floor(vlo / quarter)), g);
     return best < Infinity;
+  }
+
+  /** Rounds the group to the grid s*u + b; keeps it when its squared error is the least so far. */
+  function tryGrid(d: number, sBits: number, bBits: number, g: number): void {
+    const s = halfToNumber(sBits), b = halfToNumber(bBits);
+    if (!Number.isFinite(s) || !Number.isFinite(b)) return;
+    const inv = s === 0 ? 0 : 1 / s;
+    let sse = 0;
+    for (let l = 0; l < 32; l++) {
+      const v = d * ints[l];
+      const u0 = Math.round((v - b) * inv);
+      const u = u0 < 0 ? 0 : u0 > 255 ? 255 : u0;
+      trial[l] = u;
+      const e = s * u + b - v;
+      sse += e * e;
+    }
+    if (sse < best) {
+      best = sse;
+      scales[g] = sBits; biases[g] = bBits;
+      codes.set(trial, 32 * g);
+    }
   }
   return converter;
 }
@@ -396,7 +436,17 @@ const FALLBACK_WHY: Partial<Record<GgmlTypeName, string>> = {
  * before anything is read. On any failure the tensors already made are disposed.
  */
 export async function loadGgufTensors(dev: Device, file: GgufFile, path: string, options: GgufLoadOptions = {}): Promise<GgufTensors> {
-  const { onProgress, filter } = options;
+  const opts = checkOptions(options, 'options', ['onProgress', 'filter']);
+  for (const key of ['onProgress', 'filter'] as const) {
+    if (opts[key] !== undefined && typeof opts[key] !== 'function') {
+      throw new TensorOpsError('E_ARG', `options.${key} must be a function; got ${describe(opts[key])}`);
+    }
+  }
+  if (!file || !Array.isArray(file.tensors)) {
+    throw new TensorOpsError('E_ARG', `file must be what readGgufInfo() returned; got ${describe(file)}`);
+  }
+  const onProgress = opts.onProgress as GgufLoadOptions['onProgress'];
+  const filter = opts.filter as GgufLoadOptions['filter'];
   const selected = file.tensors.filter((t) => (filter ? filter(t) : true));
   for (const t of selected) {
     if (!GGUF_LOADABLE[t.type]) {
