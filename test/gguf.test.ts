@@ -3,6 +3,7 @@
 // float64: bit-exact for the direct mappings (and their dense float32 fallbacks), within the
 // reported error for the K-quant conversions. Bad files answer E_FORMAT, quickly; a seeded byte-flip
 // fuzz never throws anything but a TensorOpsError.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -263,6 +264,41 @@ describe('ggml block codecs against hand-computed cases', () => {
       .toEqual([0x3555, 0x7bff, 0x7bff, 0x7c00, 0x8000, 0x0001, 0x0400, 0x7e00, 0xfc00]);
     const g = Float32Array.from([1 / 3, 1 + 2 ** -8, 1 + 3 * 2 ** -8, NaN, -Infinity]);
     expect(Array.from(new Uint16Array(encodeGgml('BF16', g).buffer))).toEqual([0x3eab, 0x3f80, 0x3f82, 0x7fc0, 0xff80]);
+  });
+
+  it('equal to ggml itself: SHA-256 digests of ggml-quants.c\'s output on these inputs', () => {
+    // Digests of the output of ggml's quantize_row_{q8_0,q4_0,q4_1,mxfp4}_ref and
+    // dequantize_row_* (ggml-org/ggml d99724f, gcc 12 -O1, x86-64), run once on the inputs made
+    // here; float32 NaNs made canonical (0x7FC00000) before hashing, as ggml's NaN payloads vary.
+    const digest = (b: Uint8Array) => createHash('sha256').update(b).digest('hex').slice(0, 16);
+    const encoded: Record<string, string[]> = {
+      Q8_0: ['b7df107b2d9154f8', '5569ba5de2110ef0', '4e26a453b7547863'],
+      Q4_0: ['303c381db84fbeaa', '3cae42fb3bcdfa00', '9523a7d25b2df40d'],
+      Q4_1: ['10e83954cc59fff9', 'bffd298dc9962f59', 'd8b5d5ee528ab53f'],
+      MXFP4: ['03bc262fc3d6a9a1', 'ae0f0c27af90af1b', '2996489e887e4daa'],
+    };
+    [1e-3, 1, 1e4].forEach((scale, k) => {
+      const x = randn(32 * 128, 500 + k, scale);
+      for (let i = 0; i < x.length; i += 61) x[i] = Math.round(x[i] / scale * 4) / 4 * scale;  // ties
+      for (const [type, want] of Object.entries(encoded)) {
+        expect(digest(encodeGgml(type as GgmlEncodable, x)), `${type} at scale ${scale}`).toBe(want[k]);
+      }
+    });
+    // Random bytes (NaN, infinite and subnormal scales included), decoded.
+    const decoded: [GgmlDecodable, number, number, string][] = [
+      ['Q8_0', 256, 700, '6e9d8c47af3aa45b'], ['Q4_0', 256, 700, 'be7dd79527881f15'],
+      ['Q4_1', 256, 700, '4155e992eea0b319'], ['MXFP4', 256, 700, '367ab012bbc4f016'],
+      ['Q4_K', 32, 600, 'df3b7094601f82b5'], ['Q5_K', 32, 600, '66ee30bc8f71235d'], ['Q6_K', 32, 600, '87b81d19002cccc8'],
+    ];
+    for (const [type, blocks, seed, want] of decoded) {
+      const size = GGML_BLOCK[type].bytes;
+      const r = rng(seed + size);
+      const bytes = Uint8Array.from({ length: blocks * size }, () => Math.floor(r() * 256));
+      const f = Float32Array.from(decodeGgml(type, bytes));
+      const u = new Uint32Array(f.buffer);
+      for (let i = 0; i < f.length; i++) if (Number.isNaN(f[i])) u[i] = 0x7fc00000;
+      expect(digest(new Uint8Array(f.buffer)), type).toBe(want);
+    }
   });
 
   it('numberToHalf rounds any number to the nearest float16 (ties to even), as a search of the float16 values finds', () => {
