@@ -14,9 +14,9 @@ export { QuantizedTensor, Tensor } from './tensor';
 // write files, and ggml's block codecs (to make or check files).
 export { readGgufInfo } from './loaders/gguf/parse';
 export {
-  loadGgufTensors, GgufTensors, type GgufConversion, type GgufLoadOptions, type GgufProgress,
+  loadGgufTensors, type GgufConversion, type GgufLoadOptions, type GgufProgress, type GgufTensors,
 } from './loaders/gguf/tensors';
-export { writeGguf, type GgufWriteTensor, type GgufWriteValue } from './loaders/gguf/write';
+export { writeGguf, type GgufScalarType, type GgufWriteTensor, type GgufWriteValue } from './loaders/gguf/write';
 export { decodeGgml, encodeGgml, type GgmlDecodable, type GgmlEncodable } from './loaders/gguf/blocks';
 export type { GgmlTypeName, GgufFile, GgufTensorInfo, GgufTypedArray, GgufValue } from './loaders/gguf/types';
 export type * from './types';

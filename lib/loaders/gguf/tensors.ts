@@ -16,6 +16,9 @@
 //   Q6_K  -> affine8 group 32: exact when a group's integer values fit 256 steps of one float16
 //            scale, else re-quantized from the float64 values (two 16-element sub-blocks with their
 //            own scales share each group of 32)
+// Measured on Gaussian weights quantized by ggml's own quantize_row_q*_K_ref (relative RMS against
+// ggml's decode; in brackets ggml's own error against the weights): Q4_K 5.4e-4 (7.3e-2), Q5_K
+// 5.5e-4 (3.6e-2), Q6_K 3.7e-3 (1.8e-2; 99.6% of groups re-quantized).
 import type { Device } from '../../device';
 import { TensorOpsError } from '../../errors';
 import { allocateArray } from '../../host-arrays';
@@ -65,11 +68,11 @@ export interface GgufConversion {
   note: string;
 }
 
-/** The loaded tensors by name, and the report of the tensors that were converted. */
-export class GgufTensors extends Map<string, Tensor | QuantizedTensor> {
+/** The loaded tensors by name (a Map), and the report of the tensors that were converted. */
+export type GgufTensors = Map<string, Tensor | QuantizedTensor> & {
   /** One entry per tensor not loaded by its type's direct, exact mapping (K-quants, fallbacks). */
-  readonly conversions: GgufConversion[] = [];
-}
+  readonly conversions: readonly GgufConversion[];
+};
 
 const CHUNK = 8 << 20;
 
@@ -455,7 +458,8 @@ export async function loadGgufTensors(dev: Device, file: GgufFile, path: string,
   }
   const totalBytes = selected.reduce((s, t) => s + t.bytes, 0);
   const r = await GgufFileReader.open(path);
-  const out = new GgufTensors();
+  const out = new Map<string, Tensor | QuantizedTensor>();
+  const conversions: GgufConversion[] = [];
   let done = 0;
   try {
     for (const t of selected) {
@@ -470,7 +474,7 @@ export async function loadGgufTensors(dev: Device, file: GgufFile, path: string,
       };
       const loaded = await loadOne(dev, r, t, progress);
       out.set(t.name, loaded.tensor);
-      if (loaded.conversion) out.conversions.push(loaded.conversion);
+      if (loaded.conversion) conversions.push(loaded.conversion);
       done += t.bytes;
     }
   } catch (err) {
@@ -479,7 +483,7 @@ export async function loadGgufTensors(dev: Device, file: GgufFile, path: string,
   } finally {
     await r.close();
   }
-  return out;
+  return Object.assign(out, { conversions });
 }
 
 type Loaded = { tensor: Tensor | QuantizedTensor; conversion?: GgufConversion };
