@@ -272,9 +272,13 @@ function quantizeQ4_1(x: Float32Array, i: number, out: Uint8Array, o: number): v
 }
 
 function bestIndexMxfp4(x: number, e: number): number {
+  // ggml tries the 16 codes in order and keeps the first least |value - x| (in float32). A code of
+  // the other sign is never closer than code 0 (value 0), nor is code 8 (-0, after code 0): the
+  // search can skip them.
   let best = 0;
-  let bestErr = Math.abs(fr(FP4_DOUBLED[0] * e - x));
-  for (let k = 1; k < 16; k++) {
+  let bestErr = Math.abs(x);
+  const from = x < 0 ? 9 : 1;
+  for (let k = from; k < from + 7; k++) {
     const err = Math.abs(fr(fr(FP4_DOUBLED[k] * e) - x));
     if (err < bestErr) { best = k; bestErr = err; }
   }
