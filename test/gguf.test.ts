@@ -414,6 +414,16 @@ describe('loading: the direct mappings are exact', () => {
     for (const t of loaded.values()) t.dispose();
   });
 
+  it('I32 loads as an int32 tensor', async () => {
+    const ids = Int32Array.from([0, -1, 2147483647, -2147483648, 7, 9]);
+    const path = tmp('i32');
+    writeGguf(path, [], [{ name: 'ids', dims: [3, 2], type: 'I32', data: new Uint8Array(ids.buffer) }]);
+    const loaded = await loadGgufTensors(dev, await readGgufInfo(path), path);
+    const t = loaded.get('ids') as Tensor;
+    expect([t.dtype, t.shape]).toEqual(['int32', [2, 3]]);
+    expect(await t.data()).toEqual(ids);
+  });
+
   it('special blocks: NaN scales decode to NaN, -0 and subnormal scales, the largest bias that fits, q = -128, E8M0 0 and 254', async () => {
     const q8 = encodeGgml('Q8_0', randn(32 * 6, 7));
     le16(q8, 0, 0x7e00);  // NaN: the whole block is NaN

@@ -8,7 +8,7 @@
 //            2i and 2i + 1, so the nibbles are repacked
 // A block with a NaN scale becomes a group that decodes to NaN, as ggml's decode gives. A tensor
 // with a block these cannot hold (a bias that overflows float16, an infinite scale, an MXFP4 scale
-// byte 0xFF: ggml decodes it as 2^127 per unit, not NaN as OCP MX does) loads as dense float32 with
+// byte 0xFF: ggml decodes it as 2^128 times the FP4 value, not NaN as OCP MX does) loads as dense float32 with
 // ggml's float32 values instead, and is listed in the conversions report.
 // K-quants are converted, and each conversion's error is measured against ggml's decode in float64:
 //   Q4_K  -> affine4 group 32: ggml's codes, per sub-block scale d*sc and bias -dmin*m in float16
