@@ -21,6 +21,15 @@ export {
   SUPPORTED_PRE_TYPES, Tokenizer, tokenizerDataFromGguf, tokenizerFromGgufMetadata,
   type DecodeOptions, type EncodeOptions, type TokenizerData, type TokenStreamDecoder,
 } from './tokenizer/index';
+// GGUF (llama.cpp's weights format): read the header and metadata, load the tensors onto a device,
+// write files, and ggml's block codecs (to make or check files).
+export { readGgufInfo } from './loaders/gguf/parse';
+export {
+  loadGgufTensors, type GgufConversion, type GgufLoadOptions, type GgufProgress, type GgufTensors,
+} from './loaders/gguf/tensors';
+export { writeGguf, type GgufScalarType, type GgufWriteTensor, type GgufWriteValue } from './loaders/gguf/write';
+export { decodeGgml, encodeGgml, type GgmlDecodable, type GgmlEncodable } from './loaders/gguf/blocks';
+export type { GgmlTypeName, GgufFile, GgufTensorInfo, GgufTypedArray, GgufValue } from './loaders/gguf/types';
 export type * from './types';
 
 /** Opens the best device for this machine (or the one asked for). */

@@ -3,7 +3,7 @@
 import { TensorOpsError } from '../errors';
 import type { Device } from '../device';
 import { readGgufInfo } from '../loaders/gguf/parse';
-import { loadGgufTensors, type GgufLoadReport } from '../loaders/gguf/tensors';
+import { loadGgufTensors, type GgufConversion } from '../loaders/gguf/tensors';
 import { Tensor } from '../tensor';
 import { tokenizerFromGgufMetadata, type Tokenizer } from '../tokenizer/index';
 import { checkOptions, describe } from '../validate';
@@ -21,8 +21,8 @@ export interface LoadModelOptions {
 /** A loaded model with its tokenizer and what loading converted. */
 export interface LoadedModel extends Model {
   readonly tokenizer: Tokenizer;
-  /** Per tensor: how it was mapped, and the error of any conversion (K-quants). */
-  readonly loadReport: GgufLoadReport;
+  /** The tensors that were not loaded bit-exactly (K-quants, overflowing scales) and their measured error. */
+  readonly conversions: readonly GgufConversion[];
 }
 
 /** RoPE's inverse frequencies when the model scales them (linear scaling, llama3's rope_freqs). */
@@ -50,12 +50,14 @@ export async function loadModel(dev: Device, path: string, options: LoadModelOpt
   if (!Number.isInteger(contextSize) || contextSize < 1 || contextSize > config.context) {
     throw new TensorOpsError('E_ARG', `options.contextSize must be an integer from 1 to ${config.context}; got ${describe(opts.contextSize)}`);
   }
-  const { tensors, report } = await loadGgufTensors(dev, file, path, { onProgress: opts.onProgress });
+  const tensors = await loadGgufTensors(dev, file, path, {
+    onProgress: opts.onProgress && ((p) => opts.onProgress!(p.bytesRead, p.totalBytes)),
+  });
   try {
     const weights = modelWeights(config, tensors);
     const ropeFreqs = await ropeFrequencies(dev, config, weights.ropeFactors);
-    const model = new Model(dev, config, weights, { ropeFreqs, contextSize, endTokens: tokenizer.endTokens });
-    return Object.assign(model, { tokenizer, loadReport: report }) as Model & LoadedModel;
+    const model = new Model(dev, config, weights, { ropeFreqs, contextSize, endTokens: [...tokenizer.eogIds] });
+    return Object.assign(model, { tokenizer, conversions: tensors.conversions }) as Model & LoadedModel;
   } catch (err) {
     for (const t of tensors.values()) if (!t.disposed) t.dispose();
     throw err;

@@ -3,7 +3,7 @@
 // (rows of norm ~1 after each projection) so activations and logits stay in a realistic range,
 // and the vocabulary is a SentencePiece ('llama') one llama.cpp loads.
 import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../loaders/gguf/write';
-import type { GgmlTypeName } from '../loaders/gguf/types';
+import { encodeGgml, type GgmlEncodable } from '../loaders/gguf/blocks';
 
 export interface SyntheticModelSpec {
   arch: 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe';
@@ -24,14 +24,8 @@ export interface SyntheticModelSpec {
   /** No output.weight: the logits use token_embd (default false). */
   tiedEmbeddings?: boolean;
   /** The type of the 2-D weights (norms and biases stay F32, as llama.cpp's quantizer keeps them). */
-  type: GgmlTypeName;
+  type: GgmlEncodable;
   seed?: number;
-}
-
-// TODO(merge): the ggml block encoders of lib/loaders/gguf/blocks.ts.
-function encodeGgml(type: GgmlTypeName, v: Float32Array): Uint8Array {
-  if (type !== 'F32') throw new Error(`no encoder for ${type} yet`);
-  return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
 }
 
 /** A small deterministic generator (xorshift128+ over doubles; Box-Muller normals). */
@@ -73,7 +67,7 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
   const kept = new Map<string, Float32Array>();
   const tensors: GgufWriteTensor[] = [];
   // dims in ggml order: [inner, outer]; a weight [N, K] of ours is dims [K, N].
-  const add = (name: string, dims: number[], scale: number, offset = 0, type: GgmlTypeName = 'F32') => {
+  const add = (name: string, dims: number[], scale: number, offset = 0, type: GgmlEncodable = 'F32') => {
     const n = dims.reduce((a, b) => a * b, 1);
     tensors.push({
       name, dims, type,

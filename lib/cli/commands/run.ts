@@ -37,7 +37,7 @@ ${DEVICE_USAGE}`,
     const { dev, model } = await openModel(values, path, maxTokens);
     try {
       const ids = model.tokenizer.encode(prompt, { addSpecial: true });
-      const decoder = model.tokenizer.streamDecoder();
+      const decoder = model.tokenizer.decoder();
       process.stdout.write(prompt);
       const started = performance.now();
       let firstAt = 0;

@@ -5,13 +5,15 @@ import { closeSync, openSync, writeSync } from 'node:fs';
 import { TensorOpsError } from '../../errors';
 import { GGML_BLOCK, GGML_TYPES, type GgmlTypeName, GgufValueType } from './types';
 
-type Scalar = 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'bool'
+/** The GGUF metadata value types by name. */
+export type GgufScalarType = 'uint8' | 'int8' | 'uint16' | 'int16' | 'uint32' | 'int32' | 'float32' | 'bool'
   | 'string' | 'uint64' | 'int64' | 'float64';
+type Scalar = GgufScalarType;
 
 /** A metadata value with its GGUF type: `{ type: 'uint32', value: 4 }`, `{ type: 'array', of: 'string', value: [...] }`. */
 export type GgufWriteValue =
-  | { type: Scalar; value: number | bigint | string | boolean }
-  | { type: 'array'; of: Scalar; value: ArrayLike<number | bigint | string | boolean> };
+  | { type: GgufScalarType; value: number | bigint | string | boolean }
+  | { type: 'array'; of: GgufScalarType; value: ArrayLike<number | bigint | string | boolean> };
 
 export interface GgufWriteTensor {
   name: string;
