@@ -30,6 +30,12 @@ export {
 export { writeGguf, type GgufScalarType, type GgufWriteTensor, type GgufWriteValue } from './loaders/gguf/write';
 export { decodeGgml, encodeGgml, type GgmlDecodable, type GgmlEncodable } from './loaders/gguf/blocks';
 export type { GgmlTypeName, GgufFile, GgufTensorInfo, GgufTypedArray, GgufValue } from './loaders/gguf/types';
+// Models: a GGUF decoder (llama, mistral, qwen2, qwen3, qwen3moe) on a device.
+export { loadModel, type LoadModelOptions, type LoadedModel } from './model/load';
+export { Model, type ForwardOptions, type GenerateOptions } from './model/model';
+export { KVCache } from './model/kv-cache';
+export { ARCHITECTURES, type Architecture, type ModelConfig } from './model/config';
+export { writeSyntheticModel, type SyntheticModelSpec } from './model/synthetic';
 export type * from './types';
 
 /** Opens the best device for this machine (or the one asked for). */

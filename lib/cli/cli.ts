@@ -6,10 +6,12 @@ import { parseArgs } from 'node:util';
 import { UsageError, type Command } from './command';
 import { bench } from './commands/bench';
 import { info } from './commands/info';
+import { logits } from './commands/logits';
+import { run } from './commands/run';
 import { selftest } from './commands/selftest';
 import { packageVersion } from './package-version';
 
-const COMMANDS: readonly Command[] = [info, selftest, bench];
+const COMMANDS: readonly Command[] = [info, selftest, bench, run, logits];
 const DEFAULT = info;
 
 const USAGE = `usage: metal-tensorops [command] [options]

@@ -48,9 +48,10 @@ export class KVCache {
 
   /**
    * Writes one layer's new keys and values (float32 [1, L, Hkv, D], after RoPE) at position `at`
-   * and returns the keys and values of positions [0, at + L) in [1, Hkv, at + L, D].
+   * and returns the keys and values of positions [0, at + L) in [1, Hkv, at + L, D]: copies the
+   * caller disposes (`copies`), or the cache's own tensors when it is full.
    */
-  append(layer: number, k: Tensor, v: Tensor, at: number): { keys: Tensor; values: Tensor } {
+  append(layer: number, k: Tensor, v: Tensor, at: number): { keys: Tensor; values: Tensor; copies: boolean } {
     const dev = this.#dev;
     const L = k.shape[1];
     const toCache = (t: Tensor) => {
@@ -59,8 +60,9 @@ export class KVCache {
     };
     dev.write(this.#keys[layer], toCache(k), { axis: 2, offset: at });
     dev.write(this.#values[layer], toCache(v), { axis: 2, offset: at });
-    const seen = (c: Tensor) => (at + L === this.capacity ? c : dev.slice(c, { axis: 2, start: 0, end: at + L }));
-    return { keys: seen(this.#keys[layer]), values: seen(this.#values[layer]) };
+    const full = at + L === this.capacity;
+    const seen = (c: Tensor) => (full ? c : dev.slice(c, { axis: 2, start: 0, end: at + L }));
+    return { keys: seen(this.#keys[layer]), values: seen(this.#values[layer]), copies: !full };
   }
 
   /** Called by forward() once every layer has appended. */
