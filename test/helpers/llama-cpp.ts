@@ -61,3 +61,46 @@ export async function disposeLlamaCppModels(): Promise<void> {
   models.clear();
   for (const m of all) await (await m.catch(() => null))?.dispose();
 }
+
+interface ContextSequence {
+  controlledEvaluate(input: unknown[]): Promise<({ next?: { probabilities?: Map<number, number> } } | undefined)[]>;
+  evaluate(tokens: number[], options: Record<string, unknown>): AsyncGenerator<number>;
+}
+interface Context { getSequence(): ContextSequence; dispose(): Promise<void> }
+
+async function withContext<T>(path: string, fn: (seq: ContextSequence) => Promise<T>): Promise<T> {
+  const model = await llamaCppModel(path);
+  const ctx = await (model as unknown as { createContext(o: Record<string, unknown>): Promise<Context> })
+    .createContext({ contextSize: 512, threads: 2 });
+  try {
+    return await fn(ctx.getSequence());
+  } finally {
+    await ctx.dispose();
+  }
+}
+
+/** llama.cpp's next-token probabilities after each prefix of `tokens` (row p: after tokens[0..p]). */
+export async function llamaCppProbabilities(path: string, tokens: readonly number[], vocab: number): Promise<Float64Array[]> {
+  return withContext(path, async (seq) => {
+    const res = await seq.controlledEvaluate(tokens.map((t) => [t, { generateNext: { probabilities: true } }]));
+    return res.map((r, p) => {
+      const probs = r?.next?.probabilities;
+      if (!probs) throw new Error(`llama.cpp gave no probabilities at position ${p}`);
+      const row = new Float64Array(vocab);
+      for (const [id, pr] of probs) row[id] = pr;
+      return row;
+    });
+  });
+}
+
+/** llama.cpp's greedy continuation of `prompt` (n tokens, end-of-generation tokens included). */
+export async function llamaCppGreedy(path: string, prompt: readonly number[], n: number): Promise<number[]> {
+  return withContext(path, async (seq) => {
+    const out: number[] = [];
+    for await (const t of seq.evaluate([...prompt], { temperature: 0, yieldEogToken: true })) {
+      out.push(t);
+      if (out.length >= n) break;
+    }
+    return out;
+  });
+}
