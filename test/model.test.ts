@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TensorOpsError, loadModel, open, writeGguf, writeSyntheticModel, type Device, type SyntheticModelSpec } from '../lib/index';
+import { TensorOpsError, decodeGgml, encodeGgml, loadModel, open, writeGguf, writeSyntheticModel, type Device, type SyntheticModelSpec } from '../lib/index';
 import { referenceLogits } from './helpers/decoder-ref';
 import { disposeLlamaCppModels, hasLlamaCpp, llamaCppGreedy, llamaCppProbabilities } from './helpers/llama-cpp';
 
@@ -69,6 +69,23 @@ describe('models against a float64 forward pass', () => {
       const V = 512;
       for (let p = 0; p < PROMPT.length; p++) {
         const want = softmax(ref.subarray(p * V, (p + 1) * V));
+        expect(kl(want, ours[p]), `position ${p}`).toBeLessThan(1e-4);
+        expect(argmax(ours[p]), `position ${p}`).toBe(argmax(want));
+      }
+    });
+  }
+
+  for (const type of ['Q8_0', 'Q4_0', 'MXFP4'] as const) {
+    it(`llama, ${type} weights: equal to the float64 pass over ggml's decoded weights (loading is exact)`, async () => {
+      const path = file('llama', `${type}-ref`);
+      const kept = writeSyntheticModel(path, spec('llama', type), true);
+      const decoded = new Map<string, ArrayLike<number>>();
+      // Norms stay F32 in the file; every 2-D weight holds ggml's decode of its blocks.
+      for (const [name, v] of kept) decoded.set(name, name.endsWith('norm.weight') ? v : decodeGgml(type, encodeGgml(type, v)));
+      const ref = referenceLogits(spec('llama', type), decoded, PROMPT);
+      const ours = await ourProbabilities(path, PROMPT);
+      for (let p = 0; p < PROMPT.length; p++) {
+        const want = softmax(ref.subarray(p * 512, (p + 1) * 512));
         expect(kl(want, ours[p]), `position ${p}`).toBeLessThan(1e-4);
         expect(argmax(ours[p]), `position ${p}`).toBe(argmax(want));
       }
