@@ -14,6 +14,9 @@
 //                    the bench runs our side alone when they are not installed (peers.mjs:
 //                    `npm run bench:peers` installs them)
 //   --out FILE       also write the JSON document to FILE (written once the run is complete)
+//   --models         instead of the op cases: whole models (bench/models.mjs), ours against
+//                    llama.cpp (node-llama-cpp) on generated GGUF files with Llama-3.2-1B's
+//                    shapes in Q8_0, Q4_0 and MXFP4 (--filter picks weight types: --filter q4_0)
 //   --ggml DIR       also time ggml's CPU backend on the same shapes with the test-backend-ops built
 //                    in the ggml (or llama.cpp) checkout DIR (peer-ggml.mjs)
 import { execFileSync } from 'node:child_process';
@@ -37,6 +40,7 @@ import { ACCURACY_LEVEL, OrtPeer, loadPeer } from './peer-ort.mjs';
 import { loadOpenBlas } from './peer-openblas.mjs';
 import { loadGgml } from './peer-ggml.mjs';
 import { INSTALL_HINT, PINNED, loadPeerModule } from './peers.mjs';
+import { MODEL_TYPES, loadLlamaCpp, renderModels, runModels } from './models.mjs';
 
 const require = createRequire(import.meta.url);
 /** An error whose message says all: printed without a stack. */
@@ -44,10 +48,10 @@ class PlainError extends Error {}
 /** A mistake in the command line: exit code 2. */
 class UsageError extends PlainError {}
 
-const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer | --peer] [--out FILE] [--ggml DIR]';
+const USAGE = 'usage: npm run bench -- [--json] [--filter TEXT] [--threads N] [--quick | --smoke] [--no-peer | --peer] [--out FILE] [--ggml DIR] [--models]';
 
 function parseArgs(argv) {
-  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, requirePeer: false, out: null, ggml: null };
+  const a = { json: false, filter: null, threads: null, mode: 'full', peer: true, requirePeer: false, out: null, ggml: null, models: false };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -58,6 +62,7 @@ function parseArgs(argv) {
     else if (arg === '--quick') a.mode = 'quick';
     else if (arg === '--smoke') a.mode = 'smoke';
     else if (arg === '--no-peer') a.peer = false;
+    else if (arg === '--models') a.models = true;
     else if (arg === '--peer') a.requirePeer = true;
     else if (arg === '--filter') a.filter = value();
     else if (arg === '--out') a.out = value();
@@ -112,6 +117,7 @@ async function main() {
   const { mto, binding } = loadPackage();
   const machine = describeMachine();
   const threads = args.threads ?? machine.cores;
+  if (args.models) return benchModels(args, mto, machine, threads, log);
 
   log(`measuring the machine's FMA peak and read bandwidth (${threads} threads and 1)`);
   const peaksAtStart = measurePeaks(binding, threads, settings.peaks);
@@ -203,6 +209,44 @@ async function main() {
     log(`wrote ${args.out}`);
   }
   process.stdout.write(args.json ? json : `${renderText(doc)}\n`);
+}
+
+/** --models: the whole-model cases alone, with their own document and table. */
+async function benchModels(args, mto, machine, threads, log) {
+  const peer = args.peer ? await loadLlamaCpp() : { missing: 'disabled by --no-peer' };
+  if (peer.missing) {
+    if (args.requirePeer) throw new PlainError(`--peer: ${peer.missing}; ${INSTALL_HINT}`);
+    log(`llama.cpp peer missing: ${peer.missing}`);
+  } else log(`node-llama-cpp ${peer.version} (llama.cpp, CPU build, ${threads} threads)`);
+  const wanted = makeFilter(args.filter);
+  const types = MODEL_TYPES.filter((t) => wanted(t));
+  const started = Date.now();
+  const result = await runModels({ mto, mode: args.mode, threads, peer: peer.missing ? null : peer, log, types });
+  const doc = {
+    bench: 'metal-tensorops models vs llama.cpp (node-llama-cpp, CPU)',
+    package: require('../package.json').version,
+    source: sourceCommit(),
+    date: new Date().toISOString(),
+    mode: args.mode,
+    threads,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+    machine,
+    peer: peer.missing ? { name: 'llama.cpp', available: false, reason: peer.missing } : { name: 'llama.cpp (node-llama-cpp)', version: peer.version, available: true },
+    notes: [
+      'pp: one forward pass over N prompt tokens from an empty KV cache, timed to the logits read back (llama.cpp: evaluateWithoutGeneratingNewTokens with batch size N).',
+      'tg: N tokens from an empty cache after one prompt token, greedy, each fed back (ours: model.generate; llama.cpp: sequence.evaluate with temperature 0).',
+      'tokens/s of the median of the timed repetitions after one warm-up; ratio = ours / llama.cpp (above 1: ours is faster).',
+      'Weights: random, Llama-3.2-1B shapes (width 2048, 16 layers, 32/8 heads of 64, MLP 8192, vocabulary 128256, tied embeddings); norms in F32 as llama.cpp quantizes them; both sides read the same file.',
+    ],
+    ...result,
+  };
+  const json = `${JSON.stringify(doc, null, 2)}\n`;
+  if (args.out) {
+    mkdirSync(dirname(args.out), { recursive: true });
+    writeFileSync(args.out, json);
+    log(`wrote ${args.out}`);
+  }
+  process.stdout.write(args.json ? json : `${renderModels(result)}\n`);
 }
 
 main().catch((err) => {

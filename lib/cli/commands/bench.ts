@@ -10,20 +10,23 @@ import { createInterface } from 'node:readline';
 import { packageRoot } from '../../native';
 import type { Command } from '../command';
 import { Progress } from '../progress';
+import { BENCH_MODEL_USAGE, benchModel } from '../bench-model';
 
 /** Progress lines worth keeping on screen: what is missing, what failed. */
 const LASTING = /missing|not installed|failed|error|wrote /i;
 
 export const bench: Command = {
   name: 'bench',
-  summary: 'time the cpu backend against onnxruntime-node and more peers (bench/run.mjs)',
+  summary: 'time the cpu backend against its peers (bench/run.mjs), or a model file: bench model.gguf',
   usage: `usage: metal-tensorops bench [--json] [--filter TEXT] [--threads N] [--quick | --smoke]
                              [--no-peer | --peer] [--out FILE] [--ggml DIR]
   runs bench/run.mjs (its options: metal-tensorops bench --help); the peers it compares with
-  install with \`npm run bench:peers\` in a clone (without them it times our side alone)`,
+  install with \`npm run bench:peers\` in a clone (without them it times our side alone)
+${BENCH_MODEL_USAGE}`,
   options: {},
   passThrough: true,
   async run({ positionals }) {
+    if (positionals[0]?.endsWith('.gguf')) return benchModel(positionals);
     const script = join(packageRoot, 'bench', 'run.mjs');
     if (!existsSync(script)) {
       console.error(`metal-tensorops bench: the benchmark is not in this installation (no ${script}); ` +

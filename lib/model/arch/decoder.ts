@@ -2,7 +2,7 @@
 // norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
 // read back except the router's choices of a mixture-of-experts layer.
 import type { Device } from '../../device';
-import type { Tensor } from '../../tensor';
+import { handleOf, type Tensor } from '../../tensor';
 import type { ModelConfig } from '../config';
 import type { KVCache } from '../kv-cache';
 import type { LayerWeights, ModelWeights } from '../weights';
@@ -64,22 +64,39 @@ export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, al
   const { dev, config, weights } = c;
   const L = ids.shape[0];
   const at = cache.reserve(L);
+  // Outputs are allocated when an op is queued, and the JS thread queues a whole prompt's forward
+  // pass in milliseconds: with every layer in flight at once, none of their buffers could come
+  // back to the pool, and each op would fault in fresh pages. So a prompt keeps at most two layers
+  // queued (the next is queued once the one before has run), and each layer's intermediates are
+  // disposed once queued (the queued ops keep what they read alive until they ran).
+  const pace = L > 1;
   const s = new Scratch();
+  let x = dev.embedding(weights.embedding, ids);
   try {
-    let x = s.keep(dev.embedding(weights.embedding, ids));
-    if (x.dtype !== 'float32') x = s.keep(dev.cast(x, 'float32'));
+    if (x.dtype !== 'float32') { const e = x; x = dev.cast(e, 'float32'); e.dispose(); }
     for (let l = 0; l < config.layers; l++) {
       const w = weights.layers[l];
       const h = s.keep(dev.rmsNorm(x, w.attnNorm, { eps: config.eps }));
-      x = s.keep(dev.add(x, attentionBlock(c, s, w, h, cache, l, at)));
-      const m = s.keep(dev.rmsNorm(x, w.ffnNorm, { eps: config.eps }));
+      const r = s.keep(dev.add(x, attentionBlock(c, s, w, h, cache, l, at)));
+      const m = s.keep(dev.rmsNorm(r, w.ffnNorm, { eps: config.eps }));
       const f = w.router ? await expertsForward(c, s, w, m) : mlp(c, s, w, m);
-      x = s.keep(dev.add(x, f));
+      const y = dev.add(r, f);
+      s.dispose();
+      const input = x;
+      x = y;
+      if (pace) await readyOf(input);
+      input.dispose();
     }
     cache.advance(L);
     const last = all || L === 1 ? x : s.keep(dev.slice(x, { axis: 0, start: L - 1, end: L }));
     return dev.linear(s.keep(dev.rmsNorm(last, weights.outputNorm, { eps: config.eps })), weights.output, { outDtype: 'float32' });
   } finally {
     s.dispose();
+    if (!x.disposed) x.dispose();
   }
+}
+
+/** Resolves once the op writing t has run (rejects with its failure). */
+function readyOf(t: Tensor): Promise<void> {
+  return Promise.resolve(t[handleOf].whenReady());
 }
