@@ -182,4 +182,20 @@ struct GroupedLinearParams {
 GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
                                          std::optional<DType> out_dtype);
 
+// What embedding and groupedLinear read when they run, checked on the host (E_ARG with the
+// messages of the Metal kernels' status): by the cpu kernels and by the host step of an op with
+// nothing for a kernel to do. An id outside [0, V); a group size < 0 or sizes not adding up to T.
+void check_embedding_ids(const Tensor& ids, const EmbeddingParams& p);
+void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p);
+
+// ---- Empty dimensions (README "The ops of a model"). A dimension may be 0 anywhere. An op whose
+// output has no elements runs no kernel on any backend: the addon queues a host step in its place,
+// in stream order, failing as the op would with a failed input. An op that reduces over nothing
+// into an output that is not empty writes that output on the host, with these:
+// Zeros: linear without bias, matmul and groupedLinear with K = 0 (a sum over nothing, as PyTorch),
+// and attention with Lk = 0 (a row that sees no key is zeros; PyTorch's SDPA gives NaN there).
+void fill_zeros(Tensor& out);
+// linear with K = 0: y[..., n] = bias[n] in y's dtype (zeros without a bias), as PyTorch's addmm.
+void fill_bias_rows(const Tensor* bias, Tensor& y);
+
 }  // namespace mto
