@@ -2,6 +2,7 @@
 // queues the op on the device's stream and returns the outputs' handles at once: the op runs
 // after the ops queued before it, and reads wait for it. Inputs and outputs are held by
 // shared_ptr inside the queued closure until the op ran, so disposing them meanwhile is safe.
+#include <algorithm>
 #include <optional>
 
 #include "core/error.h"
@@ -133,7 +134,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    y->event = submit(env, double(p.M) * double(p.N) * double(p.K),
+    y->event = submit(env, double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)),  // K = 0: a fill
                       {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
                       on_host_if(y->numel() == 0 || p.K == 0, [x, w, bias, p, y](Backend& b, Completion done) {
                         return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
@@ -150,7 +151,7 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), {a->ready_event(), b->ready_event()},
+    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {a->ready_event(), b->ready_event()},
                       on_host_if(c->numel() == 0 || p.K == 0, [a, b, p, c](Backend& be, Completion done) {
                         return be.matmul(*a, *b, p, *c, std::move(done));
                       }));
@@ -174,7 +175,7 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(p.Lk) * double(p.D);
+    const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
     o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr},
                       on_host_if(o->numel() == 0 || p.Lk == 0, [q, k, v, mask, p, o](Backend& b, Completion done) {
                         AttentionParams run = p;

@@ -1,6 +1,7 @@
 // The model ops of NativeDevice (core/ops.h, docs/design/API.md "The op set a model needs"), as
 // ops.cc's: validate at the call, allocate the output, queue, return its handle. lib/ops/ checks
 // the arguments first; these checks repeat what reaches native code.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -233,7 +234,7 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
     GroupedLinearParams p = check_grouped_linear(xo, wo, *sizes, out_dtype);
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     EventPtr w_event = w.dense ? w.dense->ready_event() : w.quant->ready_event();
-    y->event = submit(env, double(p.T) * double(p.N) * double(p.K), {x.dense->ready_event(), w_event, sizes->ready_event()},
+    y->event = submit(env, double(p.T) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {x.dense->ready_event(), w_event, sizes->ready_event()},
                       // No rows, outputs or experts, or K = 0 (zeros): no kernel; the sizes are checked.
                       on_host_if(y->numel() == 0 || p.K == 0 || p.E == 0, [x, w, sizes, p, y](Backend& b, Completion done) {
                         return b.grouped_linear(Operand{x.dense.get(), nullptr}, Operand{w.dense.get(), w.quant.get()},
