@@ -106,6 +106,7 @@ NormParams check_norm(bool layer, const Tensor& x, const Tensor* weight, const T
 // RoPE on x [B, H, L, D] (blhd: [B, L, H, D]): row l has position offset + l or positions[l]
 // (int32 [L]); feature pairs (i, i + dims/2) (neox) or (2i, 2i + 1) (interleaved), i < dims/2,
 // rotate by pos * base^(-2i/dims) or pos * freqs[i] (float32 [dims/2]); features >= dims pass.
+// D = 0 (an empty x): dims defaults to 0.
 struct RopeParams {
   int64_t B = 0, H = 0, L = 0, D = 0, dims = 0;
   bool blhd = false, neox = true;
@@ -139,7 +140,8 @@ std::vector<CopyPart> plan_concat(const std::vector<const Tensor*>& xs, int64_t 
 std::vector<CopyPart> plan_write(const Tensor& dst, const Tensor& src, int64_t axis, int64_t offset);
 
 // argmax, topK and sample over the last axis of a float x [..., V] (rows x cols). NaN counts as
-// larger than every number (PyTorch's argmax and topk); ties go to the lower index.
+// larger than every number (PyTorch's argmax and topk); ties go to the lower index. V = 0 is
+// E_SHAPE (nothing to pick, as PyTorch's argmax of an empty dimension); zero rows are fine.
 struct PickParams {
   int64_t rows = 0, cols = 0;
   int64_t k = 1;             // topK: values and ids [..., k], largest first
