@@ -206,7 +206,7 @@ describe('attention: empty dimensions', () => {
     }
   });
 
-  it('Lk = 0: every query row sees no key, so the output is zeros (our rule for such rows; PyTorch SDPA gives NaN)', async () => {
+  it('Lk = 0: every query row sees no key, so the output is zeros (our rule for such rows, and PyTorch\'s math path)', async () => {
     for (const [name, dev] of devices) {
       const d: AttentionDims = { B: 2, Hq: 4, Hkv: 2, Lq: 3, Lk: 0, D: 64 };
       const q = randn(2 * 4 * 3 * 64, 7);

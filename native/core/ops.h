@@ -195,7 +195,8 @@ void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p);
 // in stream order, failing as the op would with a failed input. An op that reduces over nothing
 // into an output that is not empty writes that output on the host, with these:
 // Zeros: linear without bias, matmul and groupedLinear with K = 0 (a sum over nothing, as PyTorch),
-// and attention with Lk = 0 (a row that sees no key is zeros; PyTorch's SDPA gives NaN there).
+// and attention with Lk = 0 (a row that sees no key is zeros, as PyTorch's math path gives over
+// zero keys; some fused SDPA kernels give NaN there).
 void fill_zeros(Tensor& out);
 // linear with K = 0: y[..., n] = bias[n] in y's dtype (zeros without a bias), as PyTorch's addmm.
 void fill_bias_rows(const Tensor* bias, Tensor& y);
