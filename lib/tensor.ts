@@ -214,6 +214,13 @@ function resolveShape(shape: readonly number[], elements: number): number[] {
   if (free >= 0) {
     const rest = checkShape(dims.filter((_, i) => i !== free), 'shape');
     const known = elementCount(rest);
+    if (known === 0) {
+      // PyTorch's rule: with another dimension 0, any value fits the -1 (or none does).
+      throw new TensorOpsError(
+        'E_SHAPE',
+        `shape ${describe(dims)} has a 0 beside its -1, so the -1 cannot be worked out; give every dimension`,
+      );
+    }
     if (elements % known !== 0) {
       throw new TensorOpsError('E_SHAPE', `shape ${describe(dims)} cannot hold the tensor's ${elements} elements`);
     }

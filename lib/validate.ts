@@ -45,28 +45,32 @@ export function checkFormat(value: unknown, arg = 'format'): Format {
 }
 
 /**
- * A shape as a fresh array of positive safe integers whose product is a safe integer too. The
- * value is copied once (a getter or Proxy is read once per element) and the copy is checked and
- * returned, so nothing can change between the check and the use.
+ * A shape as a fresh array of non-negative safe integers whose nonzero ones multiply to a safe
+ * integer too (a dimension may be 0: an empty tensor, as in NumPy and PyTorch). The value is
+ * copied once (a getter or Proxy is read once per element) and the copy is checked and returned,
+ * so nothing can change between the check and the use.
  */
 export function checkShape(value: unknown, arg = 'shape'): number[] {
   if (!Array.isArray(value)) {
-    throw new TensorOpsError('E_SHAPE', `${arg} must be an array of positive integers; got ${describe(value)}`);
+    throw new TensorOpsError('E_SHAPE', `${arg} must be an array of non-negative integers; got ${describe(value)}`);
   }
   const dims = readOnce(() => Array.from(value as unknown[]), arg);
   if (dims.length > 8) {
     throw new TensorOpsError('E_SHAPE', `${arg} has rank ${dims.length}; accepted: rank 0 to 8`);
   }
-  let elements = 1;
+  let elements = 1;  // the product of the nonzero dimensions
   dims.forEach((d, i) => {
-    if (!Number.isSafeInteger(d) || (d as number) < 1) {
-      throw new TensorOpsError('E_SHAPE', `${arg}[${i}] must be a positive integer; got ${describe(d)}`);
+    if (!Number.isSafeInteger(d) || (d as number) < 0) {
+      throw new TensorOpsError('E_SHAPE', `${arg}[${i}] must be a non-negative integer; got ${describe(d)}`);
     }
+    if (d === 0) return;
     elements *= d as number;
     if (!Number.isSafeInteger(elements)) {
       throw new TensorOpsError(
         'E_SHAPE',
-        `${arg} ${describe(dims)} has more elements than the 2^53 - 1 a tensor may hold`,
+        dims.includes(0)
+          ? `${arg} ${describe(dims)}: its nonzero dimensions multiply to more than the 2^53 - 1 elements a tensor may hold`
+          : `${arg} ${describe(dims)} has more elements than the 2^53 - 1 a tensor may hold`,
       );
     }
   });

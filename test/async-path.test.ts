@@ -11,6 +11,7 @@ import { deviceInfo } from '../lib/backend';
 import { Device as DeviceClass } from '../lib/device';
 import { loadBinding, type NativeDeviceHandle } from '../lib/native';
 import { expectBitExact, expectBytes, expectClose, randn } from './helpers/compare';
+import { asyncTestDevice } from './helpers/devices';
 import { attentionRef, linearRef, roundToHalf } from './helpers/reference';
 
 let cpu: Device;
@@ -103,6 +104,34 @@ describe('ops completed from another thread', () => {
     );
     const q = await gpuLike.quantize(x, { format: 'mxint8' });
     expect(q.shape).toEqual([2, 32]);
+  });
+
+  it('empty work never reaches it (Metal has no zero-size grid): the cpu backend writes it, in order, failing with a failed input', async () => {
+    const counters = () => (loadBinding()._internal as unknown as { asyncTestCounters(): { opsRun: number } }).asyncTestCounters().opsRun;
+    const wq = gpuLike.quantize(gpuLike.tensor(randn(8 * 32, 21), [8, 32]), { format: 'mxfp8' });
+    await wq.codes();
+    const before = counters();
+    const bias = randn(8, 22);
+    const empty = gpuLike.tensor(new Float32Array(0), [0, 32]);
+    const outs = [
+      gpuLike.linear(empty, wq), gpuLike.quantize(empty, { format: 'mxfp4' }).dequantize(), gpuLike.add(empty, gpuLike.tensor(randn(32, 1), [32])),
+      gpuLike.softmax(empty), gpuLike.matmul(gpuLike.tensor(new Float32Array(0), [3, 0]), gpuLike.tensor(new Float32Array(0), [0, 4])),
+      gpuLike.linear(gpuLike.tensor(new Float32Array(0), [2, 0]), gpuLike.quantize(gpuLike.tensor(new Float32Array(0), [8, 0]), { format: 'mxfp8' }),
+        { bias: gpuLike.tensor(bias, [8]) }),
+      gpuLike.attention(gpuLike.tensor(randn(2 * 3 * 64, 23), [1, 2, 3, 64]), gpuLike.tensor(new Float32Array(0), [1, 1, 0, 64]),
+        gpuLike.tensor(new Float32Array(0), [1, 1, 0, 64])),
+    ];
+    const values = await Promise.all(outs.map((t) => t.toFloat32()));
+    expect(values.slice(0, 4).map((v) => v.length)).toEqual([0, 0, 0, 0]);
+    expect(Array.from(values[4])).toEqual(new Array(12).fill(0));
+    expect(Array.from(values[5])).toEqual([...bias, ...bias]);
+    expect(Array.from(values[6])).toEqual(new Array(2 * 3 * 64).fill(0));
+    expect(counters()).toBe(before);
+    // An empty op after a failed one fails with it, as any op computed from a failed input.
+    const failing = asyncTestDevice({ failOps: [1] });
+    const a = failing.quantize(failing.tensor(randn(64, 24), [2, 32]), { format: 'mxfp8' });
+    await expect(failing.linear(a, failing.tensor(new Float32Array(0), [0, 32])).data()).rejects.toMatchObject({ code: 'E_OOM' });
+    await failing.close();
   });
 
   it('bad input still fails at the call with a coded error, and the device stays usable', async () => {

@@ -3,6 +3,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device } from '../lib/index';
 import { expectClose, randn, rng } from './helpers/compare';
+import { testDevices } from './helpers/devices';
 import { f32, oracleCases, shapeOf } from './helpers/oracle';
 import { attentionRef, roundToHalf, type AttentionDims } from './helpers/reference';
 
@@ -177,6 +178,60 @@ describe('attention semantics', () => {
 
 // The NaN rule (native/core/ops.h, check_attention): float arithmetic over the keys a row sees;
 // keys hidden by causal, a bool mask or an additive -Infinity are never read.
+describe('attention: empty dimensions', () => {
+  let devices: [string, Device][];
+  beforeAll(async () => { devices = await testDevices(); });
+
+  it('B, Hq, Lq or D of 0 give an empty output of q\'s shape and dtype (both layouts, masks, mxfp8 K/V)', async () => {
+    for (const [name, dev] of devices) {
+      const t = (shape: number[], dtype: 'float32' | 'float16' = 'float16') =>
+        dev.tensor(randn(shape.reduce((p, x) => p * x, 1), 1), shape, dtype);
+      const cases: [number[], number[], object][] = [
+        [[0, 4, 3, 64], [0, 2, 5, 64], {}], [[2, 0, 3, 64], [2, 2, 5, 64], { causal: true }], [[2, 4, 0, 64], [2, 2, 5, 64], {}],
+        [[2, 4, 3, 0], [2, 2, 5, 0], {}], [[1, 0, 3, 64], [1, 0, 5, 64], {}],
+        [[2, 4, 0, 64], [2, 2, 5, 64], { mask: dev.tensor(new Uint8Array(0), [0, 5], 'bool') }],
+        [[2, 3, 0, 64], [2, 5, 2, 64], { layout: 'blhd' }],
+      ];
+      for (const [qs, ks, opts] of cases) {
+        const o = dev.attention(t(qs), t(ks), t(ks), opts);
+        expect(o.shape, `${name} ${qs} ${ks} ${JSON.stringify(Object.keys(opts))}`).toEqual(qs);
+        expect(o.dtype).toBe('float16');
+        expect(await o.data()).toEqual(new Uint16Array(0));
+      }
+      const kq = dev.quantize(t([1, 2, 4, 64], 'float32'), { format: 'mxfp8' });
+      expect(await dev.attention(t([1, 2, 0, 64]), kq, kq).data()).toEqual(new Uint16Array(0));
+      // Hkv = 0 divides only Hq = 0.
+      expect(() => dev.attention(t([1, 2, 3, 64]), t([1, 0, 5, 64]), t([1, 0, 5, 64])))
+        .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('multiple of k/v\'s heads Hkv=0') }));
+    }
+  });
+
+  it('Lk = 0: every query row sees no key, so the output is zeros (our rule for such rows, and PyTorch\'s math path)', async () => {
+    for (const [name, dev] of devices) {
+      const d: AttentionDims = { B: 2, Hq: 4, Hkv: 2, Lq: 3, Lk: 0, D: 64 };
+      const q = randn(2 * 4 * 3 * 64, 7);
+      q[5] = NaN;  // whatever q holds
+      const want = attentionRef(q, [], [], d, { causal: true });
+      expect(Array.from(want).every((x) => x === 0)).toBe(true);
+      const empty = dev.tensor(new Float32Array(0), [2, 2, 0, 64]);
+      for (const opts of [{}, { causal: true }, { mask: dev.tensor(new Float32Array(0), [3, 0]) }, { scale: 0.5 }]) {
+        const o = dev.attention(dev.tensor(q, [2, 4, 3, 64]), empty, empty, opts);
+        expect(o.shape).toEqual([2, 4, 3, 64]);
+        expect(Array.from(await o.toFloat32()), `${name} ${JSON.stringify(Object.keys(opts))}`).toEqual(Array.from(want));
+      }
+      const kq = dev.quantize(empty, { format: 'mxfp8_e5m2' });
+      const o16 = dev.attention(dev.tensor(q, [2, 4, 3, 64], 'bfloat16'), kq, kq);
+      expect(o16.dtype).toBe('bfloat16');
+      expect(Array.from(await o16.toFloat32())).toEqual(new Array(q.length).fill(0));
+      // 'blhd': k and v [B, 0, Hkv, D].
+      const blhd = dev.attention(dev.tensor(q, [2, 3, 4, 64]), dev.tensor(new Float32Array(0), [2, 0, 2, 64]),
+        dev.tensor(new Float32Array(0), [2, 0, 2, 64]), { layout: 'blhd' });
+      expect(blhd.shape).toEqual([2, 3, 4, 64]);
+      expect(Array.from(await blhd.toFloat32())).toEqual(new Array(q.length).fill(0));
+    }
+  });
+});
+
 describe('attention NaN and inf semantics', () => {
   type Opts = { causal?: boolean; mask?: { data: Float32Array | Uint8Array; shape: number[] } };
   /** Runs attention and the float64 rule; requires the reference to hold both NaN and finite values. */

@@ -38,7 +38,7 @@ const geluTanh = (x: number) =>
 function broadcastRef(a: Float32Array, as: number[], b: Float32Array, bs: number[], f: (x: number, y: number) => number) {
   const rank = Math.max(as.length, bs.length);
   const pa = [...Array(rank - as.length).fill(1), ...as], pb = [...Array(rank - bs.length).fill(1), ...bs];
-  const out = pa.map((d, i) => Math.max(d, pb[i]));
+  const out = pa.map((d, i) => (d === 1 ? pb[i] : d));  // a 0 broadcasts with 1 and gives 0
   const n = out.reduce((p, d) => p * d, 1);
   const res = new Float64Array(n);
   for (let i = 0; i < n; i++) {
@@ -98,6 +98,38 @@ describe('binary ops with broadcasting', () => {
       expectClose(await y.toFloat32(), [1.5, 2.25], 0);
       const z = dev.mul(dev.tensor([NaN, Infinity, Infinity, -0], [4]), dev.tensor([1, 0, -2, 5], [4]));
       expectClose(await z.toFloat32(), [NaN, NaN, -Infinity, -0], 0);
+    }
+  });
+
+  it('empty dimensions: a 0 broadcasts with 0 or 1 and gives 0; outputs are empty, in the promoted dtype', async () => {
+    const empty: [number[], number[], number[]][] = [
+      [[0], [0], [0]], [[0, 4], [4], [0, 4]], [[0, 4], [1, 4], [0, 4]], [[3, 0], [3, 1], [3, 0]], [[1], [0], [0]],
+      [[2, 1, 5], [0, 1], [2, 0, 5]], [[0, 3], [1], [0, 3]], [[4, 0, 2], [4, 0, 2], [4, 0, 2]],
+    ];
+    for (const [name, dev] of devices) {
+      for (const [as, bs, want] of empty) {
+        for (const op of ['add', 'mul', 'swiglu'] as const) {
+          const a = randn(as.reduce((p, d) => p * d, 1), 1), b = randn(bs.reduce((p, d) => p * d, 1), 2);
+          const y = dev[op](dev.tensor(a, as, 'float16'), dev.tensor(b, bs, 'bfloat16'));
+          expect(y.shape, `${name} ${op} ${as} ${bs}`).toEqual(want);
+          expect(broadcastRef(a, as, b, bs, (x, z) => x + z).out).toEqual(want);
+          expect(y.dtype).toBe('float32');
+          expect(await y.toFloat32()).toEqual(new Float32Array(0));
+          expect(await y.data()).toEqual(new Float32Array(0));
+        }
+      }
+      for (const op of ['silu', 'gelu'] as const) {
+        const y = dev[op](dev.tensor(new Uint16Array(0), [2, 0, 3], 'bfloat16'));
+        expect(y.shape).toEqual([2, 0, 3]);
+        expect(y.dtype).toBe('bfloat16');
+        expect(await y.data()).toEqual(new Uint16Array(0));
+      }
+      // A 0 against anything but 0 or 1 does not broadcast (NumPy, PyTorch).
+      expect(() => dev.add(dev.tensor(new Float32Array(0), [0, 4]), dev.tensor(new Float32Array(8), [2, 4])))
+        .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('dimension -2: 0 vs 2') }));
+      // The empty result chains into later ops, and the ops before it still run first.
+      const z = dev.add(dev.silu(dev.tensor(new Float32Array(0), [0, 4])), dev.tensor([1, 2, 3, 4], [4]));
+      expect(await z.toFloat32()).toEqual(new Float32Array(0));
     }
   });
 

@@ -47,7 +47,66 @@ describe('embedding', () => {
   });
 });
 
+describe('embedding: empty dimensions', () => {
+  it('zero ids give [...ids.shape, D]; an empty table row (D = 0) still checks the ids; a table without rows fails any id', async () => {
+    for (const [name, dev] of devices) {
+      const table = dev.tensor(new Uint16Array(12), [4, 3], 'float16');
+      for (const shape of [[0], [2, 0], [0, 5]]) {
+        const out = dev.embedding(table, dev.tensor(new Int32Array(0), shape, 'int32'));
+        expect(out.shape, `${name} ${shape}`).toEqual([...shape, 3]);
+        expect(out.dtype).toBe('float16');
+        expect(await out.data()).toEqual(new Uint16Array(0));
+      }
+      const q = dev.quantize(dev.tensor(randn(4 * 32, 2), [4, 32]), { format: 'mxfp4' });
+      const qe = dev.embedding(q, dev.tensor(new Int32Array(0), [0], 'int32'));
+      expect(qe.shape).toEqual([0, 32]);
+      expect(qe.dtype).toBe('float32');
+      expect(await qe.toFloat32()).toEqual(new Float32Array(0));
+      const narrow = dev.tensor(new Float32Array(0), [4, 0]);
+      const ok = dev.embedding(narrow, dev.tensor(Int32Array.from([3, 0]), [2], 'int32'));
+      expect(ok.shape).toEqual([2, 0]);
+      expect(await ok.toFloat32()).toEqual(new Float32Array(0));
+      await expect(dev.embedding(narrow, dev.tensor(Int32Array.from([1, 4]), [2], 'int32')).data())
+        .rejects.toMatchObject({ code: 'E_ARG', message: 'embedding: ids holds 4 at flat index 1; the table has rows 0..3' });
+      const none = dev.tensor(new Float32Array(0), [0, 3]);
+      expect(await dev.embedding(none, dev.tensor(new Int32Array(0), [0], 'int32')).toFloat32()).toEqual(new Float32Array(0));
+      await expect(dev.embedding(none, dev.tensor(Int32Array.from([0]), [1], 'int32')).data())
+        .rejects.toMatchObject({ code: 'E_ARG', message: 'embedding: ids holds 0 at flat index 0; the table has no rows' });
+    }
+  });
+});
+
 describe('groupedLinear', () => {
+  it('empty dimensions: no rows (groups summing to 0), no experts, N = 0, and K = 0 (zeros); the sizes are still checked', async () => {
+    for (const [name, dev] of devices) {
+      const wq = dev.quantize(dev.tensor(randn(3 * 8 * 32, 4), [3, 8, 32]), { format: 'mxfp8' });
+      const sizes = (s: number[]) => dev.tensor(Int32Array.from(s), [s.length], 'int32');
+      const y0 = dev.groupedLinear(dev.tensor(new Float32Array(0), [0, 32]), wq, sizes([0, 0, 0]), { outDtype: 'float16' });
+      expect(y0.shape, name).toEqual([0, 8]);
+      expect(y0.dtype).toBe('float16');
+      expect(await y0.data()).toEqual(new Uint16Array(0));
+      await expect(dev.groupedLinear(dev.tensor(new Float32Array(0), [0, 32]), wq, sizes([1, 0, -1])).data())
+        .rejects.toMatchObject({ code: 'E_ARG', message: 'groupedLinear: groupSizes[2] is -1; sizes must be >= 0' });
+      // No experts: w [0, N, K], groupSizes [0], and only T = 0 adds up.
+      const noExperts = dev.tensor(new Float32Array(0), [0, 8, 32]);
+      expect(await dev.groupedLinear(dev.tensor(new Float32Array(0), [0, 32]), noExperts, sizes([])).toFloat32()).toEqual(new Float32Array(0));
+      await expect(dev.groupedLinear(dev.tensor(new Float32Array(64), [2, 32]), noExperts, sizes([])).data())
+        .rejects.toMatchObject({ code: 'E_ARG', message: 'groupedLinear: groupSizes add up to 0; x has 2 rows' });
+      // N = 0: an empty output, the sizes checked.
+      const yn = dev.groupedLinear(dev.tensor(new Float32Array(64), [2, 32]), dev.tensor(new Float32Array(0), [3, 0, 32]), sizes([1, 1, 0]));
+      expect(yn.shape).toEqual([2, 0]);
+      expect(await yn.toFloat32()).toEqual(new Float32Array(0));
+      await expect(dev.groupedLinear(dev.tensor(new Float32Array(64), [2, 32]), dev.tensor(new Float32Array(0), [3, 0, 32]), sizes([1, 0, 0])).data())
+        .rejects.toMatchObject({ code: 'E_ARG', message: 'groupedLinear: groupSizes add up to 1; x has 2 rows' });
+      // K = 0: every row a sum over nothing, zeros (dense and quantized w).
+      for (const w of [dev.tensor(new Float32Array(0), [3, 4, 0]), dev.quantize(dev.tensor(new Float32Array(0), [3, 4, 0]), { format: 'mxfp4' })]) {
+        const yk = dev.groupedLinear(dev.tensor(new Float32Array(0), [5, 0]), w, sizes([2, 0, 3]));
+        expect(yk.shape).toEqual([5, 4]);
+        expect(Array.from(await yk.toFloat32())).toEqual(new Array(20).fill(0));
+      }
+    }
+  });
+
   it('equals a linear per expert for random group sizes, empty groups included', async () => {
     for (const [name, dev] of devices) {
       const [E, N, K] = [6, 40, 64];

@@ -63,7 +63,8 @@ describe('errors', () => {
     await rejects(() => dev.tensor(new Uint16Array(4), [4], 'float32'), 'E_DTYPE', 'float32');
     await rejects(() => dev.tensor(new Int32Array(4), [4]), 'E_DTYPE', "'float32'", 'Int32Array (int32)');
     await rejects(() => dev.tensor(new BigInt64Array(4) as never, [4]), 'E_ARG', 'Int32Array');
-    await rejects(() => dev.tensor(f(4), [2, 0]), 'E_SHAPE', 'shape[1]', 'positive');
+    await rejects(() => dev.tensor(f(4), [2, -1]), 'E_SHAPE', 'shape[1]', 'non-negative');
+    await rejects(() => dev.tensor(f(4), [2, 0]), 'E_SHAPE', '4', '[2, 0]', 'needs 0');  // an empty tensor takes no data
     await rejects(() => dev.fromQuantized({ format: 'mxfp4', shape: [1, 64], codes: new Uint8Array(31), scales: new Uint8Array(2) }),
       'E_SHAPE', 'codes', '31', '32');
   });
@@ -91,6 +92,9 @@ describe('errors', () => {
     await rejects(() => dev.tensor(new Float32Array(0), [2 ** 32, 2 ** 32]), 'E_SHAPE', 'shape', '2^53');
     await rejects(() => dev.tensor(f(1), [67280421310721, 1, 1, 274177]), 'E_SHAPE', 'shape', '2^53');  // wraps to 1 in 64 bits
     await rejects(() => dev.tensor(f(4), [2 ** 53, 2]), 'E_SHAPE', 'shape[0]');
+    // A 0 makes the tensor empty, but its other dimensions must still multiply within range.
+    await rejects(() => dev.tensor(new Float32Array(0), [0, 2 ** 32, 2 ** 32]), 'E_SHAPE', 'nonzero dimensions', '2^53');
+    expect(dev.tensor(new Float32Array(0), [2 ** 26, 0, 2 ** 26]).shape).toEqual([2 ** 26, 0, 2 ** 26]);
     // fromQuantized checks its planes' lengths before allocating them (E_SHAPE, not E_OOM).
     await rejects(() => dev.fromQuantized({ format: 'mxfp4', shape: [2 ** 40, 32], codes: new Uint8Array(1), scales: new Uint8Array(1) }),
       'E_SHAPE', 'codes');

@@ -143,6 +143,39 @@ describe('MX rules beyond the oracle', () => {
   });
 });
 
+describe('empty dimensions', () => {
+  const ALL: Format[] = ['mxfp8', 'mxfp8_e5m2', 'mxfp6_e3m2', 'mxfp6_e2m3', 'mxfp4', 'mxint8', 'mxint4', 'mxint2', 'affine4', 'affine8'];
+
+  it('zero rows, or a last axis of 0 (zero blocks), quantize to empty planes and dequantize to an empty tensor, for every format', async () => {
+    for (const format of ALL) {
+      for (const shape of [[0, 64], [3, 0], [2, 0, 128], [0]]) {
+        const q = dev.quantize(dev.tensor(new Uint16Array(0), shape, 'float16'), { format });
+        expect(q.shape, `${format} ${shape}`).toEqual(shape);
+        expect(q.bytes).toBe(0);
+        expect(await q.codes()).toEqual(new Uint8Array(0));
+        expect((await q.scales()).length).toBe(0);
+        if (format.startsWith('affine')) expect(await q.biases()).toEqual(new Uint16Array(0));
+        const back = q.dequantize('bfloat16');
+        expect(back.shape).toEqual(shape);
+        expect(back.dtype).toBe('bfloat16');
+        expect(await back.data()).toEqual(new Uint16Array(0));
+      }
+    }
+  });
+
+  it('fromQuantized takes empty planes; the last axis must still be a whole number of blocks (0 is)', async () => {
+    const q = dev.fromQuantized({ format: 'mxfp4', shape: [0, 64], codes: new Uint8Array(0), scales: new Uint8Array(0) });
+    expect(await q.dequantize().toFloat32()).toEqual(new Float32Array(0));
+    const a = dev.fromQuantized({ format: 'affine8', shape: [5, 0], codes: new Uint8Array(0), scales: new Uint16Array(0), biases: new Uint16Array(0) });
+    expect(a.shape).toEqual([5, 0]);
+    expect(await a.dequantize().toFloat32()).toEqual(new Float32Array(0));
+    expect(() => dev.quantize(dev.tensor(new Float32Array(0), [0, 48]), { format: 'mxfp8' }))
+      .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('multiple of the block size 32') }));
+    expect(() => dev.fromQuantized({ format: 'mxfp4', shape: [0, 64], codes: new Uint8Array(1), scales: new Uint8Array(0) }))
+      .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('codes') }));
+  });
+});
+
 describe('affine (MLX-compatible)', () => {
   for (const format of ['affine4', 'affine8'] as const) {
     for (const blockSize of [32, 64, 128]) {

@@ -59,9 +59,63 @@ describe('transpose, slice, concat', () => {
         expect(back.shape).toEqual(shape);
         expect(await back.data()).toEqual(bits);
       }
-      expect(() => dev.slice(x, { axis: 0, start: 2, end: 2 })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+      expect(() => dev.slice(x, { axis: 0, start: 2, end: 1 }))
+        .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('need 0 <= start <= end <= 3') }));
       expect(() => dev.concat([x, dev.tensor(new Float32Array(60), shape)], 0)).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
       expect(() => dev.concat([x, dev.tensor(new Uint16Array(12), [3, 4, 1], 'bfloat16')], 0)).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+    }
+  });
+});
+
+describe('empty dimensions', () => {
+  it('transpose, slice (start == end), concat and reshape of empty tensors; concat skips empty parts', async () => {
+    for (const [name, dev] of devices) {
+      const e = dev.tensor(new Int32Array(0), [2, 0, 3], 'int32');
+      const t = dev.transpose(e, [2, 0, 1]);
+      expect(t.shape).toEqual([3, 2, 0]);
+      expect(await t.data()).toEqual(new Int32Array(0));
+      const x = dev.tensor(Float32Array.from({ length: 12 }, (_, i) => i), [3, 4]);
+      for (const [axis, start, shape] of [[0, 0, [0, 4]], [0, 3, [0, 4]], [1, 2, [3, 0]], [-1, 4, [3, 0]]] as const) {
+        const s = dev.slice(x, { axis, start, end: start });
+        expect(s.shape, `${name} slice ${axis} ${start}`).toEqual(shape);
+        expect(await s.toFloat32()).toEqual(new Float32Array(0));
+      }
+      expect(dev.slice(e, { axis: 1, start: 0, end: 0 }).shape).toEqual([2, 0, 3]);
+      // concat: empty tensors add nothing along the axis; all empty gives an empty tensor.
+      const c = dev.concat([dev.tensor(new Float32Array(0), [0, 4]), x, dev.slice(x, { axis: 0, start: 1, end: 1 }), x], 0);
+      expect(c.shape).toEqual([6, 4]);
+      expect(Array.from(await c.toFloat32())).toEqual([...Array(12).keys(), ...Array(12).keys()]);
+      const c1 = dev.concat([x, dev.tensor(new Float32Array(0), [3, 0]), x], 1);
+      expect(Array.from(await c1.toFloat32())).toEqual([0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7, 8, 9, 10, 11, 8, 9, 10, 11]);
+      const none = dev.concat([dev.tensor(new Float32Array(0), [0, 4]), dev.tensor(new Float32Array(0), [0, 4])], 0);
+      expect(none.shape).toEqual([0, 4]);
+      expect(await none.toFloat32()).toEqual(new Float32Array(0));
+      expect(() => dev.concat([x, dev.tensor(new Float32Array(0), [0, 5])], 0)).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+      // reshape: a view; a -1 beside a 0 cannot be worked out (PyTorch's rule).
+      expect(e.reshape([0, 6]).shape).toEqual([0, 6]);
+      expect(e.reshape([3, -1, 2]).shape).toEqual([3, 0, 2]);
+      expect(() => e.reshape([0, -1])).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('cannot be worked out') }));
+      expect(() => e.reshape([1])).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+    }
+  });
+
+  it('write: an empty src writes nothing (offset up to the axis length); an empty dst takes only an empty src', async () => {
+    for (const [name, dev] of devices) {
+      const dst = dev.tensor([1, 2, 3, 4, 5, 6], [2, 3]);
+      dev.write(dst, dev.tensor(new Float32Array(0), [0, 3]), { axis: 0, offset: 2 });
+      dev.write(dst, dev.tensor(new Float32Array(0), [2, 0]), { axis: 1, offset: 1 });
+      expect(Array.from(await dst.toFloat32()), name).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(() => dev.write(dst, dev.tensor(new Float32Array(0), [0, 3]), { axis: 0, offset: 3 }))
+        .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('offset must be in [0, 2]') }));
+      const empty = dev.tensor(new Float32Array(0), [0, 3]);
+      dev.write(empty, dev.tensor(new Float32Array(0), [0, 3]), { axis: 0, offset: 0 });
+      expect(() => dev.write(empty, dev.tensor([1, 2, 3], [1, 3]), { axis: 0, offset: 0 })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+      // A quantized (mxfp8) cache: an empty append, dense or quantized, along any axis.
+      const cache = dev.quantize(dev.tensor(randn(2 * 4 * 32, 3), [2, 4, 32]), { format: 'mxfp8' });
+      const before = await dev.dequantize(cache).toFloat32();
+      dev.write(cache, dev.tensor(new Float32Array(0), [2, 0, 32]), { axis: 1, offset: 4 });
+      dev.write(cache, dev.quantize(dev.tensor(new Float32Array(0), [2, 4, 0]), { format: 'mxfp8' }), { axis: 2, offset: 32 });
+      expect(await dev.dequantize(cache).toFloat32()).toEqual(before);
     }
   });
 });

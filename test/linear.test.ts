@@ -4,7 +4,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device, type DType, type Format } from '../lib/index';
 import { expectClose, randn } from './helpers/compare';
 import { f32, oracleCases, shapeOf, u8 } from './helpers/oracle';
-import { linearRef } from './helpers/reference';
+import { testDevices } from './helpers/devices';
+import { linearRef, roundToHalf } from './helpers/reference';
 
 let dev: Device;
 beforeAll(async () => {
@@ -192,6 +193,77 @@ describe('matmul', () => {
     const c = await dev.matmul(a, b);
     expect(c.dtype).toBe('float16');
     expectClose(await c.toFloat32(), matmulRef(await a.toFloat32(), await b.toFloat32(), 1, M, K, N, false), 2e-3);
+  });
+});
+
+describe('empty dimensions (as PyTorch): M = 0 or N = 0 give empty outputs, K = 0 sums over nothing', () => {
+  let devices: [string, Device][];
+  beforeAll(async () => { devices = await testDevices(); });
+
+  it('linear: M = 0 (leading dims too) and N = 0, dense and quantized, keep the shape and dtype', async () => {
+    for (const [name, dev] of devices) {
+      const w = randn(6 * 64, 1);
+      for (const wt of [dev.tensor(w, [6, 64]), dev.quantize(dev.tensor(w, [6, 64]), { format: 'mxfp4' })]) {
+        for (const xs of [[0, 64], [2, 0, 64], [0, 3, 64]]) {
+          const y = dev.linear(dev.tensor(new Uint16Array(0), xs, 'bfloat16'), wt, { bias: dev.tensor(randn(6, 2), [6]) });
+          expect(y.shape, `${name} ${xs}`).toEqual([...xs.slice(0, -1), 6]);
+          expect(y.dtype).toBe('bfloat16');
+          expect(await y.data()).toEqual(new Uint16Array(0));
+        }
+      }
+      const yn = dev.linear(dev.tensor(randn(3 * 64, 2), [3, 64]), dev.tensor(new Float32Array(0), [0, 64]), { bias: dev.tensor(new Float32Array(0), [0]) });
+      expect(yn.shape).toEqual([3, 0]);
+      expect(await yn.toFloat32()).toEqual(new Float32Array(0));
+      const xq = dev.quantize(dev.tensor(new Float32Array(0), [0, 32]), { format: 'mxfp8' });
+      const yq = dev.linear(xq, dev.quantize(dev.tensor(randn(4 * 32, 3), [4, 32]), { format: 'mxfp8' }));
+      expect(yq.shape).toEqual([0, 4]);
+      expect(await yq.toFloat32()).toEqual(new Float32Array(0));
+    }
+  });
+
+  it('linear with K = 0 equals the float64 reference: bias broadcast over the rows (zeros without), in the output dtype', async () => {
+    for (const [name, dev] of devices) {
+      const [M, N] = [5, 7];
+      const bias = Float32Array.from([1.5, -2, 1e-3, 3.14159, -0, 1000.7, 1 / 3]);
+      const x = dev.tensor(new Float32Array(0), [M, 0]);
+      for (const w of [dev.tensor(new Float32Array(0), [N, 0]), dev.quantize(dev.tensor(new Float32Array(0), [N, 0]), { format: 'mxfp4' })]) {
+        const y = dev.linear(x, w, { bias: dev.tensor(bias, [N]) });
+        expect(y.shape).toEqual([M, N]);
+        expect(Array.from(await y.toFloat32()), name).toEqual(Array.from(linearRef([], [], M, N, 0, bias), Math.fround));
+        const y16 = dev.linear(x, w, { bias: dev.tensor(bias, [N], 'bfloat16'), outDtype: 'float16' });
+        expect(y16.dtype).toBe('float16');
+        const bf = await dev.tensor(bias, [N], 'bfloat16').toFloat32();
+        expect(Array.from(await y16.toFloat32())).toEqual(Array.from(roundToHalf(Float32Array.from(linearRef([], [], M, N, 0, bf)))));
+        const zeros = dev.linear(dev.tensor(new Float32Array(0), [2, 3, 0]), w);
+        expect(zeros.shape).toEqual([2, 3, N]);
+        expect(Array.from(await zeros.toFloat32())).toEqual(new Array(2 * 3 * N).fill(0));
+      }
+      // Both operands quantized, K = 0.
+      const xq = dev.quantize(dev.tensor(new Float32Array(0), [M, 0]), { format: 'mxfp8' });
+      const wq = dev.quantize(dev.tensor(new Float32Array(0), [N, 0]), { format: 'mxfp8' });
+      expect(Array.from(await dev.linear(xq, wq, { bias: dev.tensor(bias, [N]) }).toFloat32()))
+        .toEqual(Array.from(linearRef([], [], M, N, 0, bias), Math.fround));
+      // The bias is still checked against N.
+      expect(() => dev.linear(x, dev.tensor(new Float32Array(0), [N, 0]), { bias: dev.tensor([1], [1]) }))
+        .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('bias must have shape [N] = [7]') }));
+    }
+  });
+
+  it('matmul: batch, M or N of 0 give empty outputs; K = 0 gives zeros (shared and batched b)', async () => {
+    for (const [name, dev] of devices) {
+      const cases: [number[], number[], number[]][] = [
+        [[0, 5], [5, 3], [0, 3]], [[4, 5], [5, 0], [4, 0]], [[0, 2, 4, 5], [5, 3], [0, 2, 4, 3]],
+        [[2, 0, 5], [2, 5, 3], [2, 0, 3]], [[4, 0], [0, 3], [4, 3]], [[2, 3, 0], [2, 0, 6], [2, 3, 6]], [[0, 0], [0, 0], [0, 0]],
+      ];
+      for (const [as, bs, cs] of cases) {
+        const count = (s: number[]) => s.reduce((p, d) => p * d, 1);
+        const a = randn(count(as), 1), b = randn(count(bs), 2);
+        const c = dev.matmul(dev.tensor(a, as, 'float16'), dev.tensor(b, bs, 'float16'));
+        expect(c.shape, `${name} ${as} @ ${bs}`).toEqual(cs);
+        expect(c.dtype).toBe('float16');
+        expect(Array.from(await c.toFloat32())).toEqual(new Array(count(cs)).fill(0));
+      }
+    }
   });
 });
 

@@ -68,6 +68,24 @@ describe('rmsNorm and layerNorm', () => {
     }
   });
 
+  it('empty dimensions: zero rows or an empty last axis give an empty output of x\'s shape and dtype', async () => {
+    for (const [name, dev] of devices) {
+      for (const shape of [[0, 7], [3, 0], [2, 0, 5], [0]]) {
+        const cols = shape[shape.length - 1];
+        const x = dev.tensor(new Uint16Array(0), shape, 'float16');
+        const w = dev.tensor(new Float32Array(cols).fill(2), [cols]);
+        for (const y of [dev.rmsNorm(x, w), dev.layerNorm(x, w, w), dev.rmsNorm(x, null, { eps: 0 })]) {
+          expect(y.shape, `${name} ${shape}`).toEqual(shape);
+          expect(y.dtype).toBe('float16');
+          expect(await y.data()).toEqual(new Uint16Array(0));
+        }
+      }
+      // The weight must still match the (empty) last axis.
+      expect(() => dev.rmsNorm(dev.tensor(new Float32Array(0), [3, 0]), dev.tensor([1], [1])))
+        .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('weight must have shape [0]') }));
+    }
+  });
+
   it('validates weight shape, eps and dtypes', () => {
     const [, dev] = devices[0];
     const x = dev.tensor(new Float32Array(6), [2, 3]);
@@ -125,6 +143,25 @@ describe('rope', () => {
     });
   }
 
+  it('empty dimensions: B, H or L of 0 (positions [0] too) and D = 0 give an empty output', async () => {
+    for (const [name, dev] of devices) {
+      for (const [shape, opts] of [
+        [[0, 2, 3, 8], {}], [[1, 0, 3, 8], { style: 'interleaved' }], [[1, 2, 0, 8], { positions: dev.tensor(new Int32Array(0), [0], 'int32') }],
+        [[2, 0, 3, 8], { layout: 'blhd', dims: 4 }], [[1, 2, 3, 0], {}], [[1, 2, 3, 0], { freqs: dev.tensor(new Float32Array(0), [0]) }],
+      ] as const) {
+        const y = dev.rope(dev.tensor(new Uint16Array(0), shape as unknown as number[], 'bfloat16'), opts as object);
+        expect(y.shape, `${name} ${shape} ${JSON.stringify(Object.keys(opts))}`).toEqual(shape);
+        expect(y.dtype).toBe('bfloat16');
+        expect(await y.data()).toEqual(new Uint16Array(0));
+      }
+      // D = 0 rotates nothing: an explicit dims is still checked against it.
+      expect(() => dev.rope(dev.tensor(new Float32Array(0), [1, 2, 3, 0]), { dims: 2 }))
+        .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('dims must be an even number in [2, 0]') }));
+      expect(() => dev.rope(dev.tensor(new Float32Array(0), [1, 2, 0, 8]), { positions: dev.tensor(new Int32Array(1), [1], 'int32') }))
+        .toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('positions must have shape [0]') }));
+    }
+  });
+
   it('validates its options', () => {
     const [, dev] = devices[0];
     const x = dev.tensor(new Float32Array(2 * 4 * 8), [1, 2, 4, 8]);
@@ -161,6 +198,16 @@ describe('softmax', () => {
       }
     });
   }
+
+  it('empty dimensions: zero rows, or rows of nothing, give an empty output', async () => {
+    for (const [name, dev] of devices) {
+      for (const shape of [[0, 5], [4, 0], [0], [2, 0, 3], [3, 2, 0]]) {
+        const y = dev.softmax(dev.tensor(new Float32Array(0), shape));
+        expect(y.shape, `${name} ${shape}`).toEqual(shape);
+        expect(await y.toFloat32()).toEqual(new Float32Array(0));
+      }
+    }
+  });
 
   it('-inf entries get 0; a NaN, a +inf or a row of only -inf makes the row NaN', async () => {
     for (const [, dev] of devices) {

@@ -56,6 +56,36 @@ describe('argmax and topK', () => {
   });
 });
 
+describe('empty dimensions', () => {
+  it('zero rows give empty ids (and values); an empty row axis is E_SHAPE naming it, as PyTorch\'s argmax', async () => {
+    for (const [name, dev] of devices) {
+      const x = dev.tensor(new Float32Array(0), [2, 0, 5], 'bfloat16');
+      const ids = dev.argmax(x);
+      expect(ids.shape, name).toEqual([2, 0]);
+      expect(ids.dtype).toBe('int32');
+      expect(await ids.data()).toEqual(new Int32Array(0));
+      const { values, indices } = dev.topK(x, 3);
+      expect(values.shape).toEqual([2, 0, 3]);
+      expect(values.dtype).toBe('bfloat16');
+      expect(indices.shape).toEqual([2, 0, 3]);
+      expect(await values.data()).toEqual(new Uint16Array(0));
+      expect(await indices.data()).toEqual(new Int32Array(0));
+      const drawn = dev.sample(dev.tensor(new Float32Array(0), [0, 7]), { seed: 3, topK: 2 });
+      expect(drawn.shape).toEqual([0]);
+      expect(await drawn.data()).toEqual(new Int32Array(0));
+      // k is still checked against the row length.
+      expect(() => dev.topK(x, 6)).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('k must be in [1, 5]') }));
+      for (const shape of [[3, 0], [0], [0, 0], [2, 1, 0]]) {
+        const e = dev.tensor(new Float32Array(0), shape);
+        const axis = `dimension ${shape.length - 1}`;
+        expect(() => dev.argmax(e)).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining(`argmax: x's last axis (${axis}`) }));
+        expect(() => dev.topK(e, 1)).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining(`topK: x's last axis (${axis}`) }));
+        expect(() => dev.sample(e)).toThrow(expect.objectContaining({ code: 'E_SHAPE', message: expect.stringContaining('it must be at least 1') }));
+      }
+    }
+  });
+});
+
 describe('sample', () => {
   const V = 50;
   const logits = Float32Array.from(randn(V, 77, 1.5));

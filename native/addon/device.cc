@@ -214,6 +214,7 @@ Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {
                       "bits (float16, bfloat16), Uint8Array (bool), Int32Array (int32)");
     }
     TensorPtr t = make_tensor(shape, dtype, allocator_of(backend_));
+    if (n == 0) return NativeTensor::Wrap(env, t);  // empty: an empty array's data may be null
     if (f32) from_float32(dtype, reinterpret_cast<const float*>(a.data), t->buffer->data(), n);
     else std::memcpy(t->buffer->data(), a.data, t->bytes());  // raw bits of the storage type
     return NativeTensor::Wrap(env, t);
@@ -231,7 +232,7 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     const bool affine = format_info(f).affine;
     // Every plane's length is checked before anything is allocated: a wrong shape is E_SHAPE,
     // never a huge allocation first.
-    const int64_t cols = shape.back(), rows = shape_numel(shape) / cols;
+    const int64_t cols = shape.back(), rows = shape_rows(shape);
     const TypedBytes codes = plane_of(info[3], "codes", napi_uint8_array, "a Uint8Array", 1,
                                       size_t(rows) * row_code_bytes(f, cols));
     const size_t scale_bytes = size_t(rows) * row_scale_bytes(f, cols, block);
@@ -248,9 +249,10 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
     }
     QTensorPtr q = make_qtensor(shape, f, block, allocator_of(backend_));
     backend_->attach_device_view(*q);
-    std::memcpy(q->codes->data(), codes.data, codes.bytes);
-    std::memcpy(q->scales->data(), scales.data, scales.bytes);
-    if (affine) std::memcpy(q->biases->data(), biases.data, biases.bytes);
+    // An empty tensor's planes are empty too, and an empty array's data may be null.
+    if (codes.bytes) std::memcpy(q->codes->data(), codes.data, codes.bytes);
+    if (scales.bytes) std::memcpy(q->scales->data(), scales.data, scales.bytes);
+    if (affine && biases.bytes) std::memcpy(q->biases->data(), biases.data, biases.bytes);
     if (f == Format::MXFP8_E4M3) {  // no NaN code: the cpu kernels need not look for one
       // One pass without an early exit, so that the compiler vectorises it.
       const auto* c = static_cast<const uint8_t*>(q->codes->data());

@@ -13,6 +13,13 @@
 
 namespace mto::addon {
 
+// Empty dimensions (core/ops.h): an op with nothing for a kernel to do (an empty output, or a
+// reduction over nothing) never reaches an asynchronous backend, which would have nothing to
+// encode (and Metal refuses a zero-size grid). When `host` is true the returned start declines
+// there, so the stream runs the op on the cpu backend, whose ops handle it on the host before any
+// kernel: in stream order, and failing with a failed input, like any op. Else `start` as it is.
+OpStart on_host_if(bool host, OpStart start);
+
 class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
  public:
   static Napi::Function Init(Napi::Env env);

@@ -2,6 +2,7 @@
 // queues the op on the device's stream and returns the outputs' handles at once: the op runs
 // after the ops queued before it, and reads wait for it. Inputs and outputs are held by
 // shared_ptr inside the queued closure until the op ran, so disposing them meanwhile is safe.
+#include <algorithm>
 #include <optional>
 
 #include "core/error.h"
@@ -32,6 +33,13 @@ EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->ready_event(
 Napi::Value wrap_tensor(Napi::Env env, const TensorPtr& t) { return NativeTensor::Wrap(env, t); }
 
 }  // namespace
+
+OpStart on_host_if(bool host, OpStart start) {
+  if (!host) return start;
+  return [start = std::move(start)](Backend& b, Completion done) {
+    return b.runs_on_caller() && start(b, std::move(done));
+  };
+}
 
 EventPtr NativeDevice::submit(Napi::Env env, double work, std::vector<EventPtr> inputs,
                               OpStart start, std::vector<std::shared_ptr<ReadToken>> reads) {
@@ -75,7 +83,9 @@ Napi::Value NativeDevice::Quantize(const Napi::CallbackInfo& info) {
     QTensorPtr q = make_qtensor(x->shape, f, block, allocator_of(backend_));
     backend_->attach_device_view(*q);
     q->event = submit(env, double(shape_numel(x->shape)), {x->ready_event()},
-                      [x, q](Backend& b, Completion done) { return b.quantize(*x, *q, std::move(done)); });
+                      on_host_if(x->numel() == 0, [x, q](Backend& b, Completion done) {
+                        return b.quantize(*x, *q, std::move(done));
+                      }));
     return NativeQTensor::Wrap(env, q);
   });
 }
@@ -88,7 +98,9 @@ Napi::Value NativeDevice::Dequantize(const Napi::CallbackInfo& info) {
     DType dtype = read_optional_dtype(info[1], "dtype").value_or(DType::Float32);
     TensorPtr out = make_tensor(q->shape, dtype, allocator_of(backend_));
     out->event = submit(env, double(shape_numel(q->shape)), {q->ready_event()},
-                        [q, out](Backend& b, Completion done) { return b.dequantize(*q, *out, std::move(done)); });
+                        on_host_if(out->numel() == 0, [q, out](Backend& b, Completion done) {
+                          return b.dequantize(*q, *out, std::move(done));
+                        }));
     return wrap_tensor(env, out);
   });
 }
@@ -105,7 +117,9 @@ Napi::Value NativeDevice::Cast(const Napi::CallbackInfo& info) {
     }
     TensorPtr out = make_tensor(x->shape, dtype, allocator_of(backend_));
     out->event = submit(env, double(x->numel()), {x->ready_event()},
-                        [x, out](Backend& b, Completion done) { return b.cast(*x, *out, std::move(done)); });
+                        on_host_if(out->numel() == 0, [x, out](Backend& b, Completion done) {
+                          return b.cast(*x, *out, std::move(done));
+                        }));
     return wrap_tensor(env, out);
   });
 }
@@ -120,11 +134,11 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    y->event = submit(env, double(p.M) * double(p.N) * double(p.K),
+    y->event = submit(env, double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)),  // K = 0: a fill
                       {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
-                      [x, w, bias, p, y](Backend& b, Completion done) {
+                      on_host_if(y->numel() == 0 || p.K == 0, [x, w, bias, p, y](Backend& b, Completion done) {
                         return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
-                      });
+                      }));
     return wrap_tensor(env, y);
   });
 }
@@ -137,8 +151,10 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(p.K), {a->ready_event(), b->ready_event()},
-                      [a, b, p, c](Backend& be, Completion done) { return be.matmul(*a, *b, p, *c, std::move(done)); });
+    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {a->ready_event(), b->ready_event()},
+                      on_host_if(c->numel() == 0 || p.K == 0, [a, b, p, c](Backend& be, Completion done) {
+                        return be.matmul(*a, *b, p, *c, std::move(done));
+                      }));
     return wrap_tensor(env, c);
   });
 }
@@ -159,13 +175,13 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(p.Lk) * double(p.D);
+    const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
     o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr},
-                      [q, k, v, mask, p, o](Backend& b, Completion done) {
+                      on_host_if(o->numel() == 0 || p.Lk == 0, [q, k, v, mask, p, o](Backend& b, Completion done) {
                         AttentionParams run = p;
                         run.mask = mask.get();
                         return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
-                      });
+                      }));
     return wrap_tensor(env, o);
   });
 }

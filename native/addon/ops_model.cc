@@ -1,6 +1,7 @@
 // The model ops of NativeDevice (core/ops.h, docs/design/API.md "The op set a model needs"), as
 // ops.cc's: validate at the call, allocate the output, queue, return its handle. lib/ops/ checks
 // the arguments first; these checks repeat what reaches native code.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -56,9 +57,10 @@ Napi::Value NativeDevice::Unary(const Napi::CallbackInfo& info) {
     TensorPtr x = NativeTensor::Get(info[1], "x");
     ElementwiseParams p = check_unary(name.c_str(), *x);
     TensorPtr out = make_tensor(x->shape, p.out_dtype, allocator_of(backend_));
-    out->event = submit(env, double(x->numel()), {x->ready_event()}, [op, x, p, out](Backend& b, Completion done) {
-      return b.unary(op, *x, p, *out, std::move(done));
-    });
+    out->event = submit(env, double(x->numel()), {x->ready_event()},
+                        on_host_if(out->numel() == 0, [op, x, p, out](Backend& b, Completion done) {
+                          return b.unary(op, *x, p, *out, std::move(done));
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -78,9 +80,9 @@ Napi::Value NativeDevice::Binary(const Napi::CallbackInfo& info) {
     ElementwiseParams p = check_binary(name.c_str(), *a, *b);
     TensorPtr out = make_tensor(p.bc.out_shape, p.out_dtype, allocator_of(backend_));
     out->event = submit(env, double(out->numel()), {a->ready_event(), b->ready_event()},
-                        [op, a, b, p, out](Backend& be, Completion done) {
+                        on_host_if(out->numel() == 0, [op, a, b, p, out](Backend& be, Completion done) {
                           return be.binary(op, *a, *b, p, *out, std::move(done));
-                        });
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -97,9 +99,9 @@ Napi::Value NativeDevice::Norm(const Napi::CallbackInfo& info) {
     TensorPtr out = make_tensor(x->shape, p.out_dtype, allocator_of(backend_));
     out->event = submit(env, double(x->numel()),
                         {x->ready_event(), weight ? weight->ready_event() : nullptr, bias ? bias->ready_event() : nullptr},
-                        [x, weight, bias, p, out](Backend& b, Completion done) {
+                        on_host_if(out->numel() == 0, [x, weight, bias, p, out](Backend& b, Completion done) {
                           return b.norm(*x, weight.get(), bias.get(), p, *out, std::move(done));
-                        });
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -127,9 +129,9 @@ Napi::Value NativeDevice::Rope(const Napi::CallbackInfo& info) {
     out->event = submit(env, double(x->numel()),
                         {x->ready_event(), positions ? positions->ready_event() : nullptr,
                          freqs ? freqs->ready_event() : nullptr},
-                        [x, positions, freqs, p, out](Backend& b, Completion done) {
+                        on_host_if(out->numel() == 0, [x, positions, freqs, p, out](Backend& b, Completion done) {
                           return b.rope(*x, positions.get(), freqs.get(), p, *out, std::move(done));
-                        });
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -141,9 +143,10 @@ Napi::Value NativeDevice::Softmax(const Napi::CallbackInfo& info) {
     TensorPtr x = NativeTensor::Get(info[0], "x");
     RowsParams p = check_softmax(*x);
     TensorPtr out = make_tensor(x->shape, p.out_dtype, allocator_of(backend_));
-    out->event = submit(env, double(x->numel()), {x->ready_event()}, [x, p, out](Backend& b, Completion done) {
-      return b.softmax(*x, p, *out, std::move(done));
-    });
+    out->event = submit(env, double(x->numel()), {x->ready_event()},
+                        on_host_if(out->numel() == 0, [x, p, out](Backend& b, Completion done) {
+                          return b.softmax(*x, p, *out, std::move(done));
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -161,9 +164,9 @@ Napi::Value NativeDevice::Pick(const Napi::CallbackInfo& info) {
       TensorPtr values = make_tensor(p.out_shape, p.values_dtype, allocator_of(backend_));
       TensorPtr ids = make_tensor(p.out_shape, DType::Int32, allocator_of(backend_));
       values->event = ids->event = submit(env, double(x->numel()), {x->ready_event()},
-                                          [x, p, values, ids](Backend& b, Completion done) {
+                                          on_host_if(ids->numel() == 0, [x, p, values, ids](Backend& b, Completion done) {
                                             return b.top_k(*x, p, *values, *ids, std::move(done));
-                                          });
+                                          }));
       Napi::Array out = Napi::Array::New(env, 2);
       out.Set(uint32_t(0), NativeTensor::Wrap(env, values));
       out.Set(uint32_t(1), NativeTensor::Wrap(env, ids));
@@ -185,9 +188,10 @@ Napi::Value NativeDevice::Pick(const Napi::CallbackInfo& info) {
     }
     TensorPtr ids = make_tensor(p.out_shape, DType::Int32, allocator_of(backend_));
     const bool sample = kind == "sample";
-    ids->event = submit(env, double(x->numel()), {x->ready_event()}, [x, p, ids, sample](Backend& b, Completion done) {
-      return sample ? b.sample(*x, p, *ids, std::move(done)) : b.argmax(*x, p, *ids, std::move(done));
-    });
+    ids->event = submit(env, double(x->numel()), {x->ready_event()},
+                        on_host_if(ids->numel() == 0, [x, p, ids, sample](Backend& b, Completion done) {
+                          return sample ? b.sample(*x, p, *ids, std::move(done)) : b.argmax(*x, p, *ids, std::move(done));
+                        }));
     return NativeTensor::Wrap(env, ids);
   });
 }
@@ -202,9 +206,10 @@ Napi::Value NativeDevice::Embedding(const Napi::CallbackInfo& info) {
     TensorPtr out = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     EventPtr table_event = table.dense ? table.dense->ready_event() : table.quant->ready_event();
     out->event = submit(env, double(out->numel()), {table_event, ids->ready_event()},
-                        [table, ids, p, out](Backend& b, Completion done) {
+                        // An empty output (ids still checked) or a table without rows: no kernel.
+                        on_host_if(out->numel() == 0 || p.vocab == 0, [table, ids, p, out](Backend& b, Completion done) {
                           return b.embedding(Operand{table.dense.get(), table.quant.get()}, *ids, p, *out, std::move(done));
-                        });
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -229,11 +234,12 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
     GroupedLinearParams p = check_grouped_linear(xo, wo, *sizes, out_dtype);
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     EventPtr w_event = w.dense ? w.dense->ready_event() : w.quant->ready_event();
-    y->event = submit(env, double(p.T) * double(p.N) * double(p.K), {x.dense->ready_event(), w_event, sizes->ready_event()},
-                      [x, w, sizes, p, y](Backend& b, Completion done) {
+    y->event = submit(env, double(p.T) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {x.dense->ready_event(), w_event, sizes->ready_event()},
+                      // No rows, outputs or experts, or K = 0 (zeros): no kernel; the sizes are checked.
+                      on_host_if(y->numel() == 0 || p.K == 0 || p.E == 0, [x, w, sizes, p, y](Backend& b, Completion done) {
                         return b.grouped_linear(Operand{x.dense.get(), nullptr}, Operand{w.dense.get(), w.quant.get()},
                                                 *sizes, p, *y, std::move(done));
-                      });
+                      }));
     return NativeTensor::Wrap(env, y);
   });
 }
@@ -276,11 +282,20 @@ Napi::Value NativeDevice::Layout(const Napi::CallbackInfo& info) {
     TensorPtr out = make_tensor(out_shape, srcs[0]->dtype, allocator_of(backend_));
     std::vector<EventPtr> inputs;
     for (const TensorPtr& s : srcs) inputs.push_back(s->ready_event());
-    out->event = submit(env, double(out->numel()), std::move(inputs), [srcs, parts, out](Backend& b, Completion done) {
-      std::vector<const mto::Tensor*> raw;
-      for (const TensorPtr& s : srcs) raw.push_back(s.get());
-      return b.copy(raw, parts, *out, std::move(done));
-    });
+    // concat's empty inputs copy nothing: no part of theirs reaches a kernel.
+    std::vector<TensorPtr> copied;
+    std::vector<CopyPart> nonempty;
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (shape_numel(parts[i].dims) == 0) continue;
+      copied.push_back(srcs[i]);
+      nonempty.push_back(parts[i]);
+    }
+    out->event = submit(env, double(out->numel()), std::move(inputs),
+                        on_host_if(out->numel() == 0, [copied, nonempty, out](Backend& b, Completion done) {
+                          std::vector<const mto::Tensor*> raw;
+                          for (const TensorPtr& s : copied) raw.push_back(s.get());
+                          return b.copy(raw, nonempty, *out, std::move(done));
+                        }));
     return NativeTensor::Wrap(env, out);
   });
 }
@@ -301,6 +316,7 @@ Napi::Value NativeDevice::Write(const Napi::CallbackInfo& info) {
     TensorPtr src = NativeTensor::Get(info[1], "src");
     std::vector<CopyPart> parts = plan_write(*dst, *src, read_int(info[2], "axis", -kMaxIndex, kMaxIndex),
                                              read_int(info[3], "offset", -kMaxIndex, kMaxIndex));
+    if (src->numel() == 0) return env.Undefined();  // writes nothing: nothing to order either
     EventPtr event = submit(env, double(src->numel()), {src->ready_event(), dst->ready_event(), stream_->tail()},
                             [src, parts, dst](Backend& b, Completion done) {
                               return b.copy({src.get()}, parts, *dst, std::move(done));
@@ -361,6 +377,7 @@ void NativeDevice::write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::V
   dl.shape = dst->shape;
   sl.shape = src->shape;
   plan_write(dl, sl, axis, offset);
+  if (shape_numel(src->shape) == 0) return;  // writes nothing (a non-empty dst then has no empty plane)
   std::vector<std::pair<BufferPtr, BufferPtr>> planes = {{src->codes, dst->codes}, {src->scales, dst->scales}};
   if (dst->biases) planes.emplace_back(src->biases, dst->biases);
   EventPtr last = dst->ready_event();

@@ -432,9 +432,9 @@ Shape read_shape(Napi::Value v, const char* arg) {
   for (uint32_t i = 0; i < rank; ++i) {
     Napi::Value e = a.Get(i);
     double d = e.IsNumber() ? e.As<Napi::Number>().DoubleValue() : -1;
-    if (!(d >= 1 && d <= 9007199254740991.0 && std::floor(d) == d)) {
+    if (!(d >= 0 && d <= 9007199254740991.0 && std::floor(d) == d)) {
       throw_error(env, code::Shape, std::string(arg) + "[" + std::to_string(i) +
-                                        "] must be a positive integer; got " + describe_value(e));
+                                        "] must be a non-negative integer; got " + describe_value(e));
     }
     s.push_back(int64_t(d));
   }

@@ -114,7 +114,7 @@ struct HeldOperand {
 };
 HeldOperand unwrap_operand(Napi::Value v, const char* arg);
 
-// Reads a JS array of positive integers as a shape; throws E_SHAPE naming `arg`.
+// Reads a JS array of non-negative integers as a shape; throws E_SHAPE naming `arg`.
 Shape read_shape(Napi::Value v, const char* arg);
 Napi::Array shape_to_js(Napi::Env env, const Shape& s);
 

@@ -319,8 +319,9 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
       throw Error(code::Shape, "mxfp8 k/v need D a multiple of 32 (blocks along D), got D = " + std::to_string(D));
     }
   }
-  if (p.B <= 0 || p.Hq <= 0 || p.Hkv <= 0 || p.Lq <= 0 || p.Lk < 0 || p.Hq % p.Hkv != 0) {
-    throw Error(code::Shape, "attention needs B, Hq, Hkv, Lq > 0, Lk >= 0 and Hq a multiple of Hkv");
+  // Empty work (Lk = 0: zeros, written on the host by the cpu backend) has nothing to dispatch.
+  if (p.B <= 0 || p.Hq <= 0 || p.Hkv <= 0 || p.Lq <= 0 || p.Lk <= 0 || p.Hq % p.Hkv != 0) {
+    throw Error(code::Shape, "attention needs B, Hq, Hkv, Lq, Lk > 0 and Hq a multiple of Hkv");
   }
   check_i32("B * Hq * Lq * D", p.B * p.Hq * p.Lq * D);
   check_i32("B * Hkv * Lk * D", p.B * p.Hkv * p.Lk * D);

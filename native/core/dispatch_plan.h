@@ -2,6 +2,10 @@
 // which kernel instance runs, over which grid, with which threadgroup size, what is bound at each
 // buffer index and the exact bytes of the parameter struct.
 //
+// Every plan refuses empty work (a dimension of 0: E_SHAPE), which has nothing to dispatch and
+// which Metal cannot express (a zero-size grid): the metal backend declines it and the cpu
+// backend's ops write what it produces without a kernel (core/ops.h "Empty dimensions").
+//
 // Backend-neutral C++ compiled on every platform. The Metal host encodes exactly this plan
 // (setComputePipelineState for `kernel`, setBuffer/setBytes per slot,
 // dispatchThreadgroups:threadsPerThreadgroup:), and the MSL-on-CPU harness (test/msl) executes
@@ -112,7 +116,8 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
 // Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill kernel.
 // Tier::TensorOps and Tier::TensorOpsMx run prefill with the matmul2d kernel of library
 // "attention_tensorops" and decode with the vector decode kernel. Throws E_SHAPE for head dims
-// without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V needs D a multiple of 32), E_DTYPE
+// without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V needs D a multiple of 32) and for
+// empty work (B, Hq, Lq or Lk of 0: the cpu backend writes it without a kernel), E_DTYPE
 // (q not a float dtype, o not q's), E_FORMAT, E_BACKEND (Tier::Cpu).
 struct AttentionPlan {
   std::vector<Dispatch> passes;  // run in order

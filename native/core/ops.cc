@@ -3,7 +3,9 @@
 #include "ops.h"
 
 #include <cmath>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "error.h"
 
@@ -47,7 +49,7 @@ LinearParams check_linear(const Operand& x, const Operand& w, const Tensor* bias
                                  std::to_string(p.K) + "; got w shape " + dims(ws) +
                                  " for x shape " + dims(xs));
   }
-  p.M = shape_numel(xs) / p.K;
+  p.M = shape_rows(xs);
   p.out_shape = Shape(xs.begin(), xs.end() - 1);
   p.out_shape.push_back(p.N);
   if (bias) {
@@ -72,7 +74,8 @@ MatmulParams check_matmul(const Tensor& a, const Tensor& b) {
   const size_t r = a.shape.size();
   p.M = a.shape[r - 2];
   p.K = a.shape[r - 1];
-  p.batch = shape_numel(a.shape) / (p.M * p.K);
+  p.batch = 1;
+  for (size_t i = 0; i + 2 < r; ++i) p.batch *= a.shape[i];
   if (b.shape.size() == 2) {
     p.b_batched = false;
   } else if (b.shape.size() == r &&
@@ -122,7 +125,8 @@ AttentionParams check_attention(const Operand& q, const Operand& k, const Operan
   if (ks[0] != p.B || ks[3] != p.D) {
     throw Error(code::Shape, "k must match q in B and D (q " + dims(qs) + "); got k " + dims(ks));
   }
-  if (p.Hq % p.Hkv != 0) {
+  // Hkv = 0 divides only Hq = 0 (0 = 0 * anything); an empty batch of heads is then fine.
+  if (p.Hkv == 0 ? p.Hq != 0 : p.Hq % p.Hkv != 0) {
     throw Error(code::Shape, "q's heads Hq=" + std::to_string(p.Hq) +
                                  " must be a multiple of k/v's heads Hkv=" +
                                  std::to_string(p.Hkv));
@@ -133,7 +137,7 @@ AttentionParams check_attention(const Operand& q, const Operand& k, const Operan
     }
     p.scale = *scale;
   } else {
-    p.scale = float(1.0 / std::sqrt(double(p.D)));
+    p.scale = p.D > 0 ? float(1.0 / std::sqrt(double(p.D))) : 1.f;  // D = 0: o is empty
   }
   p.causal = causal;
   if (mask) {
@@ -177,6 +181,24 @@ void check_quantize(const Shape& shape, Format f, int block) {
                                  ") must be a multiple of the block size " +
                                  std::to_string(block) + "; got shape " + dims(shape));
   }
+}
+
+void fill_zeros(Tensor& out) {
+  if (out.bytes()) std::memset(out.buffer->data(), 0, out.bytes());  // +0 in every dtype
+}
+
+void fill_bias_rows(const Tensor* bias, Tensor& y) {
+  if (!bias || y.numel() == 0) {
+    fill_zeros(y);
+    return;
+  }
+  const int64_t N = y.shape.back(), rows = shape_rows(y.shape);
+  std::vector<float> b(static_cast<size_t>(N));
+  to_float32(bias->dtype, bias->buffer->data(), b.data(), size_t(N));
+  const size_t row_bytes = size_t(N) * dtype_size(y.dtype);
+  auto* out = static_cast<uint8_t*>(y.buffer->data());
+  from_float32(y.dtype, b.data(), out, size_t(N));  // one conversion (round to nearest-even), then copies
+  for (int64_t r = 1; r < rows; ++r) std::memcpy(out + size_t(r) * row_bytes, out, row_bytes);
 }
 
 }  // namespace mto

@@ -106,6 +106,7 @@ NormParams check_norm(bool layer, const Tensor& x, const Tensor* weight, const T
 // RoPE on x [B, H, L, D] (blhd: [B, L, H, D]): row l has position offset + l or positions[l]
 // (int32 [L]); feature pairs (i, i + dims/2) (neox) or (2i, 2i + 1) (interleaved), i < dims/2,
 // rotate by pos * base^(-2i/dims) or pos * freqs[i] (float32 [dims/2]); features >= dims pass.
+// D = 0 (an empty x): dims defaults to 0.
 struct RopeParams {
   int64_t B = 0, H = 0, L = 0, D = 0, dims = 0;
   bool blhd = false, neox = true;
@@ -139,7 +140,8 @@ std::vector<CopyPart> plan_concat(const std::vector<const Tensor*>& xs, int64_t 
 std::vector<CopyPart> plan_write(const Tensor& dst, const Tensor& src, int64_t axis, int64_t offset);
 
 // argmax, topK and sample over the last axis of a float x [..., V] (rows x cols). NaN counts as
-// larger than every number (PyTorch's argmax and topk); ties go to the lower index.
+// larger than every number (PyTorch's argmax and topk); ties go to the lower index. V = 0 is
+// E_SHAPE (nothing to pick, as PyTorch's argmax of an empty dimension); zero rows are fine.
 struct PickParams {
   int64_t rows = 0, cols = 0;
   int64_t k = 1;             // topK: values and ids [..., k], largest first
@@ -181,5 +183,22 @@ struct GroupedLinearParams {
 };
 GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
                                          std::optional<DType> out_dtype);
+
+// What embedding and groupedLinear read when they run, checked on the host (E_ARG with the
+// messages of the Metal kernels' status): by the cpu kernels and by the host step of an op with
+// nothing for a kernel to do. An id outside [0, V); a group size < 0 or sizes not adding up to T.
+void check_embedding_ids(const Tensor& ids, const EmbeddingParams& p);
+void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p);
+
+// ---- Empty dimensions (README "The ops of a model"). A dimension may be 0 anywhere. An op whose
+// output has no elements runs no kernel on any backend: the addon queues a host step in its place,
+// in stream order, failing as the op would with a failed input. An op that reduces over nothing
+// into an output that is not empty writes that output on the host, with these:
+// Zeros: linear without bias, matmul and groupedLinear with K = 0 (a sum over nothing, as PyTorch),
+// and attention with Lk = 0 (a row that sees no key is zeros, as PyTorch's math path gives over
+// zero keys; some fused SDPA kernels give NaN there).
+void fill_zeros(Tensor& out);
+// linear with K = 0: y[..., n] = bias[n] in y's dtype (zeros without a bias), as PyTorch's addmm.
+void fill_bias_rows(const Tensor* bias, Tensor& y);
 
 }  // namespace mto

@@ -22,7 +22,7 @@ Broadcast broadcast_shapes(const char* a_name, const Shape& a, const char* b_nam
                                    std::to_string(int64_t(i) - int64_t(rank)) + ": " + std::to_string(ad) +
                                    " vs " + std::to_string(bd) + ")");
     }
-    bc.out_shape[i] = std::max(ad, bd);
+    bc.out_shape[i] = ad == 1 ? bd : ad;  // a 0 broadcasts with 0 or 1 only, and gives 0
     as[i] = ad == 1 ? 0 : a_stride;
     bs[i] = bd == 1 ? 0 : b_stride;
     a_stride *= ad;

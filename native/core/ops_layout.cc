@@ -90,8 +90,8 @@ std::vector<CopyPart> plan_transpose(const Tensor& x, const std::vector<int64_t>
 std::vector<CopyPart> plan_slice(const Tensor& x, int64_t axis, int64_t start, int64_t end, Shape* out_shape) {
   const int64_t ax = check_axis("slice", axis, x.shape.size());
   const int64_t n = x.shape[size_t(ax)];
-  if (start < 0 || end > n || start >= end) {
-    throw Error(code::Arg, "slice: need 0 <= start < end <= " + std::to_string(n) + " (x's axis " +
+  if (start < 0 || end > n || start > end) {  // start == end: an empty slice, as x[2:2] in NumPy
+    throw Error(code::Arg, "slice: need 0 <= start <= end <= " + std::to_string(n) + " (x's axis " +
                                std::to_string(ax) + "); got start " + std::to_string(start) + ", end " +
                                std::to_string(end));
   }

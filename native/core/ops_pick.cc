@@ -20,9 +20,16 @@ void require_int32(const char* op, const char* arg, DType t) {
 
 PickParams check_pick(const char* op, const Tensor& x, int64_t k) {
   require_float(std::string(op) + ": x", x.dtype);
+  if (x.shape.empty()) throw Error(code::Shape, std::string(op) + ": x must have rank >= 1 (it picks along the last axis); got a scalar");
   PickParams p;
   p.cols = x.shape.back();
-  p.rows = x.numel() / p.cols;
+  // As PyTorch's argmax and topk: nothing to pick from an empty row, even with no rows.
+  if (p.cols == 0) {
+    throw Error(code::Shape, std::string(op) + ": x's last axis (dimension " + std::to_string(x.shape.size() - 1) +
+                                 ", the one it picks along) is 0 in shape " + shape_string(x.shape) +
+                                 "; it must be at least 1");
+  }
+  p.rows = shape_rows(x.shape);  // 0 rows: an empty output
   p.values_dtype = x.dtype;
   p.out_shape = Shape(x.shape.begin(), x.shape.end() - 1);
   if (std::string(op) == "topK") {
@@ -68,6 +75,33 @@ EmbeddingParams check_embedding(const Operand& table, const Tensor& ids) {
   check_shape(p.out_shape, "embedding's output");
   p.out_dtype = table.dense ? table.dense->dtype : DType::Float32;
   return p;
+}
+
+void check_embedding_ids(const Tensor& ids, const EmbeddingParams& p) {
+  const int32_t* id = p.count ? ids.data<int32_t>() : nullptr;
+  for (int64_t i = 0; i < p.count; ++i) {
+    if (id[i] < 0 || id[i] >= p.vocab) {
+      throw Error(code::Arg, "embedding: ids holds " + std::to_string(id[i]) + " at flat index " + std::to_string(i) +
+                                 (p.vocab > 0 ? "; the table has rows 0.." + std::to_string(p.vocab - 1)
+                                              : std::string("; the table has no rows")));
+    }
+  }
+}
+
+void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p) {
+  const int32_t* g = p.E ? group_sizes.data<int32_t>() : nullptr;
+  int64_t sum = 0;
+  for (int64_t e = 0; e < p.E; ++e) {
+    if (g[e] < 0) {
+      throw Error(code::Arg, "groupedLinear: groupSizes[" + std::to_string(e) + "] is " + std::to_string(g[e]) +
+                                 "; sizes must be >= 0");
+    }
+    sum += g[e];
+  }
+  if (sum != p.T) {
+    throw Error(code::Arg, "groupedLinear: groupSizes add up to " + std::to_string(sum) + "; x has " +
+                               std::to_string(p.T) + " rows");
+  }
 }
 
 GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,

@@ -16,15 +16,21 @@ void require_vector(const char* op, const char* arg, const Tensor& t, int64_t n,
   }
 }
 
+// The ops over the last axis need one.
+void require_rank1(const char* op, const Tensor& x) {
+  if (x.shape.empty()) throw Error(code::Shape, std::string(op) + ": x must have rank >= 1 (it works along the last axis); got a scalar");
+}
+
 }  // namespace
 
 NormParams check_norm(bool layer, const Tensor& x, const Tensor* weight, const Tensor* bias, double eps) {
   const char* op = layer ? "layerNorm" : "rmsNorm";
   require_float(std::string(op) + ": x", x.dtype);
+  require_rank1(op, x);
   NormParams p;
   p.layer = layer;
   p.cols = x.shape.back();
-  p.rows = x.numel() / p.cols;
+  p.rows = shape_rows(x.shape);
   if (weight) {
     require_float(std::string(op) + ": weight", weight->dtype);
     require_vector(op, "weight", *weight, p.cols, "x's last dimension");
@@ -56,7 +62,8 @@ RopeParams check_rope(const Tensor& x, const Tensor* positions, const Tensor* fr
   p.L = blhd ? x.shape[1] : x.shape[2];
   p.D = x.shape[3];
   p.dims = dims.value_or(p.D);
-  if (p.dims < 2 || p.dims > p.D || p.dims % 2 != 0) {
+  // D = 0 (an empty x): nothing to rotate, dims defaults to 0.
+  if ((p.dims < 2 && !(p.dims == 0 && p.D == 0)) || p.dims > p.D || p.dims % 2 != 0) {
     throw Error(code::Arg, "rope: dims must be an even number in [2, " + std::to_string(p.D) +
                                "] (the head dimension); got " + std::to_string(p.dims));
   }
@@ -86,9 +93,10 @@ RopeParams check_rope(const Tensor& x, const Tensor* positions, const Tensor* fr
 
 RowsParams check_softmax(const Tensor& x) {
   require_float("softmax: x", x.dtype);
+  require_rank1("softmax", x);
   RowsParams p;
   p.cols = x.shape.back();
-  p.rows = x.numel() / p.cols;
+  p.rows = shape_rows(x.shape);  // cols = 0: an empty output, softmax over nothing is nothing
   p.out_dtype = x.dtype;
   return p;
 }

@@ -104,16 +104,26 @@ int64_t shape_numel(const Shape& s) {
   return n;
 }
 
-void check_shape(const Shape& s, const std::string& what) {
+int64_t shape_rows(const Shape& s) {
   int64_t n = 1;
+  for (size_t i = 0; i + 1 < s.size(); ++i) n *= s[i];
+  return n;
+}
+
+void check_shape(const Shape& s, const std::string& what) {
+  bool empty = false;
+  for (int64_t d : s) empty = empty || d == 0;
+  int64_t n = 1;  // the product of the nonzero dimensions
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] < 1) {
-      throw Error(code::Shape, what + "[" + std::to_string(i) + "] must be a positive integer; got " +
+    if (s[i] < 0) {
+      throw Error(code::Shape, what + "[" + std::to_string(i) + "] must be a non-negative integer; got " +
                                    std::to_string(s[i]));
     }
+    if (s[i] == 0) continue;
     if (s[i] > kMaxElements / n) {  // n * s[i] > kMaxElements, without computing the product
       throw Error(code::Shape, what + " " + shape_string(s) +
-                                   " has more elements than the 2^53 - 1 a tensor may hold");
+                                   (empty ? ": its nonzero dimensions multiply to more than the 2^53 - 1 elements a tensor may hold"
+                                          : " has more elements than the 2^53 - 1 a tensor may hold"));
     }
     n *= s[i];
   }

@@ -82,9 +82,14 @@ using Shape = std::vector<int64_t>;
 inline constexpr int64_t kMaxElements = (int64_t(1) << 53) - 1;
 // The product of the dimensions, for shapes check_shape accepted (no overflow check).
 int64_t shape_numel(const Shape& s);
-// Throws Error(E_SHAPE) naming `what` unless every dimension is >= 1 and the product, computed
-// without overflow, is at most kMaxElements. Every shape that reaches a tensor passes here:
-// those from JS (addon read_shape), from a file header, and every op output (make_tensor).
+// The product of every dimension but the last (1 for rank 0 and 1): the rows of an op over the
+// last axis, also when that axis is 0 (numel / cols would divide by zero).
+int64_t shape_rows(const Shape& s);
+// Throws Error(E_SHAPE) naming `what` unless every dimension is >= 0 and the product of the
+// nonzero ones, computed without overflow, is at most kMaxElements (so that strides and byte
+// counts stay in range even where a 0 makes the tensor empty; NumPy and PyTorch accept any
+// dimension of 0). Every shape that reaches a tensor passes here: those from JS (addon
+// read_shape), from a file header, and every op output (make_tensor).
 void check_shape(const Shape& s, const std::string& what);
 std::string shape_string(const Shape& s);  // "[2, 3, 4]"
 
@@ -137,7 +142,7 @@ struct QTensor {
   }
 
   int64_t cols() const { return shape.back(); }
-  int64_t rows() const { return shape_numel(shape) / cols(); }
+  int64_t rows() const { return shape_rows(shape); }
   QuantView view() const {
     return QuantView{format, block, rows(), cols(), static_cast<const uint8_t*>(codes->data()),
                      scales->data(),

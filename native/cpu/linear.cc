@@ -174,19 +174,8 @@ namespace mto::cpu {
 
 void grouped_linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor& group_sizes,
                     const GroupedLinearParams& p, float* y) {
+  check_group_sizes(group_sizes, p);
   const int32_t* g = group_sizes.data<int32_t>();
-  int64_t sum = 0;
-  for (int64_t e = 0; e < p.E; ++e) {
-    if (g[e] < 0) {
-      throw Error(code::Arg, "groupedLinear: groupSizes[" + std::to_string(e) + "] is " + std::to_string(g[e]) +
-                                 "; sizes must be >= 0");
-    }
-    sum += g[e];
-  }
-  if (sum != p.T) {
-    throw Error(code::Arg, "groupedLinear: groupSizes add up to " + std::to_string(sum) + "; x has " +
-                               std::to_string(p.T) + " rows");
-  }
   // Each expert's rows of x and its [N, K] matrix, as views of the stacked planes (row-major, so
   // expert e's share of every plane starts at e / E of it).
   const Tensor& xd = *x.dense;

@@ -121,13 +121,9 @@ void sample(ThreadPool& pool, const Tensor& logits, const PickParams& p, Tensor&
 }
 
 void embedding(ThreadPool& pool, const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out) {
+  check_embedding_ids(ids, p);
+  if (p.count == 0 || p.dim == 0) return;
   const int32_t* id = ids.data<int32_t>();
-  for (int64_t i = 0; i < p.count; ++i) {
-    if (id[i] < 0 || id[i] >= p.vocab) {
-      throw Error(code::Arg, "embedding: ids holds " + std::to_string(id[i]) + " at flat index " + std::to_string(i) +
-                                 "; the table has rows 0.." + std::to_string(p.vocab - 1));
-    }
-  }
   pool.parallel_for(p.count, std::max<int64_t>(1, kParallelGrain / p.dim), [&](int64_t i0, int64_t i1) {
     if (table.dense) {
       const size_t row = size_t(p.dim) * dtype_size(table.dense->dtype);

@@ -55,12 +55,24 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     throw Error(code::Backend, "internal: " + std::to_string(passes.size()) + " passes with " +
                                    std::to_string(tables.size()) + " argument tables");
   }
+  // A pass over no threadgroups has nothing to do, and Metal refuses a zero-size grid. The plans
+  // refuse empty work (the op then runs on the cpu backend, without a kernel); a pass that still
+  // comes here empty is skipped rather than encoded.
+  auto empty_grid = [](const plan::Dispatch& d) {
+    return d.threadgroups[0] == 0 || d.threadgroups[1] == 0 || d.threadgroups[2] == 0 ||
+           d.threads_per_threadgroup[0] == 0 || d.threads_per_threadgroup[1] == 0 || d.threads_per_threadgroup[2] == 0;
+  };
   // Everything that can fail is checked before anything is encoded into the shared batch.
   std::vector<id<MTLComputePipelineState>> pipelines;
   std::vector<id<MTLBuffer>> spare;  // per pass: what an Unused slot is bound to
   for (size_t i = 0; i < passes.size(); ++i) {
     const plan::Dispatch& d = passes[i];
     const ArgTable& args = tables[i];
+    if (empty_grid(d)) {
+      pipelines.push_back(nil);
+      spare.push_back(nil);
+      continue;
+    }
     id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants);
     const uint64_t threads = uint64_t(d.threads_per_threadgroup[0]) * d.threads_per_threadgroup[1] *
                              d.threads_per_threadgroup[2];
@@ -96,6 +108,7 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     for (size_t i = 0; i < passes.size(); ++i) {
       const plan::Dispatch& d = passes[i];
       const ArgTable& args = tables[i];
+      if (empty_grid(d)) continue;
       [encoder_ setComputePipelineState:pipelines[i]];
       for (const plan::BufferSlot& s : d.buffers) {
         if (s.arg == plan::Arg::Params) {

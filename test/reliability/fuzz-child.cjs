@@ -201,6 +201,34 @@ const calls = {
       const sizes = Array.from({ length: E }, () => int(3)); const T = sizes.reduce((a, b) => a + b, 0) || 1;
       return dev.groupedLinear(dense([T, 32]), dev.quantize(dense([E, 4, 32], 'float32'), { format: 'mxfp4' }), dev.tensor(Int32Array.from(sizes), [E], 'int32')); },
     () => (chance(0.5) ? dev.embedding(anyTensor(), anyTensor()) : dev.groupedLinear(anyTensor(), anyTensor(), anyTensor(), anyOptions(['outDtype'])))),
+  // Empty dimensions: a 0 somewhere in otherwise consistent operands of every op family, read back.
+  empty: async () => {
+    const s = smallShape(); s[int(s.length)] = 0;
+    const ax = int(s.length), D = s[s.length - 1], x = dense(s);
+    const z = () => (chance(0.5) ? 0 : 1 + int(5));
+    const [M, N, K] = chance(0.5) ? [z(), z(), 32 * int(2)] : [1 + int(3), 1 + int(3), 0];
+    const out = await pick([
+      () => dev[pick(['add', 'mul', 'swiglu'])](x, dense(s.slice(int(s.length)).map((d) => (chance(0.3) ? 1 : d)))),
+      () => dev[pick(['silu', 'gelu', 'softmax', 'argmax', 'cast'])](x, 'float16'),
+      () => dev[pick(['rmsNorm', 'layerNorm'])](x, dense([D])),
+      () => (chance(0.5) ? dev.topK(x, 1 + int(2)).values : dev.sample(x, { seed: int(9) })),
+      () => dev.transpose(x, [...s.keys()].reverse()),
+      () => { const at = int(s[ax] + 1); return dev.slice(x, { axis: ax, start: at, end: at }); },
+      () => dev.concat([x, dense(s, x.dtype), x], ax),
+      () => { dev.write(x, dense(s, x.dtype), { axis: ax, offset: 0 }); return x; },
+      () => dev.linear(dense([M, K]), chance(0.5) ? dense([N, K]) : dev.quantize(dense([N, K], 'float32'), { format: pick(FORMATS) }),
+        chance(0.5) ? { bias: dense([N]) } : undefined),
+      () => dev.matmul(dense([M, K]), dense([K, N])),
+      () => { const [B, Hq, Lq, Lk] = [z(), 2 * z(), z(), z()]; const Hkv = Hq ? Hq / 2 : pick([0, 1]);
+        return dev.attention(dense([B, Hq, Lq, 32]), dense([B, Hkv, Lk, 32]), dense([B, Hkv, Lk, 32]), { causal: chance(0.5) }); },
+      () => dev.embedding(dense([1 + int(4), D]), dev.tensor(new Int32Array(s.length > 1 ? 0 : 2), s.length > 1 ? [0] : [2], 'int32')),
+      () => dev.groupedLinear(dense([0, 32]), dev.quantize(dense([2, 4, 32], 'float32'), { format: 'mxfp4' }), dev.tensor(new Int32Array(2), [2], 'int32')),
+      () => dev.quantize(dense([z(), 32 * int(2)], 'float32'), { format: pick(FORMATS) }).dequantize(),
+      () => dev.rope(dense([1, 2, 0, 8]), { style: pick(['neox', 'interleaved']) }),
+    ])();
+    await out.toFloat32();
+    return out;
+  },
   // Methods of the tensors themselves (live, disposed, of a closed device), never of stand-ins.
   read: () => {
     if (!pool.length) return undefined;

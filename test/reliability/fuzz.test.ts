@@ -21,7 +21,7 @@ describe('fuzz of every public entry point', () => {
       expect(r.report?.failures, `seed ${seed}`).toEqual([]);
       // The fuzz reaches the kernels: every entry point also succeeded some of the time.
       const outcomes = r.report?.outcomes as Record<string, Record<string, number>>;
-      for (const call of ['tensor', 'fromQuantized', 'quantize', 'dequantize', 'cast', 'linear', 'matmul', 'attention', 'read', 'open']) {
+      for (const call of ['tensor', 'fromQuantized', 'quantize', 'dequantize', 'cast', 'linear', 'matmul', 'attention', 'read', 'open', 'empty']) {
         expect(outcomes[call]?.ok ?? 0, `${call} never succeeded`).toBeGreaterThan(0);
       }
     }, 300_000);

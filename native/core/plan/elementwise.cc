@@ -19,6 +19,9 @@ int64_t total_of(const Broadcast& bc) {
 }
 
 Dispatch base(const std::string& kernel, int64_t total, const ElementwiseKernelParams& p) {
+  // An empty output has nothing to dispatch (and Metal refuses a zero-size grid): the caller
+  // declines and the cpu backend writes nothing.
+  if (total <= 0) throw Error(code::Shape, "elementwise: an empty output has nothing to dispatch");
   Dispatch d;
   d.library = "elementwise";
   d.kernel = kernel;

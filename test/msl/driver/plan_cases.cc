@@ -1,9 +1,18 @@
 // The dispatch plans' own rules (native/core/dispatch_plan.cc): what they refuse, with which error
 // code, and what a tier without its own kernels falls back to. Kernel runs are the other cases.
 #include <functional>
+#include <optional>
 
 #include "cases.h"
 #include "core/error.h"
+#include "core/plan/elementwise.h"
+#include "core/plan/embedding.h"
+#include "core/plan/grouped_linear.h"
+#include "core/plan/layout.h"
+#include "core/plan/norm.h"
+#include "core/plan/pick.h"
+#include "core/plan/rope.h"
+#include "core/plan/softmax.h"
 
 namespace mtoh_driver {
 namespace {
@@ -64,6 +73,75 @@ std::vector<Case> plan_cases() {
          })},
         {"quantize cols not a multiple of 32", expect_error(mto::code::Shape, [] {
            plan::plan_quantize(Format::MXFP4, DType::Float32, 2, 48);
+         })},
+        // Empty work: every plan refuses it (Metal has no zero-size grid; the cpu backend writes
+        // it without a kernel).
+        {"empty quantize", expect_error(mto::code::Shape, [] { plan::plan_quantize(Format::MXFP4, kF32, 0, 64); })},
+        {"linear M = 0", expect_error(mto::code::Shape, [] {
+           plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 0, 8, 64, false, Tier::Simdgroup);
+         })},
+        {"linear K = 0", expect_error(mto::code::Shape, [] {
+           plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 4, 8, 0, true, Tier::Simdgroup);
+         })},
+        {"matmul K = 0", expect_error(mto::code::Shape, [] {
+           plan::plan_matmul(kF32, kF32, kF32, 1, 4, 8, 0, false, Tier::Simdgroup);
+         })},
+        {"attention Lk = 0", expect_error(mto::code::Shape, [] {
+           mto::AttentionParams p;
+           p.B = 1; p.Hq = 2; p.Hkv = 1; p.Lq = 4; p.Lk = 0; p.D = 64; p.scale = 0.125f;
+           p.out_shape = {1, 2, 4, 64};
+           plan::plan_attention(p, kF32, kF32, false, Format::MXFP8_E4M3, kF32, Tier::Simdgroup);
+         })},
+        {"attention Lq = 0", expect_error(mto::code::Shape, [] {
+           mto::AttentionParams p;
+           p.B = 1; p.Hq = 2; p.Hkv = 1; p.Lq = 0; p.Lk = 4; p.D = 64; p.scale = 0.125f;
+           p.out_shape = {1, 2, 0, 64};
+           plan::plan_attention(p, kF32, kF32, false, Format::MXFP8_E4M3, kF32, Tier::Simdgroup);
+         })},
+        {"empty unary", expect_error(mto::code::Shape, [] {
+           plan::plan_unary(mto::UnaryOp::Silu, kF32, kF32, mto::broadcast_shapes("x", {3, 0}, "x", {3, 0}),
+                            Tier::Simdgroup);
+         })},
+        {"empty binary", expect_error(mto::code::Shape, [] {
+           plan::plan_binary(mto::BinaryOp::Add, kF32, kF32, kF32, mto::broadcast_shapes("a", {0, 4}, "b", {1, 4}),
+                             Tier::Simdgroup);
+         })},
+        {"norm cols = 0", expect_error(mto::code::Shape, [] {
+           mto::NormParams p;
+           p.rows = 3;
+           plan::plan_norm(p, kF32, kF32, std::nullopt, std::nullopt, Tier::Simdgroup);
+         })},
+        {"softmax rows = 0", expect_error(mto::code::Shape, [] {
+           mto::RowsParams p;
+           p.cols = 8;
+           plan::plan_softmax(p, kF32, kF32, Tier::Simdgroup);
+         })},
+        {"rope L = 0", expect_error(mto::code::Shape, [] {
+           mto::RopeParams p;
+           p.B = 1; p.H = 2; p.L = 0; p.D = 8; p.dims = 8;
+           plan::plan_rope(p, kF32, kF32, Tier::Simdgroup);
+         })},
+        {"argmax rows = 0", expect_error(mto::code::Shape, [] {
+           mto::PickParams p;
+           p.rows = 0; p.cols = 16;
+           plan::plan_argmax(kF32, p, Tier::Simdgroup);
+         })},
+        {"embedding of no ids", expect_error(mto::code::Shape, [] {
+           mto::EmbeddingParams p;
+           p.vocab = 4; p.dim = 32; p.count = 0;
+           plan::plan_embedding(p, false, kF32, Format::MXFP4, 32, Tier::Simdgroup);
+         })},
+        {"groupedLinear T = 0", expect_error(mto::code::Shape, [] {
+           mto::GroupedLinearParams p;
+           p.T = 0; p.E = 2; p.N = 8; p.K = 64;
+           plan::plan_grouped_linear(p, Format::MXFP4, 32, kF32, kF32, Tier::Simdgroup);
+         })},
+        {"an empty copy", expect_error(mto::code::Shape, [] {
+           mto::CopyPart part;
+           part.dims = {0, 4};
+           part.src_strides = {4, 1};
+           part.dst_strides = {4, 1};
+           plan::plan_copy(part, kF32, 0, 0, Tier::Simdgroup);
          })},
     };
     for (const Check& ch : checks) {
