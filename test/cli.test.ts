@@ -60,7 +60,7 @@ describe('metal-tensorops (the bin)', () => {
       [['--foo'], /^metal-tensorops: info: Unknown option '--foo'/, /^usage: metal-tensorops info /m],
       [['selftest', '--json'], /^metal-tensorops: selftest: Unknown option '--json'/, /^usage: metal-tensorops selftest /m],
       [['info', 'extra'], /^metal-tensorops: info: .*'extra'/, /^usage: metal-tensorops info /m],
-      [['help', 'nope'], /^metal-tensorops: help takes one command name \(info, selftest, bench\); got 'nope'/, /^commands:/m],
+      [['help', 'nope'], /^metal-tensorops: help takes one command name \(info, selftest, bench, run, logits\); got 'nope'/, /^commands:/m],
       [['--version', 'x'], /^metal-tensorops: --version takes no arguments; got 'x'/, /^commands:/m],
     ];
     for (const [args, message, usage] of cases) {

@@ -235,5 +235,11 @@ describe('command line', () => {
     expect(gen.stdout.startsWith('the cat')).toBe(true);
     expect(gen.stderr).toMatch(/prompt: \d+ tokens, [\d.]+ tokens\/s; generation: \d+ tokens/);
     await expect(run(process.execPath, [cli, 'run', path, '-n', 'many'])).rejects.toMatchObject({ code: 2 });
+    const bench = await run(process.execPath, [cli, 'bench', path, '-p', '16', '-n', '4', '-r', '1', '--json', '--threads', '2']);
+    const b = JSON.parse(bench.stdout) as { arch: string; pp: { tokens: number; tokensPerS: number }; tg: { tokens: number; tokensPerS: number } };
+    expect(b.arch).toBe('qwen3');
+    expect([b.pp.tokens, b.tg.tokens]).toEqual([16, 4]);
+    expect(b.pp.tokensPerS).toBeGreaterThan(0);
+    expect(b.tg.tokensPerS).toBeGreaterThan(0);
   });
 });
