@@ -33,7 +33,7 @@ export type { GgmlTypeName, GgufFile, GgufTensorInfo, GgufTypedArray, GgufValue 
 // Models: a GGUF decoder (llama, mistral, qwen2, qwen3, qwen3moe) on a device.
 export { loadModel, type LoadModelOptions, type LoadedModel } from './model/load';
 export { Model, type ForwardOptions, type GenerateOptions } from './model/model';
-export { KVCache } from './model/kv-cache';
+export { KVCache, type CacheDtype, type CacheOptions } from './model/kv-cache';
 export { ARCHITECTURES, type Architecture, type ModelConfig } from './model/config';
 export { writeSyntheticModel, type SyntheticModelSpec } from './model/synthetic';
 export type * from './types';

@@ -108,6 +108,29 @@ describe('models against a float64 forward pass', () => {
     expect(cache.length).toBe(PROMPT.length);
     model.dispose();
   });
+
+  it('an mxfp8 KV cache: decode equals its prefill, and both stay close to the float16 cache', async () => {
+    const path = file('llama', 'F32-mx');
+    writeSyntheticModel(path, { ...spec('llama', 'F32'), width: 128, headDim: 32 });
+    const model = await loadModel(dev, path, { contextSize: 64, cacheDtype: 'mxfp8' });
+    const V = 512;
+    const ref = await (await model.forward(PROMPT, model.createCache({ dtype: 'float16' }), { logits: 'all' })).toFloat32();
+    const all = await (await model.forward(PROMPT, model.createCache(), { logits: 'all' })).toFloat32();
+    const cache = model.createCache();
+    expect(cache.dtype).toBe('mxfp8');
+    let agree = 0;
+    for (let p = 0; p < PROMPT.length; p++) {
+      const row = await (await model.forward([PROMPT[p]], cache)).toFloat32();
+      const want = softmax(all.subarray(p * V, (p + 1) * V));
+      expect(kl(want, softmax(row)), `decode vs prefill at ${p}`).toBeLessThan(1e-6);
+      // FP8 E4M3 keeps 3 mantissa bits (up to 6% per element), where float16 keeps 10.
+      const f16 = softmax(ref.subarray(p * V, (p + 1) * V));
+      expect(kl(f16, want), `mxfp8 vs float16 at ${p}`).toBeLessThan(0.1);
+      if (argmax(f16) === argmax(want)) agree++;
+    }
+    expect(agree / PROMPT.length).toBeGreaterThanOrEqual(0.9);
+    model.dispose();
+  });
 });
 
 describe('generate', () => {

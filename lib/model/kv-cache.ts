@@ -1,30 +1,54 @@
 // The KV cache of a decoder: per layer, keys and values [1, Hkv, capacity, D] on the device,
-// appended in stream order with `write` (a float16 cache, as llama.cpp's default). `length` is
-// how many positions hold keys; forward() appends at `length` and advances it.
+// appended in stream order with `write`. float16 (llama.cpp's default) or mxfp8 (half the bytes;
+// attention reads the FP8 codes and E8M0 scales directly). `length` is how many positions hold
+// keys; forward() appends at `length` and advances it.
 import { TensorOpsError } from '../errors';
 import type { Device } from '../device';
-import type { Tensor } from '../tensor';
+import { QuantizedTensor, type Tensor } from '../tensor';
 import type { ModelConfig } from './config';
+
+/** What a cache stores its keys and values as. */
+export type CacheDtype = 'float16' | 'mxfp8';
+
+export interface CacheOptions {
+  /** Positions the cache holds (default: what loadModel was given). */
+  contextSize?: number;
+  /** 'float16' (default) or 'mxfp8'. */
+  dtype?: CacheDtype;
+}
+
+type Stored = Tensor | QuantizedTensor;
 
 export class KVCache {
   readonly capacity: number;
+  readonly dtype: CacheDtype;
   #length = 0;
   readonly #dev: Device;
-  readonly #keys: Tensor[] = [];
-  readonly #values: Tensor[] = [];
+  readonly #keys: Stored[] = [];
+  readonly #values: Stored[] = [];
+  #mask: { at: number; L: number; t: Tensor } | null = null;
 
-  constructor(dev: Device, config: ModelConfig, capacity: number) {
+  constructor(dev: Device, config: ModelConfig, capacity: number, dtype: CacheDtype = 'float16') {
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > config.context) {
       throw new TensorOpsError('E_ARG', `contextSize must be an integer from 1 to the model's context length ${config.context}; got ${capacity}`);
     }
+    if (dtype !== 'float16' && dtype !== 'mxfp8') {
+      throw new TensorOpsError('E_ARG', `the cache dtype must be 'float16' or 'mxfp8'; got ${String(dtype)}`);
+    }
+    if (dtype === 'mxfp8' && config.headDim % 32 !== 0) {
+      throw new TensorOpsError('E_ARG', `an mxfp8 cache needs a head dimension that is a multiple of 32; this model's is ${config.headDim}`);
+    }
     this.#dev = dev;
     this.capacity = capacity;
+    this.dtype = dtype;
     const shape = [1, config.kvHeads, capacity, config.headDim];
-    const zeros = new Uint16Array(config.kvHeads * capacity * config.headDim);
+    const zeros = dev.tensor(new Uint16Array(config.kvHeads * capacity * config.headDim), shape, 'float16');
+    const make = () => (dtype === 'mxfp8' ? dev.quantize(zeros, { format: 'mxfp8' }) : dev.cast(zeros, 'float16'));
     for (let l = 0; l < config.layers; l++) {
-      this.#keys.push(dev.tensor(zeros, shape, 'float16'));
-      this.#values.push(dev.tensor(zeros, shape, 'float16'));
+      this.#keys.push(make());
+      this.#values.push(make());
     }
+    zeros.dispose();
   }
 
   /** Positions that hold keys. */
@@ -48,28 +72,44 @@ export class KVCache {
 
   /**
    * Writes one layer's new keys and values (float32 [1, L, Hkv, D], after RoPE) at position `at`
-   * and returns the keys and values of positions [0, at + L) in [1, Hkv, at + L, D]: copies the
-   * caller disposes (`copies`), or the cache's own tensors when it is full.
+   * and returns what attention reads: the keys and values of positions [0, at + L) as copies the
+   * caller disposes (`copies`), or, when the cache is full or mxfp8 (no slice of a quantized
+   * tensor), the cache's own tensors with a `mask` saying which positions each query sees.
    */
-  append(layer: number, k: Tensor, v: Tensor, at: number): { keys: Tensor; values: Tensor; copies: boolean } {
+  append(layer: number, k: Tensor, v: Tensor, at: number): { keys: Stored; values: Stored; copies: boolean; mask?: Tensor } {
     const dev = this.#dev;
     const L = k.shape[1];
     const toCache = (t: Tensor) => {
-      const h = dev.cast(t, 'float16');
+      const h = this.dtype === 'float16' ? dev.cast(t, 'float16') : t;
       return L === 1 ? h.reshape([1, t.shape[2], 1, t.shape[3]]) : dev.transpose(h, [0, 2, 1, 3]);
     };
     dev.write(this.#keys[layer], toCache(k), { axis: 2, offset: at });
     dev.write(this.#values[layer], toCache(v), { axis: 2, offset: at });
     const full = at + L === this.capacity;
-    const seen = (c: Tensor) => (full ? c : dev.slice(c, { axis: 2, start: 0, end: at + L }));
-    return { keys: seen(this.#keys[layer]), values: seen(this.#values[layer]), copies: !full };
+    if (full) return { keys: this.#keys[layer], values: this.#values[layer], copies: false };
+    if (this.dtype === 'mxfp8') return { keys: this.#keys[layer], values: this.#values[layer], copies: false, mask: this.#visible(at, L) };
+    const seen = (c: Stored) => dev.slice(c as Tensor, { axis: 2, start: 0, end: at + L });
+    return { keys: seen(this.#keys[layer]), values: seen(this.#values[layer]), copies: true };
+  }
+
+  /** bool [1, 1, L, capacity]: query i (position at + i) sees keys 0..at + i. One per forward. */
+  #visible(at: number, L: number): Tensor {
+    if (this.#mask && this.#mask.at === at && this.#mask.L === L) return this.#mask.t;
+    this.#mask?.t.dispose();
+    const m = new Uint8Array(L * this.capacity);
+    for (let i = 0; i < L; i++) m.fill(1, i * this.capacity, i * this.capacity + at + i + 1);
+    const t = this.#dev.tensor(m, [1, 1, L, this.capacity], 'bool');
+    this.#mask = { at, L, t };
+    return t;
   }
 
   /** Called by forward() once every layer has appended. */
   advance(tokens: number): void { this.#length += tokens; }
 
   dispose(): void {
-    for (const t of [...this.#keys, ...this.#values]) t.dispose();
+    for (const t of [...this.#keys, ...this.#values]) if (!t.disposed) t.dispose();
+    this.#mask?.t.dispose();
+    this.#mask = null;
     this.#keys.length = 0;
     this.#values.length = 0;
   }

@@ -10,12 +10,15 @@ import { checkOptions, describe } from '../validate';
 import { configFromGguf, type ModelConfig } from './config';
 import { Model } from './model';
 import { modelWeights } from './weights';
+import type { CacheDtype } from './kv-cache';
 
 export interface LoadModelOptions {
   /** Called as tensor data is read: bytes read so far, of total. */
   onProgress?: (loaded: number, total: number) => void;
   /** KV cache positions of createCache() and generate() (default min(4096, the model's context)). */
   contextSize?: number;
+  /** The KV cache's storage: 'float16' (default) or 'mxfp8' (half the bytes). */
+  cacheDtype?: CacheDtype;
 }
 
 /** A loaded model with its tokenizer and what loading converted. */
@@ -38,7 +41,7 @@ async function ropeFrequencies(dev: Device, config: ModelConfig, factors: Tensor
 }
 
 export async function loadModel(dev: Device, path: string, options: LoadModelOptions = {}): Promise<Model & LoadedModel> {
-  const opts = checkOptions(options, 'options', ['onProgress', 'contextSize']) as LoadModelOptions;
+  const opts = checkOptions(options, 'options', ['onProgress', 'contextSize', 'cacheDtype']) as LoadModelOptions;
   if (typeof path !== 'string') throw new TensorOpsError('E_ARG', `path must be a string; got ${describe(path)}`);
   if (opts.onProgress !== undefined && typeof opts.onProgress !== 'function') {
     throw new TensorOpsError('E_ARG', `options.onProgress must be a function; got ${describe(opts.onProgress)}`);
@@ -56,7 +59,7 @@ export async function loadModel(dev: Device, path: string, options: LoadModelOpt
   try {
     const weights = modelWeights(config, tensors);
     const ropeFreqs = await ropeFrequencies(dev, config, weights.ropeFactors);
-    const model = new Model(dev, config, weights, { ropeFreqs, contextSize, endTokens: [...tokenizer.eogIds] });
+    const model = new Model(dev, config, weights, { ropeFreqs, contextSize, cacheDtype: opts.cacheDtype, endTokens: [...tokenizer.eogIds] });
     return Object.assign(model, { tokenizer, conversions: tensors.conversions }) as Model & LoadedModel;
   } catch (err) {
     for (const t of tensors.values()) if (!t.disposed) t.dispose();

@@ -5,7 +5,7 @@ import type { Tensor } from '../tensor';
 import { checkOptions, describe } from '../validate';
 import type { ModelConfig } from './config';
 import { forward, type ForwardContext } from './arch/decoder';
-import { KVCache } from './kv-cache';
+import { KVCache, type CacheDtype, type CacheOptions } from './kv-cache';
 import type { ModelWeights } from './weights';
 
 export interface ForwardOptions {
@@ -52,14 +52,16 @@ export class Model {
   readonly endTokens: readonly number[];
   readonly #ctx: ForwardContext;
   readonly #contextSize: number;
+  readonly #cacheDtype: CacheDtype;
   #disposed = false;
 
   /** @internal Use loadModel(). */
-  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; contextSize: number; endTokens: number[] }) {
+  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; contextSize: number; cacheDtype?: CacheDtype; endTokens: number[] }) {
     this.config = config;
     this.endTokens = Object.freeze([...options.endTokens]);
     this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs };
     this.#contextSize = options.contextSize;
+    this.#cacheDtype = options.cacheDtype ?? 'float16';
   }
 
   get device(): Device { return this.#ctx.dev; }
@@ -68,10 +70,11 @@ export class Model {
     if (this.#disposed) throw new TensorOpsError('E_DISPOSED', 'the model was disposed');
   }
 
-  /** A KV cache for this model (float16, `contextSize` positions; default the size loadModel was given). */
-  createCache(contextSize = this.#contextSize): KVCache {
+  /** A KV cache for this model: `contextSize` positions (default: what loadModel was given), float16 or mxfp8. */
+  createCache(options: CacheOptions = {}): KVCache {
     this.#check();
-    return new KVCache(this.#ctx.dev, this.config, contextSize);
+    const opts = checkOptions(options, 'options', ['contextSize', 'dtype']) as CacheOptions;
+    return new KVCache(this.#ctx.dev, this.config, opts.contextSize ?? this.#contextSize, opts.dtype ?? this.#cacheDtype);
   }
 
   /** Runs token ids at the cache's next positions; returns float32 logits on the device. */

@@ -30,7 +30,7 @@ ${DEVICE_USAGE}`,
     const { dev, model } = await openModel(values, path);
     try {
       const ids = given ?? Array.from(model.tokenizer.encode(String(values.text), { addSpecial: true }));
-      const cache = model.createCache(Math.min(model.config.context, Math.max(ids.length, 1)));
+      const cache = model.createCache({ contextSize: Math.min(model.config.context, Math.max(ids.length, 1)) });
       const row = await (await model.forward(ids, cache)).toFloat32();
       cache.dispose();
       let max = -Infinity;

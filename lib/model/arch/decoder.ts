@@ -42,10 +42,10 @@ function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tenso
   const q = rope(project(w.q, w.qBias, heads, w.qNorm));
   const k = rope(project(w.k, w.kBias, kvHeads, w.kNorm));
   const v = project(w.v, w.vBias, kvHeads, undefined);
-  const { keys, values, copies } = cache.append(layer, k, v, at);
+  const { keys, values, copies, mask } = cache.append(layer, k, v, at);
   const qh = L === 1 ? q.reshape([1, heads, 1, headDim]) : s.keep(dev.transpose(q, [0, 2, 1, 3]));
-  const o = s.keep(dev.attention(qh, keys, values, { causal: true }));
-  if (copies) { s.keep(keys); s.keep(values); }
+  const o = s.keep(dev.attention(qh, keys, values, mask ? { mask } : { causal: true }));
+  if (copies) { s.keep(keys as Tensor); s.keep(values as Tensor); }
   const merged = L === 1 ? o.reshape([1, heads * headDim]) : s.keep(dev.transpose(o, [0, 2, 1, 3])).reshape([L, heads * headDim]);
   return s.keep(dev.linear(merged, w.o));
 }
