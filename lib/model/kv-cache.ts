@@ -62,7 +62,7 @@ export class KVCache {
     this.#length = length;
   }
 
-  /** Room check before a forward of `tokens` positions. */
+  /** @internal Room check before a forward of `tokens` positions. */
   reserve(tokens: number): number {
     if (this.#length + tokens > this.capacity) {
       throw new TensorOpsError('E_ARG', `the KV cache holds ${this.capacity} positions; ${this.#length} are used and ${tokens} more do not fit (open the model with a larger contextSize)`);
@@ -71,6 +71,7 @@ export class KVCache {
   }
 
   /**
+   * @internal
    * Writes one layer's new keys and values (float32 [1, L, Hkv, D], after RoPE) at position `at`
    * and returns what attention reads: the keys and values of positions [0, at + L) as copies the
    * caller disposes (`copies`), or, when the cache is full or mxfp8 (no slice of a quantized
@@ -103,7 +104,7 @@ export class KVCache {
     return t;
   }
 
-  /** Called by forward() once every layer has appended. */
+  /** @internal Called by forward() once every layer has appended. */
   advance(tokens: number): void { this.#length += tokens; }
 
   dispose(): void {
