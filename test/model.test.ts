@@ -229,6 +229,24 @@ describe.skipIf(!hasLlamaCpp)('models against llama.cpp on the same files', () =
     }
   }
 
+  for (const ropeScaling of [{ type: 'linear', factor: 4 }, { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 64 }] as const) {
+    it(`RoPE scaling ${ropeScaling.type}: the same distributions as llama.cpp`, async () => {
+      const path = file('llama', `F32-rope-${ropeScaling.type}`);
+      writeSyntheticModel(path, { ...spec('llama', 'F32'), ropeScaling });
+      const ours = await ourProbabilities(path, PROMPT);
+      const theirs = await llamaCppProbabilities(path, PROMPT, 512);
+      for (let p = 0; p < PROMPT.length; p++) {
+        expect(kl(theirs[p], ours[p]), `position ${p}`).toBeLessThan(1e-4);
+        expect(argmax(ours[p]), `position ${p}`).toBe(argmax(theirs[p]));
+      }
+      // And the scaling matters: without it the distributions differ.
+      const plain = file('llama', 'F32-rope-none');
+      writeSyntheticModel(plain, spec('llama', 'F32'));
+      const unscaled = await ourProbabilities(plain, PROMPT);
+      expect(Math.max(...theirs.map((p, i) => kl(p, unscaled[i])))).toBeGreaterThan(1e-3);
+    });
+  }
+
   it('greedy generation equals llama.cpp token for token', async () => {
     const path = file('qwen2', 'F32');
     writeSyntheticModel(path, spec('qwen2', 'F32'));
@@ -264,5 +282,9 @@ describe('command line', () => {
     expect([b.pp.tokens, b.tg.tokens]).toEqual([16, 4]);
     expect(b.pp.tokensPerS).toBeGreaterThan(0);
     expect(b.tg.tokensPerS).toBeGreaterThan(0);
+    // examples/generate.mjs writes a model when given none and streams its text.
+    const ex = await run(process.execPath, [join(__dirname, '..', 'examples', 'generate.mjs')]);
+    expect(ex.stdout).toMatch(/^\(no model given: wrote a random-weight one to .*\)\nllama: 4 layers, width 256, vocabulary 4096; cpu backend\nOnce upon a time/);
+    expect(ex.stdout).toMatch(/\n\d+ tokens in [\d.]+ s \(prompt \d+ tokens\)\n$/);
   });
 });

@@ -23,6 +23,8 @@ export interface SyntheticModelSpec {
   eps?: number;
   /** No output.weight: the logits use token_embd (default false). */
   tiedEmbeddings?: boolean;
+  /** RoPE scaling as published models declare it: 'linear' (metadata rope.scaling), or 'llama3' (a rope_freqs.weight tensor of per-frequency divisors). */
+  ropeScaling?: { type: 'linear'; factor: number } | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalContext: number };
   /** The type of the 2-D weights (norms and biases stay F32, as llama.cpp's quantizer keeps them). */
   type: GgmlEncodable;
   seed?: number;
@@ -117,6 +119,23 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     }
   }
   norm('output_norm.weight', width);
+  if (spec.ropeScaling?.type === 'llama3') {
+    // llama3's divisors: 1 for wavelengths below original/highFreqFactor, `factor` above
+    // original/lowFreqFactor, a smooth blend between (what its convert script writes).
+    const { factor, lowFreqFactor, highFreqFactor, originalContext } = spec.ropeScaling;
+    const base = spec.ropeBase ?? 10000;
+    const f = new Float32Array(headDim / 2);
+    for (let i = 0; i < f.length; i++) {
+      const wavelength = (2 * Math.PI) / Math.pow(base, (-2 * i) / headDim);
+      if (wavelength < originalContext / highFreqFactor) f[i] = 1;
+      else if (wavelength > originalContext / lowFreqFactor) f[i] = factor;
+      else {
+        const smooth = (originalContext / wavelength - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
+        f[i] = 1 / ((1 - smooth) / factor + smooth);
+      }
+    }
+    tensors.push({ name: 'rope_freqs.weight', dims: [headDim / 2], type: 'F32', data: new Uint8Array(f.buffer) });
+  }
   if (!spec.tiedEmbeddings) weight('output.weight', width, vocab, 0, 4);
 
   const u32 = (value: number): GgufWriteValue => ({ type: 'uint32', value });
@@ -145,6 +164,9 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     ['tokenizer.ggml.eos_token_id', u32(2)],
     ['tokenizer.ggml.add_bos_token', { type: 'bool', value: true }],
   ];
+  if (spec.ropeScaling?.type === 'linear') {
+    meta.push([`${arch}.rope.scaling.type`, { type: 'string', value: 'linear' }], [`${arch}.rope.scaling.factor`, f32(spec.ropeScaling.factor)]);
+  }
   if (arch === 'qwen3moe') {
     meta.push([`${arch}.expert_count`, u32(spec.experts ?? 8)], [`${arch}.expert_used_count`, u32(spec.expertsUsed ?? 2)],
       [`${arch}.expert_feed_forward_length`, u32(ff)]);
