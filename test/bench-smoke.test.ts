@@ -265,3 +265,30 @@ describe('npm run bench without the peer', () => {
     }
   }, 110_000);
 });
+
+describe('npm run bench -- --models --smoke', () => {
+  interface ModelsDoc {
+    threads: number; peer: { available: boolean; version?: string; reason?: string };
+    shape: { pp: number; tg: number };
+    cases: { type: string; fileBytes: number; ours: { ppTokensPerS: number; tgTokensPerS: number }; llamaCpp: { ppTokensPerS: number; tgTokensPerS: number; error?: string } | null; ppRatio: number | null; tgRatio: number | null }[];
+  }
+  const hasLlamaCpp = existsSync(join(peersDir, 'node_modules/node-llama-cpp/package.json'));
+
+  it('times a generated model of each weight type, ours and llama.cpp on the same file', () => {
+    const doc = bench(['--models']) as unknown as ModelsDoc;
+    expect(doc.cases.map((c) => c.type)).toEqual(['Q8_0', 'Q4_0', 'MXFP4']);
+    expect(doc.peer.available).toBe(hasLlamaCpp);
+    for (const c of doc.cases) {
+      expect(c.fileBytes).toBeGreaterThan(0);
+      expect(c.ours.ppTokensPerS).toBeGreaterThan(0);
+      expect(c.ours.tgTokensPerS).toBeGreaterThan(0);
+      if (hasLlamaCpp) {
+        expect(c.llamaCpp?.error).toBeUndefined();
+        expect(c.ppRatio).toBeCloseTo(c.ours.ppTokensPerS / c.llamaCpp!.ppTokensPerS, 6);
+        expect(c.tgRatio).toBeCloseTo(c.ours.tgTokensPerS / c.llamaCpp!.tgTokensPerS, 6);
+      } else {
+        expect(c.llamaCpp).toBeNull();
+      }
+    }
+  }, 110_000);
+});
