@@ -38,13 +38,15 @@ template <class T> MTO_INLINE void splat(T& v, float s) { v = T{} + s; }
 
 // e^(hi + lo) for hi + lo <= ~0, lo small beside hi (a correction: the low part of -z^2): Cody-Waite
 // reduction by n ln 2 (ln 2 in two parts, so r is exact to a few ulp), Cephes' expf polynomial on
-// |r| <= ln2 / 2, and 2^n applied in two steps so that results down to 2^-149 come out as
-// subnormals instead of 0. Below hi = -104 (e^-104 < 2^-150) the result is 0; NaN stays NaN.
-template <class T>  // (vectors by reference, out last: simd.h)
+// |r| <= ln2 / 2, then 2^n. Subnormals: 2^n applied in two steps so that results down to 2^-149
+// come out as subnormals (below hi = -104, e^-104 < 2^-150, the result is 0); without, results
+// below 2^-126 (hi < -87.3) are 0, two integer steps and a multiply fewer (softmax, whose
+// smallest terms vanish beside the sum anyway). NaN stays NaN.
+template <class T, bool Subnormals = true>  // (vectors by reference, out last: simd.h)
 MTO_INLINE void exp_neg(const T& hi, const T& lo, T& out) {
   using I = typename IntOf<T>::type;
   T lim;
-  splat<T>(lim, -104.f);
+  splat<T>(lim, Subnormals ? -104.f : -87.33654f);
   const T h = hi < lim ? lim : hi;
   const T t = (h + lo) * 1.44269504088896341f + 12582912.f;  // 1.5 * 2^23: round to n in t's low bits
   const T n = t - 12582912.f;
@@ -57,14 +59,22 @@ MTO_INLINE void exp_neg(const T& hi, const T& lo, T& out) {
   p = p * (r * r) + r + 1.f;
   I tb;
   std::memcpy(&tb, &t, sizeof tb);
-  const I ni = tb - 0x4B400000;  // n in [-151, 1]
-  const I n1 = ni >> 1;
-  const I n2 = ni - n1;
-  const I b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
-  T s1, s2;
-  std::memcpy(&s1, &b1, sizeof s1);
-  std::memcpy(&s2, &b2, sizeof s2);
-  const T res = p * s1 * s2;
+  const I ni = tb - 0x4B400000;  // n in [-152, 1] (subnormals), else [-126, 1]
+  T res;
+  if constexpr (Subnormals) {
+    const I n1 = ni >> 1;
+    const I n2 = ni - n1;
+    const I b1 = (n1 + 127) << 23, b2 = (n2 + 127) << 23;
+    T s1, s2;
+    std::memcpy(&s1, &b1, sizeof s1);
+    std::memcpy(&s2, &b2, sizeof s2);
+    res = p * s1 * s2;
+  } else {
+    const I b = (ni + 127) << 23;
+    T s1;
+    std::memcpy(&s1, &b, sizeof s1);
+    res = p * s1;
+  }
   out = hi < lim ? T{} : res;
 }
 
