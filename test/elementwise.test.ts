@@ -160,6 +160,38 @@ describe('unary ops', () => {
     }
   }
 
+  // The vectorised float32 kernels (native/cpu/vmath.h) against float64 over a wide range: +-10^k for
+  // k in [-30, 30], and a dense walk over [-110, 30] (through the exp's underflow near -87 and -104):
+  // relative errors where the result is above 1e-30 (below, e^x inside silu nears the subnormals)
+  // and where float64 itself is accurate (gelu's reference 1 + erf cancels below x = -5;
+  // tanh-gelu's 1 + tanh below x = -4).
+  it('float32: relative error against float64 over a wide range of values (silu, swiglu, gelu, tanh-gelu)', async () => {
+    const xs: number[] = [];
+    for (let i = 0; i <= 6000; i++) { const v = 10 ** (-30 + i / 100); xs.push(v, -v); }
+    for (let i = 0; i <= 14000; i++) xs.push(-110 + i / 100 + 0.0037);
+    const x = Float32Array.from(xs);
+    const ones = new Float32Array(x.length).fill(1.5);
+    for (const [name, dev] of devices) {
+      const t = dev.tensor(x, [x.length]);
+      for (const [op, f, rel, from, got] of [
+        ['silu', silu, 4e-7, -Infinity, dev.silu(t)],
+        ['swiglu', (v: number) => silu(v) * 1.5, 4e-7, -Infinity, dev.swiglu(t, dev.tensor(ones, [x.length]))],
+        ['gelu', gelu, 2e-6, -5, dev.gelu(t)],
+        ['gelu tanh', geluTanh, 2e-6, -4, dev.gelu(t, { approximate: 'tanh' })],
+      ] as const) {
+        const y = await got.toFloat32();
+        let worst = 0, at = 0;
+        for (let i = 0; i < x.length; i++) {
+          const w = f(x[i]);
+          if (!(x[i] >= from) || !(Math.abs(w) >= 1e-30) || !(Math.abs(w) <= 3.4e38)) continue;
+          const e = Math.abs(y[i] - w) / Math.abs(w);
+          if (e > worst) { worst = e; at = i; }
+        }
+        expect(worst, `${name} ${op}: worst at x = ${x[at]}: got ${y[at]}, want ${f(x[at])}`).toBeLessThanOrEqual(rel);
+      }
+    }
+  });
+
   it('gelu rejects unknown options', () => {
     const [, dev] = devices[0];
     expect(() => dev.gelu(dev.tensor([1], [1]), { approximate: 'erf' as 'none' }))

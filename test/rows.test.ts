@@ -143,6 +143,40 @@ describe('rope', () => {
     });
   }
 
+  it('float32, float16 and bfloat16 rows of 80 with 72 rotated (vector bodies and tails); the cos/sin table is kept only for the same positions and frequencies', async () => {
+    for (const [name, dev] of devices) {
+      const [B, H, L, D, dims] = [2, 3, 7, 80, 72];
+      const inv = Array.from({ length: dims / 2 }, (_, i) => 10000 ** (-2 * i / dims));
+      const inv2 = Array.from({ length: dims / 2 }, (_, i) => 500000 ** (-2 * i / dims));
+      for (const dt of ['float32', 'float16', 'bfloat16'] as const) {
+        const xt0 = dev.tensor(randn(B * H * L * D, 17), [B, H, L, D], dt);
+        const x = await xt0.toFloat32();  // as rounded to dt
+        for (const style of ['neox', 'interleaved'] as const) {
+          for (const layout of ['bhld', 'blhd'] as const) {
+            const neox = style === 'neox', blhd = layout === 'blhd';
+            const xt = dev.tensor(x, blhd ? [B, L, H, D] : [B, H, L, D], dt);
+            const seq = (o: number) => Array.from({ length: L }, (_, i) => i + o);
+            // Consecutive calls with the same L and dims whose positions or frequencies differ.
+            const cases: [object, number[], number[]][] = [
+              [{ style, layout, dims }, seq(0), inv],
+              [{ style, layout, dims }, seq(0), inv],
+              [{ style, layout, dims, offset: 5 }, seq(5), inv],
+              [{ style, layout, dims, base: 500000, offset: 5 }, seq(5), inv2],
+              [{ style, layout, dims, positions: dev.tensor(Int32Array.from(seq(5)), [L], 'int32') }, seq(5), inv],
+              [{ style, layout, dims, positions: dev.tensor(Int32Array.from([9, 1, 70000, 2, 3, 4, 5]), [L], 'int32') }, [9, 1, 70000, 2, 3, 4, 5], inv],
+            ];
+            for (const [opts, pos, iv] of cases) {
+              const want = ropeRef(x, [B, H, L, D], { pos, dims, neox, inv: iv, blhd });
+              const y = dev.rope(xt, opts);
+              expect(y.dtype).toBe(dt);
+              expectClose(await y.toFloat32(), want, dt === 'float32' ? 3e-6 : tols[dt], `${name} ${dt} ${JSON.stringify(Object.keys(opts))} ${pos[0]} ${style} ${layout}`);
+            }
+          }
+        }
+      }
+    }
+  });
+
   it('empty dimensions: B, H or L of 0 (positions [0] too) and D = 0 give an empty output', async () => {
     for (const [name, dev] of devices) {
       for (const [shape, opts] of [
@@ -205,6 +239,32 @@ describe('softmax', () => {
         const y = dev.softmax(dev.tensor(new Float32Array(0), shape));
         expect(y.shape, `${name} ${shape}`).toEqual(shape);
         expect(await y.toFloat32()).toEqual(new Float32Array(0));
+      }
+    }
+  });
+
+  it('one wide row (cut into column chunks across threads) and rows that start with blocks of -inf equal the reference', async () => {
+    for (const [name, dev] of devices) {
+      for (const dt of ['float32', 'float16', 'bfloat16'] as const) {
+        for (const [rows, cols] of [[1, 40001], [3, 40001], [5, 3001]]) {
+          const x = randn(rows * cols, 23, 6);
+          for (let r = 0; r < rows; r++) for (let c = 0; c < Math.min(cols - 7, 2500 * (r + 1)); c++) x[r * cols + c] = -Infinity;
+          const xt = dev.tensor(x, [rows, cols], dt);
+          const xr = await xt.toFloat32();
+          const got = await dev.softmax(xt).toFloat32();
+          expectClose(got, softmaxRef(xr, cols), tols[dt], `${name} ${dt} ${rows}x${cols}`);
+        }
+        // A NaN or a +inf far into a row (after blocks of -inf and of numbers) makes it NaN.
+        for (const [rows, cols] of [[1, 40001], [4, 40001]]) {
+          for (const bad of [NaN, Infinity]) {
+            const x = randn(rows * cols, 29, 6);
+            for (let c = 0; c < 3000; c++) x[c] = -Infinity;
+            x[cols - 3] = bad;
+            const got = await dev.softmax(dev.tensor(x, [rows, cols], dt)).toFloat32();
+            expect(got.subarray(0, cols).every(Number.isNaN), `${name} ${dt} ${rows}x${cols} ${bad}`).toBe(true);
+            if (rows > 1) expect(got.subarray(cols).some(Number.isNaN), `${name} ${dt} other rows`).toBe(false);
+          }
+        }
       }
     }
   });

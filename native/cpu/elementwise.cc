@@ -1,57 +1,101 @@
 // Elementwise ops with broadcasting (core/ops.h ElementwiseParams): operands of any float dtype
-// read into float32 runs, computed in float32, written in the output's dtype.
-#include <cmath>
+// read into float32 runs, computed in float32, written in the output's dtype. silu, gelu and
+// swiglu are vmath.h's vectorised functions (a prefill's activations are compute-bound: the
+// library's expf / erff / tanhf run one element at a time); the run loops are compiled for AVX2
+// and AVX-512 too and chosen at run time (gemm_isa()), as softmax.cc's.
 #include <algorithm>
-#include <limits>
 #include <vector>
 
+#include "gemm.h"
 #include "ops.h"
 #include "rows.h"
+#include "simd.h"
+#include "vmath.h"
 
 namespace mto::cpu {
 namespace {
 
-// The functions on float32, infinities mapped to the functions' limits (silu(-inf) and
-// gelu(-inf) are -0, not the NaN that -inf * 0 would give); NaN stays NaN.
-inline float silu(float x) {
-  if (x == -std::numeric_limits<float>::infinity()) return -0.0f;
-  return x / (1.0f + std::exp(-x));
-}
-inline float gelu(float x) {
-  if (x == -std::numeric_limits<float>::infinity()) return -0.0f;
-  return 0.5f * x * (1.0f + std::erf(x * 0.70710678118654752f));
-}
-inline float gelu_tanh(float x) {
-  if (std::isinf(x)) return x > 0 ? x : -0.0f;
-  const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-  return 0.5f * x * (1.0f + std::tanh(inner));
-}
-
-template <class F>
-void apply_unary(F f, float* v, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) v[i] = f(v[i]);
-}
-
-void unary_run(UnaryOp op, float* v, int64_t n) {
-  switch (op) {
-    case UnaryOp::Silu: return apply_unary(silu, v, n);
-    case UnaryOp::Gelu: return apply_unary(gelu, v, n);
-    case UnaryOp::GeluTanh: return apply_unary(gelu_tanh, v, n);
+// f over v[0, n) in place (unary), or a[i] = f(a[i], b[i]): W lanes at a time, then the scalar
+// form of the same steps for the tail (and for every element where there are no vector types).
+template <int W, class F>
+MTO_INLINE void map_run(F f, float* v, const float* b, int64_t n) {
+  int64_t i = 0;
+#if MTO_GNU_EXTENSIONS
+  using V = simd::Vec<W>;
+  for (; i + W <= n; i += W) {
+    V x, y{}, r;
+    simd::load<W>(x, v + i);
+    if (b) simd::load<W>(y, b + i);
+    f(x, y, r);
+    simd::store<W>(v + i, r);
+  }
+#endif
+  for (; i < n; ++i) {
+    float r;
+    f(v[i], b ? b[i] : 0.f, r);
+    v[i] = r;
   }
 }
 
-void binary_run(BinaryOp op, float* a, const float* b, int64_t n) {
-  switch (op) {
-    case BinaryOp::Add:
-      for (int64_t i = 0; i < n; ++i) a[i] += b[i];
-      return;
-    case BinaryOp::Mul:
-      for (int64_t i = 0; i < n; ++i) a[i] *= b[i];
-      return;
-    case BinaryOp::Swiglu:
-      for (int64_t i = 0; i < n; ++i) a[i] = silu(a[i]) * b[i];
-      return;
+// The functions, on one float or a vector (out by reference: simd.h).
+struct SiluF {
+  template <class T> MTO_INLINE void operator()(const T& x, const T&, T& r) const { vmath::silu<T>(x, r); }
+};
+struct GeluF {
+  template <class T> MTO_INLINE void operator()(const T& x, const T&, T& r) const { vmath::gelu_erf<T>(x, r); }
+};
+struct GeluTanhF {
+  template <class T> MTO_INLINE void operator()(const T& x, const T&, T& r) const { vmath::gelu_tanh<T>(x, r); }
+};
+struct AddF {
+  template <class T> MTO_INLINE void operator()(const T& x, const T& y, T& r) const { r = x + y; }
+};
+struct MulF {
+  template <class T> MTO_INLINE void operator()(const T& x, const T& y, T& r) const { r = x * y; }
+};
+struct SwigluF {
+  template <class T> MTO_INLINE void operator()(const T& x, const T& y, T& r) const {
+    vmath::silu<T>(x, r);
+    r = r * y;
   }
+};
+
+// op: a UnaryOp (b null) or a BinaryOp, as an int (one function pointer type for both).
+template <int W>
+MTO_INLINE void run(int op, bool binary, float* a, const float* b, int64_t n) {
+  if (!binary) {
+    switch (UnaryOp(op)) {
+      case UnaryOp::Silu: return map_run<W>(SiluF{}, a, nullptr, n);
+      case UnaryOp::Gelu: return map_run<W>(GeluF{}, a, nullptr, n);
+      case UnaryOp::GeluTanh: return map_run<W>(GeluTanhF{}, a, nullptr, n);
+    }
+    return;
+  }
+  switch (BinaryOp(op)) {
+    case BinaryOp::Add: return map_run<W>(AddF{}, a, b, n);
+    case BinaryOp::Mul: return map_run<W>(MulF{}, a, b, n);
+    case BinaryOp::Swiglu: return map_run<W>(SwigluF{}, a, b, n);
+  }
+}
+
+void run_base(int op, bool binary, float* a, const float* b, int64_t n) { run<4>(op, binary, a, b, n); }
+#if MTO_X86_DISPATCH
+MTO_TARGET_AVX2 void run_avx2(int op, bool binary, float* a, const float* b, int64_t n) {
+  run<8>(op, binary, a, b, n);
+}
+MTO_TARGET_AVX512 void run_avx512(int op, bool binary, float* a, const float* b, int64_t n) {
+  run<16>(op, binary, a, b, n);
+}
+#endif
+
+using RunFn = void (*)(int, bool, float*, const float*, int64_t);
+RunFn pick_run() {
+#if MTO_X86_DISPATCH
+  const GemmIsa isa = gemm_isa();
+  if (isa == GemmIsa::Avx512) return run_avx512;
+  if (isa == GemmIsa::Avx2) return run_avx2;
+#endif
+  return run_base;
 }
 
 // Reads n elements of `t` from element `at` with stride 0 (one value repeated) or 1.
@@ -104,10 +148,11 @@ void for_each_run(ThreadPool& pool, const Broadcast& bc, Fn&& fn) {
 }  // namespace
 
 void unary(ThreadPool& pool, UnaryOp op, const Tensor& x, const ElementwiseParams& p, Tensor& out) {
+  const RunFn fn = pick_run();
   for_each_run(pool, p.bc, [&](int64_t at, int64_t a_at, int64_t, int64_t n) {
     float v[kRun];
     load(x, a_at, 1, n, v);
-    unary_run(op, v, n);
+    fn(int(op), false, v, nullptr, n);
     store_f32(out, at, n, v);
   });
 }
@@ -115,11 +160,12 @@ void unary(ThreadPool& pool, UnaryOp op, const Tensor& x, const ElementwiseParam
 void binary(ThreadPool& pool, BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& p,
             Tensor& out) {
   const int64_t sa = p.bc.a_strides.back(), sb = p.bc.b_strides.back();
+  const RunFn fn = pick_run();
   for_each_run(pool, p.bc, [&](int64_t at, int64_t a_at, int64_t b_at, int64_t n) {
     float va[kRun], vb[kRun];
     load(a, a_at, sa, n, va);
     load(b, b_at, sb, n, vb);
-    binary_run(op, va, vb, n);
+    fn(int(op), true, va, vb, n);
     store_f32(out, at, n, va);
   });
 }
