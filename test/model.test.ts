@@ -229,7 +229,8 @@ describe.skipIf(!hasLlamaCpp)('models against llama.cpp on the same files', () =
     }
   }
 
-  for (const ropeScaling of [{ type: 'linear', factor: 4 }, { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 64 }] as const) {
+  for (const ropeScaling of [{ type: 'linear', factor: 4 }, { type: 'llama3', factor: 8, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 64 },
+    { type: 'yarn', factor: 4, originalContext: 32 }] as const) {
     it(`RoPE scaling ${ropeScaling.type}: the same distributions as llama.cpp`, async () => {
       const path = file('llama', `F32-rope-${ropeScaling.type}`);
       writeSyntheticModel(path, { ...spec('llama', 'F32'), ropeScaling });

@@ -25,8 +25,10 @@ export interface ModelConfig {
     dims: number;
     /** llama.cpp's rope type per architecture: llama pairs (2i, 2i+1); qwen (i, i + dims/2). */
     style: 'interleaved' | 'neox';
-    /** 'linear' scaling divides positions by factor (llama.cpp's freq_scale = 1/factor). */
+    /** 'linear' and 'yarn' scaling: the context factor (llama.cpp's freq_scale = 1/scale). */
     scale: number;
+    /** YaRN (rope.scaling.type 'yarn'): interpolation blended into extrapolation per frequency. */
+    yarn?: { originalContext: number; betaFast: number; betaSlow: number; attnFactor: number };
   };
   experts: number;
   expertsUsed: number;
@@ -79,9 +81,21 @@ export function configFromGguf(meta: Map<string, GgufValue>, vocab: number): Mod
   if (ropeDims % 2 !== 0) throw new TensorOpsError('E_FORMAT', `rope.dimension_count must be even; got ${ropeDims}`);
   const scalingType = meta.get(`${a}.rope.scaling.type`);
   let scale = 1;
-  if (scalingType === 'linear') scale = num(meta, `${a}.rope.scaling.factor`);
-  else if (scalingType !== undefined && scalingType !== 'none') {
-    throw new TensorOpsError('E_FORMAT', `rope.scaling.type '${String(scalingType)}' is not supported yet (linear is; llama3's rope_freqs tensor is)`);
+  let yarn: ModelConfig['rope']['yarn'];
+  if (scalingType === 'linear' || scalingType === 'yarn') {
+    scale = num(meta, `${a}.rope.scaling.factor`);
+    if (!(scale >= 1 && scale <= 1e6)) throw new TensorOpsError('E_FORMAT', `rope.scaling.factor must be from 1 to 1e6; got ${scale}`);
+  } else if (scalingType !== undefined && scalingType !== 'none') {
+    throw new TensorOpsError('E_FORMAT', `rope.scaling.type '${String(scalingType)}' is not supported (none, linear and yarn are; llama3's rope_freqs tensor is)`);
+  }
+  if (scalingType === 'yarn') {
+    if (ropeDims !== headDim) throw new TensorOpsError('E_FORMAT', `YaRN with partial rotary dimensions (${ropeDims} of ${headDim}) is not supported`);
+    yarn = {
+      originalContext: positiveInt(meta, `${a}.rope.scaling.original_context_length`, undefined, 1 << 24),
+      betaFast: num(meta, `${a}.rope.scaling.yarn_beta_fast`, 32),
+      betaSlow: num(meta, `${a}.rope.scaling.yarn_beta_slow`, 1),
+      attnFactor: num(meta, `${a}.rope.scaling.attn_factor`, 1),
+    };
   }
   const eps = num(meta, `${a}.attention.layer_norm_rms_epsilon`);
   if (!(eps > 0 && eps < 1)) throw new TensorOpsError('E_FORMAT', `attention.layer_norm_rms_epsilon must be in (0, 1); got ${eps}`);
@@ -98,6 +112,7 @@ export function configFromGguf(meta: Map<string, GgufValue>, vocab: number): Mod
       // pairing on weights converted for it; the qwen families use neox.
       style: a === 'llama' || a === 'mistral' ? 'interleaved' : 'neox',
       scale,
+      ...(yarn ? { yarn } : {}),
     },
     experts: moe ? positiveInt(meta, `${a}.expert_count`, undefined, 4096) : 0,
     expertsUsed: moe ? positiveInt(meta, `${a}.expert_used_count`, undefined, 4096) : 0,

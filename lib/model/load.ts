@@ -28,16 +28,31 @@ export interface LoadedModel extends Model {
   readonly conversions: readonly GgufConversion[];
 }
 
-/** RoPE's inverse frequencies when the model scales them (linear scaling, llama3's rope_freqs). */
-async function ropeFrequencies(dev: Device, config: ModelConfig, factors: Tensor | undefined): Promise<Tensor | undefined> {
-  if (config.rope.scale === 1 && !factors) return undefined;
-  const half = config.rope.dims / 2;
+/**
+ * RoPE's inverse frequencies when the model scales them (linear, YaRN, llama3's rope_freqs), and
+ * the attention scale YaRN's magnitude correction asks for. Every variant keeps the angle linear in
+ * the position, so one table per model does: YaRN's theta = theta_interp (1 - r) + theta_extrap r
+ * is pos * freq * (r + (1 - r) / factor), r the ramp of frequency i between its correction dims.
+ */
+async function ropeFrequencies(dev: Device, config: ModelConfig, factors: Tensor | undefined): Promise<{ freqs?: Tensor; attentionScale?: number }> {
+  const { base, dims, scale, yarn } = config.rope;
+  if (scale === 1 && !factors) return {};
+  const half = dims / 2;
   const divisors = factors ? await factors.toFloat32() : new Float32Array(half).fill(1);
+  // YaRN's correction dims (the pair indices where interpolation starts and ends), as llama.cpp's
+  // ggml_rope_yarn_corr_dims: the pair whose wavelength turns n_rot times over the original context.
+  const corrDim = (rotations: number) => (dims * Math.log(yarn!.originalContext / (rotations * 2 * Math.PI))) / (2 * Math.log(base));
+  const low = yarn ? Math.max(0, Math.floor(corrDim(yarn.betaFast))) : 0;
+  const high = yarn ? Math.min(dims - 1, Math.ceil(corrDim(yarn.betaSlow))) : 0;
   const freqs = new Float32Array(half);
   for (let i = 0; i < half; i++) {
-    freqs[i] = Math.pow(config.rope.base, (-2 * i) / config.rope.dims) / config.rope.scale / divisors[i];
+    const f = Math.pow(base, (-2 * i) / dims) / divisors[i];
+    const r = yarn ? 1 - Math.min(1, Math.max(0, (i - low) / Math.max(0.001, high - low))) : 0;
+    freqs[i] = f * (r + (1 - r) / scale);
   }
-  return dev.tensor(freqs, [half]);
+  // YaRN scales cos and sin by mscale: q and k both, so the scores by mscale^2.
+  const mscale = yarn ? yarn.attnFactor * (1 + 0.1 * Math.log(scale)) : 1;
+  return { freqs: dev.tensor(freqs, [half]), ...(yarn ? { attentionScale: (mscale * mscale) / Math.sqrt(config.headDim) } : {}) };
 }
 
 export async function loadModel(dev: Device, path: string, options: LoadModelOptions = {}): Promise<Model & LoadedModel> {
@@ -58,8 +73,8 @@ export async function loadModel(dev: Device, path: string, options: LoadModelOpt
   });
   try {
     const weights = modelWeights(config, tensors);
-    const ropeFreqs = await ropeFrequencies(dev, config, weights.ropeFactors);
-    const model = new Model(dev, config, weights, { ropeFreqs, contextSize, cacheDtype: opts.cacheDtype, endTokens: [...tokenizer.eogIds] });
+    const { freqs: ropeFreqs, attentionScale } = await ropeFrequencies(dev, config, weights.ropeFactors);
+    const model = new Model(dev, config, weights, { ropeFreqs, attentionScale, contextSize, cacheDtype: opts.cacheDtype, endTokens: [...tokenizer.eogIds] });
     return Object.assign(model, { tokenizer, conversions: tensors.conversions }) as Model & LoadedModel;
   } catch (err) {
     for (const t of tensors.values()) if (!t.disposed) t.dispose();

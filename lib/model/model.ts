@@ -56,10 +56,10 @@ export class Model {
   #disposed = false;
 
   /** @internal Use loadModel(). */
-  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; contextSize: number; cacheDtype?: CacheDtype; endTokens: number[] }) {
+  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; attentionScale?: number; contextSize: number; cacheDtype?: CacheDtype; endTokens: number[] }) {
     this.config = config;
     this.endTokens = Object.freeze([...options.endTokens]);
-    this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs };
+    this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs, attentionScale: options.attentionScale };
     this.#contextSize = options.contextSize;
     this.#cacheDtype = options.cacheDtype ?? 'float16';
   }

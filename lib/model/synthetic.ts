@@ -24,7 +24,7 @@ export interface SyntheticModelSpec {
   /** No output.weight: the logits use token_embd (default false). */
   tiedEmbeddings?: boolean;
   /** RoPE scaling as published models declare it: 'linear' (metadata rope.scaling), or 'llama3' (a rope_freqs.weight tensor of per-frequency divisors). */
-  ropeScaling?: { type: 'linear'; factor: number } | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalContext: number };
+  ropeScaling?: { type: 'linear'; factor: number } | { type: 'yarn'; factor: number; originalContext: number } | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalContext: number };
   /** The type of the 2-D weights (norms and biases stay F32, as llama.cpp's quantizer keeps them). */
   type: GgmlEncodable;
   seed?: number;
@@ -164,9 +164,10 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     ['tokenizer.ggml.eos_token_id', u32(2)],
     ['tokenizer.ggml.add_bos_token', { type: 'bool', value: true }],
   ];
-  if (spec.ropeScaling?.type === 'linear') {
-    meta.push([`${arch}.rope.scaling.type`, { type: 'string', value: 'linear' }], [`${arch}.rope.scaling.factor`, f32(spec.ropeScaling.factor)]);
+  if (spec.ropeScaling?.type === 'linear' || spec.ropeScaling?.type === 'yarn') {
+    meta.push([`${arch}.rope.scaling.type`, { type: 'string', value: spec.ropeScaling.type }], [`${arch}.rope.scaling.factor`, f32(spec.ropeScaling.factor)]);
   }
+  if (spec.ropeScaling?.type === 'yarn') meta.push([`${arch}.rope.scaling.original_context_length`, u32(spec.ropeScaling.originalContext)]);
   if (arch === 'qwen3moe') {
     meta.push([`${arch}.expert_count`, u32(spec.experts ?? 8)], [`${arch}.expert_used_count`, u32(spec.expertsUsed ?? 2)],
       [`${arch}.expert_feed_forward_length`, u32(ff)]);

@@ -24,6 +24,8 @@ export interface ForwardContext {
   weights: ModelWeights;
   /** float32 [rope.dims / 2] inverse frequencies when the model scales RoPE; else base is used. */
   ropeFreqs?: Tensor;
+  /** The attention's scale when not 1/sqrt(D) (YaRN's magnitude correction). */
+  attentionScale?: number;
 }
 
 function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tensor, cache: KVCache, layer: number, at: number): Tensor {
@@ -44,7 +46,8 @@ function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tenso
   const v = project(w.v, w.vBias, kvHeads, undefined);
   const { keys, values, copies, mask } = cache.append(layer, k, v, at);
   const qh = L === 1 ? q.reshape([1, heads, 1, headDim]) : s.keep(dev.transpose(q, [0, 2, 1, 3]));
-  const o = s.keep(dev.attention(qh, keys, values, mask ? { mask } : { causal: true }));
+  const scale = c.attentionScale === undefined ? {} : { scale: c.attentionScale };
+  const o = s.keep(dev.attention(qh, keys, values, mask ? { mask, ...scale } : { causal: true, ...scale }));
   if (copies) { s.keep(keys as Tensor); s.keep(values as Tensor); }
   const merged = L === 1 ? o.reshape([1, heads * headDim]) : s.keep(dev.transpose(o, [0, 2, 1, 3])).reshape([L, heads * headDim]);
   return s.keep(dev.linear(merged, w.o));
