@@ -167,6 +167,19 @@ describe('generate', () => {
     model.dispose();
   });
 
+  it('continuing from a given cache equals one longer generation', async () => {
+    const model = await loadModel(dev, path, { contextSize: 64 });
+    const whole = await model.generate(PROMPT.slice(0, 5), { maxTokens: 10, stop: [] });
+    const cache = model.createCache();
+    const first = await model.generate(PROMPT.slice(0, 5), { maxTokens: 4, stop: [], cache });
+    expect(cache.length).toBe(5 + 3);
+    const rest = await model.generate([first[3]], { maxTokens: 6, stop: [], cache });
+    expect([...first, ...rest]).toEqual(whole);
+    expect(cache.length).toBe(5 + 9);
+    cache.dispose();
+    model.dispose();
+  });
+
   it('an AbortSignal stops it; bad arguments are E_ARG; a full cache is E_ARG', async () => {
     const model = await loadModel(dev, path, { contextSize: 16 });
     const ac = new AbortController();

@@ -28,7 +28,10 @@ export interface GenerateOptions {
   signal?: AbortSignal;
   /** Tokens that end generation (default: the model's end-of-generation tokens). */
   stop?: readonly number[];
-  /** A cache to continue (default: a new one holding the prompt and the generated tokens). */
+  /**
+   * A cache to continue from (default: a new one, disposed at the end). Afterwards it holds the
+   * prompt and every generated token but the last: pass that token as the next call's prompt.
+   */
   cache?: KVCache;
 }
 
@@ -115,30 +118,47 @@ export class Model {
     const sampling = { temperature: opts.temperature ?? 0, topK: opts.topK ?? 0, topP: opts.topP ?? 1 };
     const seed = opts.seed ?? 0;
     const { dev } = this.#ctx;
+    if (opts.cache !== undefined && !(opts.cache instanceof KVCache)) {
+      throw new TensorOpsError('E_ARG', `options.cache must be a KVCache (model.createCache()); got ${describe(opts.cache)}`);
+    }
     const cache = opts.cache ?? this.createCache();
+    const start = cache.length;
     const out: number[] = [];
-    signal?.throwIfAborted();
-    const ids = toIds(dev, prompt, this.config.vocab);
-    let logits = await forward(this.#ctx, ids, cache, false);
-    ids.dispose();
+    let logits: Tensor | null = null;
+    let prompted = 0;
     try {
+      signal?.throwIfAborted();
+      const ids = toIds(dev, prompt, this.config.vocab);
+      try {
+        logits = await forward(this.#ctx, ids, cache, false);
+        prompted = ids.shape[0];
+      } finally {
+        ids.dispose();
+      }
       for (let step = 0; step < maxTokens; step++) {
-        const next = dev.sample(logits, { ...sampling, seed: (seed + step) >>> 0 });  // int32 [1]
-        logits.dispose();
-        const pending = next.data();
-        const more = step + 1 < maxTokens && cache.length < cache.capacity;
-        // Queue the next step before reading this one's token: the device never idles on the host.
-        logits = more ? await forward(this.#ctx, next, cache, false) : (null as unknown as Tensor);
-        const id = (await pending as Int32Array)[0];
-        next.dispose();
-        signal?.throwIfAborted();
-        out.push(id);
-        opts.onToken?.(id);
-        if (stop.has(id) || !more) break;
+        const next = dev.sample(logits!, { ...sampling, seed: (seed + step) >>> 0 });  // int32 [1]
+        logits!.dispose();
+        logits = null;
+        try {
+          const pending = next.data();
+          const more = step + 1 < maxTokens && cache.length < cache.capacity;
+          // Queue the next step before reading this one's token: the device never idles on the host.
+          if (more) logits = await forward(this.#ctx, next, cache, false);
+          const id = (await pending as Int32Array)[0];
+          signal?.throwIfAborted();
+          out.push(id);
+          opts.onToken?.(id);
+          if (stop.has(id) || !more) break;
+        } finally {
+          next.dispose();
+        }
       }
     } finally {
       if (logits && !logits.disposed) logits.dispose();
       if (!opts.cache) cache.dispose();
+      // A given cache keeps the prompt and every generated token but the last (the next call's
+      // prompt), whether or not the step after it was already queued.
+      else cache.truncate(Math.min(cache.length, start + prompted + Math.max(out.length - 1, 0)));
     }
     return out;
   }
