@@ -4,7 +4,7 @@
 // token falls back to the tokens of its single ASCII bytes, as llama.cpp does.
 import { byteEncode } from './bytes';
 import { PairHeap } from './heap';
-import { Symbols } from './symbols';
+import { Symbols, mergeQueued } from './symbols';
 
 const CACHE_LIMIT = 50_000;
 
@@ -60,15 +60,7 @@ export class BpeMerger {
     s.reset(word);
     heap.clear();
     for (let i = 1; i < s.count; i++) this.#queue(word, i - 1, i);
-    while (heap.length > 0) {
-      heap.pop();
-      const { left, right, size } = heap;
-      const ll = s.len[left], rl = s.len[right];
-      if (ll === 0 || rl === 0 || ll + rl !== size) continue;  // stale: a side merged since
-      s.merge(left, right);
-      this.#queue(word, s.prev[left], left);
-      this.#queue(word, left, s.next[left]);
-    }
+    mergeQueued(s, heap, (left, right) => this.#queue(word, left, right));
     for (let i = s.count > 0 ? 0 : -1; i >= 0; i = s.next[i]) {
       const piece = word.slice(s.start[i], s.start[i] + s.len[i]);
       const id = this.#ids.get(piece);

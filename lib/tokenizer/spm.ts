@@ -8,7 +8,7 @@
 // a point do not interact, so the text is cut there and the pieces (mostly words) merged and
 // cached separately: the same tokens, faster.
 import { PairHeap } from './heap';
-import { Symbols } from './symbols';
+import { Symbols, mergeQueued } from './symbols';
 
 const CACHE_LIMIT = 50_000;
 
@@ -89,15 +89,7 @@ export class SpmMerger {
     s.reset(text);
     heap.clear();
     for (let i = 1; i < s.count; i++) this.#queue(text, i - 1, i);
-    while (heap.length > 0) {
-      heap.pop();
-      const { left, right, size } = heap;
-      const ll = s.len[left], rl = s.len[right];
-      if (ll === 0 || rl === 0 || ll + rl !== size) continue;  // stale: a side merged since
-      s.merge(left, right);
-      this.#queue(text, s.prev[left], left);
-      this.#queue(text, left, s.next[left]);
-    }
+    mergeQueued(s, heap, (left, right) => this.#queue(text, left, right));
     for (let i = s.count > 0 ? 0 : -1; i >= 0; i = s.next[i]) {
       const piece = text.slice(s.start[i], s.start[i] + s.len[i]);
       const id = this.#ids.get(piece);

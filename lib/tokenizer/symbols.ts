@@ -36,3 +36,20 @@ export class Symbols {
     if (after >= 0) this.prev[after] = left;
   }
 }
+
+/**
+ * Merges queued pairs, best first, until none is left: the loop BPE and SentencePiece share.
+ * An entry whose sides merged since it was queued is stale and skipped; `queue(left, right)`
+ * queues the new neighbours of each merge (it may decline a pair that is not a token).
+ */
+export function mergeQueued(s: Symbols, heap: import('./heap').PairHeap, queue: (left: number, right: number) => void): void {
+  while (heap.length > 0) {
+    heap.pop();
+    const { left, right, size } = heap;
+    const ll = s.len[left], rl = s.len[right];
+    if (ll === 0 || rl === 0 || ll + rl !== size) continue;
+    s.merge(left, right);
+    queue(s.prev[left], left);
+    queue(left, s.next[left]);
+  }
+}
