@@ -1,7 +1,7 @@
 // Device: the object open() returns. It validates arguments, calls the addon and wraps results;
 // which backend runs is decided once, in backend.ts, and reported in `info`.
 import { TensorOpsError, awaitNative, callNative } from './errors';
-import { checkChoice, operandHandle, tensorHandle } from './ops/args';
+import { checkActivations, checkChoice, operandHandle, tensorHandle } from './ops/args';
 import * as elementwise from './ops/elementwise';
 import * as embeddingOp from './ops/embedding';
 import * as layout from './ops/layout';
@@ -167,12 +167,13 @@ export class Device implements TensorOwner {
 
   /** y = x @ w^T (+ bias), queued. x [..., K] dense or quantized; w [N, K] dense or quantized. */
   linear(x: Operand, w: Operand, options?: LinearOptions): Tensor {
-    const opts = checkOptions(options, 'options', ['bias', 'outDtype']);
+    const opts = checkOptions(options, 'options', ['bias', 'outDtype', 'activations']);
     const xh = operandHandle(x, 'x');
     const wh = operandHandle(w, 'w');
     const bias = opts.bias === undefined ? null : tensorHandle(opts.bias, 'options.bias');
     const out = opts.outDtype === undefined ? null : (checkDType(opts.outDtype, 'options.outDtype') as DType);
-    return this.#wrap(this.#op(() => this.#native.linear(xh, wh, bias, out)));
+    const int8 = checkActivations(opts.activations);
+    return this.#wrap(this.#op(() => this.#native.linear(xh, wh, bias, out, int8)));
   }
 
   /** c = a @ b for dense a [..., M, K] and b [K, N] (or b with a's batch dimensions), queued. */

@@ -72,7 +72,7 @@ export interface NativeDeviceHandle {
   quantize(x: NativeTensorHandle, format: string, blockSize: number): NativeQTensorHandle;
   dequantize(q: NativeQTensorHandle, dtype: string | null): NativeTensorHandle;
   cast(x: NativeTensorHandle, dtype: string): NativeTensorHandle;
-  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null): NativeTensorHandle;
+  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
   matmul(a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
   attention(
     q: Operand, k: Operand, v: Operand, scale: number | null, causal: boolean,
@@ -98,7 +98,7 @@ export interface NativeDeviceHandle {
   pick(op: 'topk', x: NativeTensorHandle, k: number): [NativeTensorHandle, NativeTensorHandle];
   pick(op: 'sample', x: NativeTensorHandle, temperature: number, topK: number, topP: number, seed: number): NativeTensorHandle;
   embedding(table: Operand, ids: NativeTensorHandle): NativeTensorHandle;
-  groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null): NativeTensorHandle;
+  groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
 }
 
 export interface NativeBinding {

@@ -78,9 +78,19 @@ export interface FromQuantizedOptions extends QuantizeOptions {
   biases?: Uint16Array;
 }
 
+/**
+ * How linear may treat x: 'float32' (default: x as it is, float32 accumulation) or 'int8' (each
+ * block of 32 elements of a row of x quantized to int8 with a float32 scale, multiplied by the
+ * weights' integer codes in integer arithmetic, as llama.cpp's q8 dot products: faster decode,
+ * error measured in PERFORMANCE.md). A permission: where the backend has no integer kernel for
+ * w's format or x's rows, it computes in float32.
+ */
+export type Activations = 'float32' | 'int8';
+
 export interface LinearOptions {
   bias?: import('./tensor').Tensor;
   outDtype?: FloatDType;
+  activations?: Activations;
 }
 
 /** gelu: exact (erf) by default, or the tanh approximation. */
@@ -126,6 +136,7 @@ export interface SampleOptions {
 /** groupedLinear: the output dtype (default x's dtype). */
 export interface GroupedLinearOptions {
   outDtype?: FloatDType;
+  activations?: Activations;
 }
 
 /** slice along one axis: [start, end). */

@@ -2,12 +2,13 @@
 import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
 import type { GroupedLinearOptions } from '../types';
 import { checkDType, checkOptions } from '../validate';
-import { operandHandle, tensorHandle } from './args';
+import { checkActivations, operandHandle, tensorHandle } from './args';
 
 export function groupedLinear(
   native: NativeDeviceHandle, x: unknown, w: unknown, groupSizes: unknown, options?: GroupedLinearOptions,
 ): NativeTensorHandle {
-  const opts = checkOptions(options, 'options', ['outDtype']);
+  const opts = checkOptions(options, 'options', ['outDtype', 'activations']);
   const out = opts.outDtype === undefined ? null : checkDType(opts.outDtype, 'options.outDtype');
-  return native.groupedLinear(tensorHandle(x, 'x'), operandHandle(w, 'w'), tensorHandle(groupSizes, 'groupSizes'), out);
+  const int8 = checkActivations(opts.activations);
+  return native.groupedLinear(tensorHandle(x, 'x'), operandHandle(w, 'w'), tensorHandle(groupSizes, 'groupSizes'), out, int8);
 }

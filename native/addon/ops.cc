@@ -133,6 +133,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     TensorPtr bias = is_absent(info[2]) ? nullptr : NativeTensor::Get(info[2], "bias");
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
+    p.int8_activations = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();  // lib/ checked it
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     y->event = submit(env, double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)),  // K = 0: a fill
                       {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},

@@ -214,7 +214,7 @@ Napi::Value NativeDevice::Embedding(const Napi::CallbackInfo& info) {
   });
 }
 
-// (x, w, groupSizes, outDtype|null)
+// (x, w, groupSizes, outDtype|null, int8Activations)
 Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -232,6 +232,7 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
     }
     const Operand xo{x.dense.get(), x.quant.get()}, wo{w.dense.get(), w.quant.get()};
     GroupedLinearParams p = check_grouped_linear(xo, wo, *sizes, out_dtype);
+    p.int8_activations = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();  // lib/ checked it
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     EventPtr w_event = w.dense ? w.dense->ready_event() : w.quant->ready_event();
     y->event = submit(env, double(p.T) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {x.dense->ready_event(), w_event, sizes->ready_event()},

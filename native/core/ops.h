@@ -23,6 +23,10 @@ struct LinearParams {
   int64_t M = 0, N = 0, K = 0;
   Shape out_shape;  // x.shape[:-1] + [N]
   DType out_dtype = DType::Float32;
+  // x may be quantized to int8 per block of 32 (linear's `activations: 'int8'`): backends with
+  // integer dot-product kernels for w's format do for a few rows of x (cpu: kernels/dot.h
+  // dot_q8_kernels); the others compute in float as usual.
+  bool int8_activations = false;
 };
 LinearParams check_linear(const Operand& x, const Operand& w, const Tensor* bias,
                           std::optional<DType> out_dtype);
@@ -180,6 +184,7 @@ struct GroupedLinearParams {
   int64_t T = 0, E = 0, N = 0, K = 0;
   Shape out_shape;
   DType out_dtype = DType::Float32;
+  bool int8_activations = false;  // as LinearParams'
 };
 GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
                                          std::optional<DType> out_dtype);
