@@ -6,6 +6,8 @@ import { readGgufInfo } from '../loaders/gguf/parse';
 import { loadGgufTensors, type GgufConversion } from '../loaders/gguf/tensors';
 import { Tensor } from '../tensor';
 import { tokenizerFromGgufMetadata, type Tokenizer } from '../tokenizer/index';
+import { checkActivations } from '../ops/args';
+import type { Activations } from '../types';
 import { checkOptions, describe } from '../validate';
 import { configFromGguf, type ModelConfig } from './config';
 import { Model } from './model';
@@ -19,6 +21,12 @@ export interface LoadModelOptions {
   contextSize?: number;
   /** The KV cache's storage: 'float16' (default) or 'mxfp8' (half the bytes). */
   cacheDtype?: CacheDtype;
+  /**
+   * 'int8': the projections quantize their inputs to 8 bits per 32 values and multiply them by the
+   * weights' integer codes, as llama.cpp does (faster generation; error in PERFORMANCE.md).
+   * Default 'float32'.
+   */
+  activations?: Activations;
 }
 
 /** A loaded model with its tokenizer and what loading converted. */
@@ -56,7 +64,8 @@ async function ropeFrequencies(dev: Device, config: ModelConfig, factors: Tensor
 }
 
 export async function loadModel(dev: Device, path: string, options: LoadModelOptions = {}): Promise<Model & LoadedModel> {
-  const opts = checkOptions(options, 'options', ['onProgress', 'contextSize', 'cacheDtype']) as LoadModelOptions;
+  const opts = checkOptions(options, 'options', ['onProgress', 'contextSize', 'cacheDtype', 'activations']) as LoadModelOptions;
+  const activations = checkActivations(opts.activations) ? 'int8' : 'float32';
   if (typeof path !== 'string') throw new TensorOpsError('E_ARG', `path must be a string; got ${describe(path)}`);
   if (opts.onProgress !== undefined && typeof opts.onProgress !== 'function') {
     throw new TensorOpsError('E_ARG', `options.onProgress must be a function; got ${describe(opts.onProgress)}`);
@@ -74,7 +83,7 @@ export async function loadModel(dev: Device, path: string, options: LoadModelOpt
   try {
     const weights = modelWeights(config, tensors);
     const { freqs: ropeFreqs, attentionScale } = await ropeFrequencies(dev, config, weights.ropeFactors);
-    const model = new Model(dev, config, weights, { ropeFreqs, attentionScale, contextSize, cacheDtype: opts.cacheDtype, endTokens: [...tokenizer.eogIds] });
+    const model = new Model(dev, config, weights, { ropeFreqs, attentionScale, contextSize, cacheDtype: opts.cacheDtype, activations, endTokens: [...tokenizer.eogIds] });
     return Object.assign(model, { tokenizer, conversions: tensors.conversions }) as Model & LoadedModel;
   } catch (err) {
     for (const t of tensors.values()) if (!t.disposed) t.dispose();

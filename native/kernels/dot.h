@@ -91,9 +91,9 @@ const DotKernels* dot_kernels_avx2();
 // The same kernels with x quantized to int8 (linear's opt-in `activations: 'int8'`, as llama.cpp's
 // q8 dot products and onnxruntime's accuracy_level 4): every block of 32 elements of a row of x
 // becomes a scale d and 32 int8 codes (quantize_x_block), a weight block's integer codes meet
-// them in integer multiply-adds, exact, and the weight block's scale times d scales that sum.
-// Affine biases meet the float sums of x itself. prepare_x writes the quantized rows (x_floats
-// counts 4-byte words). Formats: affine4, affine8, mxint8, and 4-bit tables of small integers
+// them in integer multiply-adds, exact, and the weight block's scale times d scales that sum:
+// the result is w . x' (x' = d * q, affine biases included), as if x were x'. prepare_x writes
+// the quantized rows (x_floats counts 4-byte words). Formats: affine4, affine8, mxint8, and 4-bit tables of small integers
 // times a power of two (mxfp4, mxint4); null where the CPU has none (AVX2 only, so far).
 const DotKernels* dot_q8_kernels();
 const DotKernels* dot_q8_kernels_avx2();

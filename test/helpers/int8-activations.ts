@@ -24,7 +24,7 @@ export function quantizeX(x: ArrayLike<number>): QuantizedX {
   return { q, d };
 }
 
-/** y[M, N] for weights given as their values per element (MX formats: dequantized, exact). */
+/** y[M, N] = x' @ w^T in float64, x' the quantized x (d * q), w the weights' values (dequantized: exact). */
 export function int8LinearRef(x: ArrayLike<number>, w: ArrayLike<number>, M: number, N: number, K: number): Float64Array {
   const y = new Float64Array(M * N);
   for (let m = 0; m < M; m++) {
@@ -35,31 +35,6 @@ export function int8LinearRef(x: ArrayLike<number>, w: ArrayLike<number>, M: num
         let part = 0;
         for (let i = 0; i < 32; i++) part += w[n * K + b * 32 + i] * q[b * 32 + i];
         s += d[b] * part;
-      }
-      y[m * N + n] = s;
-    }
-  }
-  return y;
-}
-
-/** The same for affine weights s * code + b per group: the bias meets x itself (the sum of the group). */
-export function int8AffineLinearRef(x: ArrayLike<number>, codes: ArrayLike<number>, scales: ArrayLike<number>,
-  biases: ArrayLike<number>, group: number, M: number, N: number, K: number): Float64Array {
-  const y = new Float64Array(M * N);
-  const G = K / group;
-  for (let m = 0; m < M; m++) {
-    const { q, d } = quantizeX(Array.prototype.slice.call(x, m * K, (m + 1) * K));
-    for (let n = 0; n < N; n++) {
-      let s = 0;
-      for (let g = 0; g < G; g++) {
-        let xs = 0, dots = 0;
-        for (let b = (g * group) / 32; b < ((g + 1) * group) / 32; b++) {
-          let part = 0;
-          for (let i = 0; i < 32; i++) part += codes[n * K + b * 32 + i] * q[b * 32 + i];
-          dots += d[b] * part;
-        }
-        for (let k = g * group; k < (g + 1) * group; k++) xs += x[m * K + k];
-        s += scales[n * G + g] * dots + biases[n * G + g] * xs;
       }
       y[m * N + n] = s;
     }

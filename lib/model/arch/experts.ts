@@ -7,11 +7,11 @@ import type { LayerWeights } from '../weights';
 import type { ForwardContext, Scratch } from './decoder';
 
 export async function expertsForward(c: ForwardContext, s: Scratch, w: LayerWeights, m: Tensor): Promise<Tensor> {
-  const { dev, config } = c;
+  const { dev, config, activations } = c;
   const L = m.shape[0];
   const k = config.expertsUsed;
   const E = config.experts;
-  const logits = s.keep(dev.linear(m, w.router!));
+  const logits = s.keep(dev.linear(m, w.router!, { activations }));
   const top = dev.topK(logits, k);
   s.keep(top.values); s.keep(top.indices);
   const gates = s.keep(dev.softmax(top.values));  // [L, k]
@@ -32,9 +32,9 @@ export async function expertsForward(c: ForwardContext, s: Scratch, w: LayerWeig
   }
   const groups = s.keep(dev.tensor(sizes, [E], 'int32'));
   const xg = s.keep(dev.embedding(m, s.keep(dev.tensor(rowOf, [L * k], 'int32'))));
-  const gate = s.keep(dev.groupedLinear(xg, w.gateExperts!, groups));
-  const up = s.keep(dev.groupedLinear(xg, w.upExperts!, groups));
-  const y = s.keep(dev.groupedLinear(s.keep(dev.swiglu(gate, up)), w.downExperts!, groups));  // [L*k, width]
+  const gate = s.keep(dev.groupedLinear(xg, w.gateExperts!, groups, { activations }));
+  const up = s.keep(dev.groupedLinear(xg, w.upExperts!, groups, { activations }));
+  const y = s.keep(dev.groupedLinear(s.keep(dev.swiglu(gate, up)), w.downExperts!, groups, { activations }));  // [L*k, width]
   // Back to (token, slot) order, weighted, summed over the slots.
   const back = s.keep(dev.embedding(y, s.keep(dev.tensor(slotRow, [L * k], 'int32'))));
   const weighted = s.keep(dev.mul(back.reshape([L, k, config.width]), gates.reshape([L, k, 1])));

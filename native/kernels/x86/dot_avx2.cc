@@ -186,7 +186,7 @@ MTO_T256 void rows_nibbles(const DotWeights& w, const NibbleTable& t, int64_t ro
   }
   MTO_UNROLL_ALL
   for (int r = 0; r < R; ++r) {
-    if (affine) add_bias_terms<M>(w, row0 + r, xq.xs, xq.sr, acc[r]);
+    if (affine) add_bias_terms<M>(w, row0 + r, xq.xs, xq.sr, 0.0f, acc[r]);
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) y[m * ldy + r] = hsum(acc[r][m]);
   }
@@ -289,7 +289,7 @@ MTO_T256 void rows_bytes(const DotWeights& w, const NibbleTable&, int64_t row0, 
   }
   MTO_UNROLL_ALL
   for (int r = 0; r < R; ++r) {
-    if (KIND == DotCodes::Uint8) add_bias_terms<M>(w, row0 + r, xq.xs, xq.sr, acc[r]);
+    if (KIND == DotCodes::Uint8) add_bias_terms<M>(w, row0 + r, xq.xs, xq.sr, 0.0f, acc[r]);
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) y[m * ldy + r] = hsum(acc[r][m]);
   }

@@ -8,9 +8,14 @@
 // a 4-bit table's int8 values, affine8 codes read as q - 128) go as |w| against x with w's sign
 // (vpsignb), as llama.cpp does. A pair's sum stays below the int16 limit: |w| <= 128 and
 // |x| <= 127 give at most 32512 (4-bit tables are held to |w| <= 64, since their two nibble
-// halves are added as int16 before vpmaddwd). affine8's codes q become q - 128 in the product
-// and the 128 * sum(x codes) of each block comes back from a per-block term prepared with x,
-// so that s * q still meets the quantized x (and the bias the float sums of x).
+// halves are added as int16 before vpmaddwd). affine8's codes q become q - 128 in the product,
+// and 128 scales move into the bias.
+//
+// Every weight meets the quantized x: an affine bias multiplies the sum of the group's
+// quantized x (d times the sum of its codes), not of x itself, so the result is w . x' exactly
+// (x' the dequantized x), whose error is sum(w * (x' - x)); pairing the bias with the exact sum
+// would leave s * sum(q * (x' - x)) with codes q all positive (0..15, 0..255): up to 30 times
+// larger for affine8 codes of Q8_0 files.
 //
 // 4-bit rows go 32 bytes (2 blocks) at a time: the low nibbles of those bytes are the even
 // elements of both blocks, the high nibbles the odd ones, and x is prepared in that order (per 2
@@ -38,31 +43,28 @@ bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8
 int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 // One prepared row of x, in 4-byte words: int8 codes for the blocks rounded up to an even count,
-// their scales d rounded up to 8 (zeros past the end), affine8's 128 * d * sum(codes) per block
-// (as many), and for affine weights the float sums of x over each group, rounded up to 8.
+// their scales d rounded up to 8 (zeros past the end), and for affine weights the sums of the
+// quantized x over each group, rounded up to 8.
 struct Q8Layout {
-  int64_t blocks, code_words, d_words, shift_words, sum_words;
+  int64_t blocks, code_words, d_words, sum_words;
   explicit Q8Layout(const DotWeights& w)
       : blocks(w.K / 32),
         code_words(round_up(w.K / 32, 2) * 8),
         d_words(round_up(w.K / 32, 8)),
-        shift_words(w.kind == DotCodes::Uint8 ? d_words : 0),
         sum_words(is_affine(w.kind) ? round_up(w.K / w.group, 8) : 0) {}
-  int64_t words() const { return code_words + d_words + shift_words + sum_words; }
+  int64_t words() const { return code_words + d_words + sum_words; }
 };
 
 // Where the kernels read one prepared row of x.
 struct Q8Row {
   const int8_t* q;
   const float* d;
-  const float* shift;
   const float* sums;
 };
 
 Q8Row q8_row(const Q8Layout& l, const float* xp, int m) {
   const float* base = xp + m * l.words();
-  const float* d = base + l.code_words;
-  return {reinterpret_cast<const int8_t*>(base), d, d + l.d_words, d + l.d_words + l.shift_words};
+  return {reinterpret_cast<const int8_t*>(base), base + l.code_words, base + l.code_words + l.d_words};
 }
 
 bool supported_q8_avx2(const DotWeights& w) {
@@ -91,15 +93,15 @@ void prepare_x_q8_avx2(const DotWeights& w, const float* x, int64_t ldx, int M, 
     float* base = xp + m * l.words();
     int8_t* q = reinterpret_cast<int8_t*>(base);
     float* d = base + l.code_words;
-    float* shift = d + l.d_words;
+    float* sums = d + l.d_words;
     std::memset(base, 0, size_t(l.words()) * 4);
     for (int64_t b = 0; b < l.blocks; ++b) {
       int8_t blk[32];
       quantize_x_block(xm + b * 32, blk, d + b);
-      if (l.shift_words) {
+      if (l.sum_words) {
         int sum = 0;
         for (int8_t v : blk) sum += v;
-        shift[b] = 128.0f * d[b] * float(sum);
+        sums[b * 32 / w.group] += d[b] * float(sum);
       }
       if (is_nibbles(w.kind)) {
         // Chunk c = b / 2: [even of block 2c | even of 2c+1 | odd of 2c | odd of 2c+1], 16 each.
@@ -110,14 +112,6 @@ void prepare_x_q8_avx2(const DotWeights& w, const float* x, int64_t ldx, int M, 
         }
       } else {
         std::memcpy(q + b * 32, blk, 32);
-      }
-    }
-    if (is_affine(w.kind)) {
-      float* s = shift + l.shift_words;
-      for (int64_t g = 0; g < w.K / w.group; ++g) {
-        double sum = 0;  // the group sums meet the biases: kept as close to exact as is cheap
-        for (int j = 0; j < w.group; ++j) sum += xm[g * w.group + j];
-        s[g] = float(sum);
       }
     }
   }
@@ -196,7 +190,7 @@ MTO_T256 void rows_q8_nibbles(const DotWeights& w, const Q8Table& t, int64_t row
   }
   MTO_UNROLL_ALL
   for (int r = 0; r < R; ++r) {
-    if (!kTable) add_bias_terms<M>(w, row0 + r, xr[0].sums, l.words(), acc[r]);
+    if (!kTable) add_bias_terms<M>(w, row0 + r, xr[0].sums, l.words(), 0.0f, acc[r]);
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) y[m * ldy + r] = hsum(acc[r][m]);
   }
@@ -231,11 +225,7 @@ MTO_T256 void rows_q8_bytes(const DotWeights& w, const Q8Table&, int64_t row0, c
       if (KIND == DotCodes::Uint8) prefetch_scales(w, row0 + R + r, b0);
       const __m256 s = block_scales(w, row0 + r, b0, nb, mul);
       MTO_UNROLL_ALL
-      for (int m = 0; m < M; ++m) {
-        _mm256_store_ps(sv[r][m], _mm256_mul_ps(s, _mm256_loadu_ps(xr[m].d + b0)));
-        // affine8: s * 128 * d * sum(x codes) per block, the part of s * q the loop leaves out.
-        if constexpr (KIND == DotCodes::Uint8) acc[r][m] = _mm256_fmadd_ps(s, _mm256_loadu_ps(xr[m].shift + b0), acc[r][m]);
-      }
+      for (int m = 0; m < M; ++m) _mm256_store_ps(sv[r][m], _mm256_mul_ps(s, _mm256_loadu_ps(xr[m].d + b0)));
     }
     for (int j = 0; j < nb; ++j) {
       const int64_t blk = b0 + j;
@@ -259,7 +249,7 @@ MTO_T256 void rows_q8_bytes(const DotWeights& w, const Q8Table&, int64_t row0, c
   }
   MTO_UNROLL_ALL
   for (int r = 0; r < R; ++r) {
-    if (KIND == DotCodes::Uint8) add_bias_terms<M>(w, row0 + r, xr[0].sums, l.words(), acc[r]);
+    if (KIND == DotCodes::Uint8) add_bias_terms<M>(w, row0 + r, xr[0].sums, l.words(), 128.0f, acc[r]);
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) y[m * ldy + r] = hsum(acc[r][m]);
   }
