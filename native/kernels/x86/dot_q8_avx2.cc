@@ -4,12 +4,13 @@
 // conversion and FMA apply the weight block's scale times x's block scale. Nothing of a code
 // becomes a float: about half the instructions per code of the float kernels (dot_avx2.cc).
 //
-// vpmaddubsw wants its first operand unsigned: affine4 codes (0..15) are; signed codes (mxint8,
-// a 4-bit table's int8 values, affine8 codes read as q - 128) go as |w| against x with w's sign
-// (vpsignb), as llama.cpp does. A pair's sum stays below the int16 limit: |w| <= 128 and
-// |x| <= 127 give at most 32512 (4-bit tables are held to |w| <= 64, since their two nibble
-// halves are added as int16 before vpmaddwd). affine8's codes q become q - 128 in the product,
-// and 128 scales move into the bias.
+// vpmaddubsw wants its first operand unsigned: affine4 codes (0..15) are; a 4-bit table's int8
+// values v (mxfp4: 2 x E2M1, -12..12) are looked up as v + o, o = max |v|, and o * sum(x codes)
+// of the block is taken off once per block; 8-bit codes (mxint8, affine8's read as q - 128) go as
+// |w| against x with w's sign (vpsignb), as llama.cpp does. A pair's sum stays below the int16
+// limit: |w| <= 128 and |x| <= 127 give at most 32512 (tables are held to o <= 32, since their
+// two nibble halves are added as int16 before vpmaddwd). affine8's shift by 128 moves 128 scales
+// into the bias.
 //
 // Every weight meets the quantized x: an affine bias multiplies the sum of the group's
 // quantized x (d times the sum of its codes), not of x itself, so the result is w . x' exactly
@@ -36,22 +37,23 @@ namespace {
 using namespace avx2;
 
 constexpr int kMaxPass = 4;   // rows of x per pass
-constexpr int kMaxTable = 64; // largest |value| of a 4-bit int8 table (see the file comment)
+constexpr int kMaxTable = 32; // largest |value| of a 4-bit int8 table (see the file comment)
 
 bool is_nibbles(DotCodes k) { return k == DotCodes::Lut4 || k == DotCodes::Uint4; }
 bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8; }
 int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
 
 // One prepared row of x, in 4-byte words: int8 codes for the blocks rounded up to an even count,
-// their scales d rounded up to 8 (zeros past the end), and for affine weights the sums of the
-// quantized x over each group, rounded up to 8.
+// their scales d rounded up to 8 (zeros past the end), then for affine weights the sums of the
+// quantized x over each group (d times the sum of the codes), for 4-bit tables the sum of the
+// codes of each block, rounded up to 8.
 struct Q8Layout {
   int64_t blocks, code_words, d_words, sum_words;
   explicit Q8Layout(const DotWeights& w)
       : blocks(w.K / 32),
         code_words(round_up(w.K / 32, 2) * 8),
         d_words(round_up(w.K / 32, 8)),
-        sum_words(is_affine(w.kind) ? round_up(w.K / w.group, 8) : 0) {}
+        sum_words(is_affine(w.kind) ? round_up(w.K / w.group, 8) : w.kind == DotCodes::Lut4 ? d_words : 0) {}
   int64_t words() const { return code_words + d_words + sum_words; }
 };
 
@@ -65,6 +67,13 @@ struct Q8Row {
 Q8Row q8_row(const Q8Layout& l, const float* xp, int m) {
   const float* base = xp + m * l.words();
   return {reinterpret_cast<const int8_t*>(base), base + l.code_words, base + l.code_words + l.d_words};
+}
+
+// A 4-bit table's values (supported_q8_avx2 checked them) and their offset max |v|.
+int table_offset(const int8_t (&q)[16]) {
+  int o = 0;
+  for (int8_t v : q) o = std::max(o, v < 0 ? -int(v) : int(v));
+  return o;
 }
 
 bool supported_q8_avx2(const DotWeights& w) {
@@ -101,7 +110,8 @@ void prepare_x_q8_avx2(const DotWeights& w, const float* x, int64_t ldx, int M, 
       if (l.sum_words) {
         int sum = 0;
         for (int8_t v : blk) sum += v;
-        sums[b * 32 / w.group] += d[b] * float(sum);
+        if (w.kind == DotCodes::Lut4) sums[b] = float(sum);
+        else sums[b * 32 / w.group] += d[b] * float(sum);
       }
       if (is_nibbles(w.kind)) {
         // Chunk c = b / 2: [even of block 2c | even of 2c+1 | odd of 2c | odd of 2c+1], 16 each.
@@ -117,14 +127,16 @@ void prepare_x_q8_avx2(const DotWeights& w, const float* x, int64_t ldx, int M, 
   }
 }
 
-// A 4-bit row's int8 table in both 128-bit lanes, and the power of two it is scaled by.
+// A 4-bit row's table in both 128-bit lanes (values plus the offset), the power of two it is
+// scaled by, and the offset.
 struct Q8Table {
   __m256i q;
   float unit;
+  float offset;
 };
 
-// R rows of 4-bit codes from row0, M rows of x. kTable: codes index q (signed values); otherwise
-// they are their own unsigned values (affine4).
+// R rows of 4-bit codes from row0, M rows of x. kTable: codes index t.q (values + offset);
+// otherwise they are their own values (affine4).
 template <bool kTable, int R, int M>
 MTO_T256 void rows_q8_nibbles(const DotWeights& w, const Q8Table& t, int64_t row0, const Q8Layout& l,
                               const float* xp, float* y, int64_t ldy) {
@@ -152,7 +164,12 @@ MTO_T256 void rows_q8_nibbles(const DotWeights& w, const Q8Table& t, int64_t row
       prefetch_scales(w, row0 + R + r, b0);
       const __m256 s = block_scales(w, row0 + r, b0, nb, kTable ? t.unit : 1.0f);
       MTO_UNROLL_ALL
-      for (int m = 0; m < M; ++m) sd[r][m] = _mm256_mul_ps(s, _mm256_loadu_ps(xr[m].d + b0));
+      for (int m = 0; m < M; ++m) {
+        sd[r][m] = _mm256_mul_ps(s, _mm256_loadu_ps(xr[m].d + b0));
+        // The offset the table added: - offset * sum(x codes) of each block, scaled like the block.
+        if constexpr (kTable)
+          acc[r][m] = _mm256_fmadd_ps(sd[r][m], _mm256_mul_ps(_mm256_set1_ps(-t.offset), _mm256_loadu_ps(xr[m].sums + b0)), acc[r][m]);
+      }
     }
     for (int q = 0; 2 * q < nb; ++q) {
       const int64_t ch = b0 / 2 + q;
@@ -176,12 +193,10 @@ MTO_T256 void rows_q8_nibbles(const DotWeights& w, const Q8Table& t, int64_t row
           even = _mm256_shuffle_epi8(t.q, even);
           odd = _mm256_shuffle_epi8(t.q, odd);
         }
-        const __m256i ae = kTable ? _mm256_abs_epi8(even) : even;
-        const __m256i ao = kTable ? _mm256_abs_epi8(odd) : odd;
         MTO_UNROLL_ALL
         for (int m = 0; m < M; ++m) {
-          const __m256i pe = _mm256_maddubs_epi16(ae, kTable ? _mm256_sign_epi8(xe[m], even) : xe[m]);
-          const __m256i po = _mm256_maddubs_epi16(ao, kTable ? _mm256_sign_epi8(xo[m], odd) : xo[m]);
+          const __m256i pe = _mm256_maddubs_epi16(even, xe[m]);
+          const __m256i po = _mm256_maddubs_epi16(odd, xo[m]);
           const __m256i sum = _mm256_madd_epi16(_mm256_add_epi16(pe, po), ones);
           acc[r][m] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum), _mm256_permutevar8x32_ps(sd[r][m], sidx), acc[r][m]);
         }
@@ -279,10 +294,13 @@ MTO_T256 void pass_q8(const DotWeights& w, const Q8Table& t, int64_t row0, int64
 
 MTO_T256 void rows_q8_avx2(const DotWeights& w, int64_t row0, int64_t nrows, const float* xp, int M,
                            float* y, int64_t ldy) {
-  Q8Table t{_mm256_setzero_si256(), 1.0f};
+  Q8Table t{_mm256_setzero_si256(), 1.0f, 0.0f};
   if (w.kind == DotCodes::Lut4) {
     int8_t q[16];
     dot_int8_table(w, q, &t.unit);  // supported_q8_avx2 checked it
+    const int o = table_offset(q);
+    for (int8_t& v : q) v = int8_t(v + o);  // 0 .. 2 o <= 64
+    t.offset = float(o);
     t.q = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q)));
   }
   const Q8Layout l(w);
