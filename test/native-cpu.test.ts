@@ -66,6 +66,7 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
   it('arm64 (NEON): linear in every format (NEON fused decode kernels), matmul and attention match float64 references', () => {
     const { status, output } = runCheck('arm64', ['check']);
     expect(output).toMatch(/^isa: core=neon gemm=baseline dot=neon$/m);
+    expect(output).toMatch(/^q8: none$/m);  // int8 activations compute in float32 here
     expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
     expect(output, output).not.toMatch(/^FAIL /m);
     expect(status, output).toBe(0);
@@ -95,6 +96,10 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     const level = levels[Math.min(detected, cap === '' ? 3 : levels.indexOf(cap))];
     const gemm = level === 'avx512vbmi' ? 'avx512' : level;
     expect(isaLine(native.output)).toBe(`isa: core=${level} gemm=${gemm} dot=${level === 'baseline' ? 'none' : level}`);
+    // linear's int8 activations: the AVX2 integer kernels from AVX2 up, on both builds.
+    const q8 = `q8: ${level === 'baseline' ? 'none' : 'avx2-q8'}`;
+    expect(native.output.match(/^q8: .*$/m)?.[0]).toBe(q8);
+    expect(win.output.match(/^q8: .*$/m)?.[0]).toBe(q8);
     expect(win.output).toMatch(/^ok cpu features: /m);
     expect(win.output.match(/^ok /gm)?.length ?? 0, win.output).toBeGreaterThan(60);
     expect(win.output, win.output).not.toMatch(/^FAIL /m);
