@@ -21,9 +21,9 @@ export function numberOption(name: string, value: unknown, min: number, max: num
   return n;
 }
 
-/** The model file: the one positional argument. */
+/** The model (a GGUF file or a Hugging Face folder, as loadModel takes): the one positional argument. */
 export function modelPath(positionals: string[]): string {
-  if (positionals.length !== 1) throw new UsageError(`give one model file (.gguf); got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
+  if (positionals.length !== 1) throw new UsageError(`give one model (a .gguf file or a Hugging Face model folder); got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
   return positionals[0];
 }
 
