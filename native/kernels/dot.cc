@@ -97,6 +97,10 @@ void quantize_x_block(const float* x, int8_t* q, float* d) {
 
 const DotKernels* dot_q8_kernels() {
   static const DotKernels* const k = [] {
+    if (isa_cap() == X86Level::Baseline) return static_cast<const DotKernels*>(nullptr);
+#if defined(__aarch64__)
+    return dot_q8_kernels_neon();  // null where not compiled in (MSVC)
+#endif
 #if MTO_X86_KERNELS
     if (x86_level() >= X86Level::Avx2) return dot_q8_kernels_avx2();
 #endif

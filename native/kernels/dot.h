@@ -94,9 +94,10 @@ const DotKernels* dot_kernels_avx2();
 // them in integer multiply-adds, exact, and the weight block's scale times d scales that sum:
 // the result is w . x' (x' = d * q, affine biases included), as if x were x'. prepare_x writes
 // the quantized rows (x_floats counts 4-byte words). Formats: affine4, affine8, mxint8, and 4-bit tables of small integers
-// times a power of two (mxfp4, mxint4); null where the CPU has none (AVX2 only, so far).
+// times a power of two (mxfp4, mxint4); null where the CPU has none (x86 below AVX2, MSVC builds).
 const DotKernels* dot_q8_kernels();
 const DotKernels* dot_q8_kernels_avx2();
+const DotKernels* dot_q8_kernels_neon();
 
 // One block of 32 elements of x as int8: d = max|x| / 127, q[i] = x[i] * (127 / max|x|) rounded
 // half to even (float32 arithmetic; float64 when 127 / max|x| overflows float32). An all-zero
