@@ -1,7 +1,7 @@
 // linear's opt-in `activations: 'int8'`: x quantized per block of 32 and multiplied by the weights'
 // integer codes. Checked against a float64 reference built from the documented rule
 // (helpers/int8-activations.ts: y = w . x', x' the quantized x); where the cpu backend has integer kernels (x86-64 with AVX2, which
-// every x64 machine this runs on has) the result must be that one and differ from the float path,
+// every x64 machine this runs on has, and arm64) the result must be that one and differ from the float path,
 // elsewhere (and for the rows and formats the kernels do not take) it is the float path's.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device, type Format, type QuantizedTensor } from '../lib/index';
@@ -14,7 +14,7 @@ beforeAll(async () => {
   dev = await open({ backend: 'cpu' });
 });
 
-const hasInt8Kernels = process.arch === 'x64' && process.env.METAL_TENSOROPS_CPU_ISA !== 'baseline';
+const hasInt8Kernels = ['x64', 'arm64'].includes(process.arch) && process.env.METAL_TENSOROPS_CPU_ISA !== 'baseline';
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) / (1 + Math.abs(b[i])));
