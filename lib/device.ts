@@ -316,4 +316,16 @@ export class Device implements TensorOwner {
   groupedLinear(x: Tensor, w: Tensor | QuantizedTensor, groupSizes: Tensor, options?: GroupedLinearOptions): Tensor {
     return this.#wrap(this.#op(() => moe.groupedLinear(this.#native, x, w, groupSizes, options)));
   }
+
+  /**
+   * The entries of int32 ids [T, k] (or [T]) in [0, groups), stably sorted by value, queued:
+   * `sizes` [groups] (entries per value: groupedLinear's groupSizes), `rows` [T * k] (the row of ids
+   * of each sorted entry: embedding(x, rows) gathers the rows of x in that order) and `positions`
+   * (ids' shape: where each entry went: embedding(y, positions) puts them back). An id outside
+   * [0, groups) fails the op (E_ARG on a read of its outputs).
+   */
+  groupRows(ids: Tensor, groups: number): { sizes: Tensor; rows: Tensor; positions: Tensor } {
+    const [sizes, rows, positions] = this.#op(() => moe.groupRows(this.#native, ids, groups));
+    return { sizes: this.#wrap(sizes), rows: this.#wrap(rows), positions: this.#wrap(positions) };
+  }
 }

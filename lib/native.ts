@@ -99,6 +99,7 @@ export interface NativeDeviceHandle {
   pick(op: 'sample', x: NativeTensorHandle, temperature: number, topK: number, topP: number, seed: number): NativeTensorHandle;
   embedding(table: Operand, ids: NativeTensorHandle): NativeTensorHandle;
   groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
+  groupRows(ids: NativeTensorHandle, groups: number): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle];
 }
 
 export interface NativeBinding {

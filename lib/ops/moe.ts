@@ -2,7 +2,11 @@
 import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
 import type { GroupedLinearOptions } from '../types';
 import { checkDType, checkOptions } from '../validate';
-import { checkActivations, operandHandle, tensorHandle } from './args';
+import { checkActivations, checkInteger, operandHandle, tensorHandle } from './args';
+
+export function groupRows(native: NativeDeviceHandle, ids: unknown, groups: unknown): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle] {
+  return native.groupRows(tensorHandle(ids, 'ids'), checkInteger(groups, 'groups', 1, 2 ** 31 - 1));
+}
 
 export function groupedLinear(
   native: NativeDeviceHandle, x: unknown, w: unknown, groupSizes: unknown, options?: GroupedLinearOptions,

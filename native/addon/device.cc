@@ -96,6 +96,7 @@ Napi::Function NativeDevice::Init(Napi::Env env) {
                       InstanceMethod("pick", &NativeDevice::Pick),
                       InstanceMethod("embedding", &NativeDevice::Embedding),
                       InstanceMethod("groupedLinear", &NativeDevice::GroupedLinear),
+                      InstanceMethod("groupRows", &NativeDevice::GroupRows),
                       InstanceMethod("write", &NativeDevice::Write)});
 }
 

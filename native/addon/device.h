@@ -58,7 +58,8 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Layout(const Napi::CallbackInfo& info);        // (op, ...): transpose, slice, concat
   Napi::Value Pick(const Napi::CallbackInfo& info);          // (op, x, ...): argmax, topk, sample
   Napi::Value Embedding(const Napi::CallbackInfo& info);     // (table, ids)
-  Napi::Value GroupedLinear(const Napi::CallbackInfo& info); // (x, w, groupSizes, outDtype|null)
+  Napi::Value GroupedLinear(const Napi::CallbackInfo& info); // (x, w, groupSizes, outDtype|null, int8Activations)
+  Napi::Value GroupRows(const Napi::CallbackInfo& info);     // (ids, groups) -> [sizes, rows, positions]
   Napi::Value Write(const Napi::CallbackInfo& info);         // (dst, src, axis, offset)
   void write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::Value src, int64_t axis, int64_t offset);
 

@@ -245,6 +245,28 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
   });
 }
 
+// (ids, groups) -> [sizes, rows, positions]
+Napi::Value NativeDevice::GroupRows(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    require_open(env);
+    TensorPtr ids = NativeTensor::Get(info[0], "ids");
+    const GroupRowsParams p = check_group_rows(*ids, read_int(info[1], "groups", 1, INT32_MAX));
+    TensorPtr sizes = make_tensor({p.groups}, DType::Int32, allocator_of(backend_));
+    TensorPtr rows = make_tensor({p.rows * p.k}, DType::Int32, allocator_of(backend_));
+    TensorPtr positions = make_tensor(ids->shape, DType::Int32, allocator_of(backend_));
+    sizes->event = rows->event = positions->event =
+        submit(env, double(ids->numel()), {ids->ready_event()}, [ids, p, sizes, rows, positions](Backend& b, Completion done) {
+          return b.group_rows(*ids, p, *sizes, *rows, *positions, std::move(done));
+        });
+    Napi::Array out = Napi::Array::New(env, 3);
+    out.Set(uint32_t(0), NativeTensor::Wrap(env, sizes));
+    out.Set(uint32_t(1), NativeTensor::Wrap(env, rows));
+    out.Set(uint32_t(2), NativeTensor::Wrap(env, positions));
+    return out;
+  });
+}
+
 // (kind, x | tensors[], ...): 'transpose' (x, perm[]), 'slice' (x, axis, start, end),
 // 'concat' (tensors[], axis).
 Napi::Value NativeDevice::Layout(const Napi::CallbackInfo& info) {

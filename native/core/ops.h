@@ -189,11 +189,21 @@ struct GroupedLinearParams {
 GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
                                          std::optional<DType> out_dtype);
 
+// groupRows: the entries of ids [T, k] (or [T]: k = 1), int32 in [0, groups), stably sorted by
+// value (a counting sort): sizes [groups] (entries per value), rows [T * k] (the row t of ids of
+// each entry in sorted order), positions (ids' shape: where each entry went). What a mixture of
+// experts needs to run its tokens grouped by expert (groupedLinear) and put them back.
+struct GroupRowsParams {
+  int64_t rows = 0, k = 1, groups = 0;
+};
+GroupRowsParams check_group_rows(const Tensor& ids, int64_t groups);
+
 // What embedding and groupedLinear read when they run, checked on the host (E_ARG with the
 // messages of the Metal kernels' status): by the cpu kernels and by the host step of an op with
 // nothing for a kernel to do. An id outside [0, V); a group size < 0 or sizes not adding up to T.
 void check_embedding_ids(const Tensor& ids, const EmbeddingParams& p);
 void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p);
+void check_group_ids(const Tensor& ids, const GroupRowsParams& p);  // groupRows: ids in [0, groups)
 
 // ---- Empty dimensions (README "The ops of a model"). A dimension may be 0 anywhere. An op whose
 // output has no elements runs no kernel on any backend: the addon queues a host step in its place,

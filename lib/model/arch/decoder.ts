@@ -1,6 +1,6 @@
 // One forward pass of the llama family (llama, mistral, qwen2 with qkv biases, qwen3 with q/k
 // norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
-// read back except the router's choices of a mixture-of-experts layer.
+// read back.
 import type { Device } from '../../device';
 import { handleOf, type Tensor } from '../../tensor';
 import type { Activations } from '../../types';
@@ -85,7 +85,7 @@ export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, al
       const h = s.keep(dev.rmsNorm(x, w.attnNorm, { eps: config.eps }));
       const r = s.keep(dev.add(x, attentionBlock(c, s, w, h, cache, l, at)));
       const m = s.keep(dev.rmsNorm(r, w.ffnNorm, { eps: config.eps }));
-      const f = w.router ? await expertsForward(c, s, w, m) : mlp(c, s, w, m);
+      const f = w.router ? expertsForward(c, s, w, m) : mlp(c, s, w, m);
       const y = dev.add(r, f);
       s.dispose();
       const input = x;
