@@ -1,8 +1,9 @@
 // linear's opt-in `activations: 'int8'`: x quantized per block of 32 and multiplied by the weights'
 // integer codes. Checked against a float64 reference built from the documented rule
-// (helpers/int8-activations.ts: y = w . x', x' the quantized x); where the cpu backend has integer kernels (x86-64 with AVX2, which
-// every x64 machine this runs on has, and arm64) the result must be that one and differ from the float path,
-// elsewhere (and for the rows and formats the kernels do not take) it is the float path's.
+// (helpers/int8-activations.ts: y = w . x', x' the quantized x). Where the cpu backend has integer
+// kernels (x86-64 with AVX2, which every x64 machine this runs on has, and arm64) the result must be
+// that one and differ from the float path; elsewhere, and for the rows and formats the kernels do
+// not take, it is the float path's.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device, type Format, type QuantizedTensor } from '../lib/index';
 import { expectClose, randn } from './helpers/compare';
