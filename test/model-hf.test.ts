@@ -12,7 +12,8 @@ import { loadModel, open, readGgufInfo, tokenizerFromGgufMetadata, tokenizerFrom
 import { referenceLogits } from './helpers/decoder-ref';
 import { hfConfig, writeHfFolder, type HfFolderOptions } from './helpers/hf-folder';
 import { hfTokenizerJson, type HfTokenizerLayout } from './helpers/hf-tokenizer';
-import { EDGE_CASES, randomStrings, rng } from './helpers/tokenizer-strings';
+import { rng } from './helpers/compare';
+import { EDGE_CASES, randomStrings } from './helpers/tokenizer-strings';
 import { BPE_USER_DEFINED, bpeVocabulary, spmVocabulary, writeTokenizerGguf } from './helpers/tokenizer-vocab';
 
 type Arch = SyntheticModelSpec['arch'];
