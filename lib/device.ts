@@ -13,7 +13,7 @@ import * as softmaxOp from './ops/softmax';
 import type { NativeDeviceHandle, NativeQTensorHandle, NativeTensorHandle } from './native';
 import { QuantizedTensor, Tensor, handleOf, type TensorOwner } from './tensor';
 import type {
-  AnyDType, AttentionOptions, DType, DeviceInfo, FloatDType, FromQuantizedOptions, GeluOptions, GroupedLinearOptions, LinearOptions,
+  AnyDType, AttentionOptions, DType, DeviceInfo, FloatDType, FromQuantizedOptions, GeluOptions, SwigluOptions, GroupedLinearOptions, LinearOptions,
   NormOptions, QuantizeOptions, RopeOptions, SampleOptions, SliceOptions, TypedData, WriteOptions,
 } from './types';
 import { DTYPES, checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from './validate';
@@ -186,7 +186,7 @@ export class Device implements TensorOwner {
 
   /** FlashAttention, queued: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
   attention(q: Tensor, k: Operand, v: Operand, options?: AttentionOptions): Tensor {
-    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask', 'layout']);
+    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask', 'layout', 'sinks']);
     if (opts.scale !== undefined && (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale))) {
       throw new TensorOpsError('E_ARG', `options.scale must be a finite number; got ${describe(opts.scale)}`);
     }
@@ -212,8 +212,9 @@ export class Device implements TensorOwner {
     const kh = operandHandle(k, 'k');
     const vh = operandHandle(v, 'v');
     const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
+    const sinks = opts.sinks === undefined ? null : tensorHandle(opts.sinks, 'options.sinks');
     const scale = (opts.scale as number | undefined) ?? null;
-    return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)));
+    return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask, sinks)));
   }
 
   // ---- The op set a model needs (docs/design/API.md): lib/ops/ validates, the addon queues.
@@ -238,9 +239,12 @@ export class Device implements TensorOwner {
     return this.#wrap(this.#op(() => elementwise.gelu(this.#native, x, options)));
   }
 
-  /** silu(gate) * up with broadcasting (the SwiGLU MLP's activation), queued. */
-  swiglu(gate: Tensor, up: Tensor): Tensor {
-    return this.#wrap(this.#op(() => elementwise.binary(this.#native, 'swiglu', gate, up)));
+  /**
+   * silu(gate) * up with broadcasting (the SwiGLU MLP's activation), queued; with `{ alpha, limit }`
+   * gpt-oss's form: min(gate, limit) * sigmoid(alpha * min(gate, limit)) * (clamp(up, -limit, limit) + 1).
+   */
+  swiglu(gate: Tensor, up: Tensor, options?: SwigluOptions): Tensor {
+    return this.#wrap(this.#op(() => elementwise.swiglu(this.#native, gate, up, options)));
   }
 
   /** x / sqrt(mean(x^2) + eps) * weight over the last axis (weight [D] or null), queued. */

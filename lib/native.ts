@@ -76,11 +76,13 @@ export interface NativeDeviceHandle {
   matmul(a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
   attention(
     q: Operand, k: Operand, v: Operand, scale: number | null, causal: boolean,
-    mask: NativeTensorHandle | null,
+    mask: NativeTensorHandle | null, sinks: NativeTensorHandle | null,
   ): NativeTensorHandle;
   // The model ops (lib/ops/).
   unary(op: 'silu' | 'gelu' | 'gelu_tanh', x: NativeTensorHandle): NativeTensorHandle;
-  binary(op: 'add' | 'mul' | 'swiglu', a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
+  binary(
+    op: 'add' | 'mul' | 'swiglu' | 'swiglu_oai', a: NativeTensorHandle, b: NativeTensorHandle, alpha?: number, limit?: number,
+  ): NativeTensorHandle;
   norm(
     layer: boolean, x: NativeTensorHandle, weight: NativeTensorHandle | null, bias: NativeTensorHandle | null,
     eps: number,

@@ -98,6 +98,17 @@ export interface GeluOptions {
   approximate?: 'none' | 'tanh';
 }
 
+/**
+ * swiglu's gpt-oss form (llama.cpp's swiglu_oai): with `alpha`, g = min(gate, limit),
+ * u = clamp(up, -limit, limit), out = g * sigmoid(alpha * g) * (u + 1). gpt-oss: alpha 1.702, limit 7.
+ */
+export interface SwigluOptions {
+  /** A finite number > 0; given, swiglu takes the gpt-oss form. */
+  alpha?: number;
+  /** > 0 (default Infinity: no clamp); only with alpha. */
+  limit?: number;
+}
+
 /** rmsNorm / layerNorm: eps added to the variance (default 1e-5). */
 export interface NormOptions {
   eps?: number;
@@ -159,6 +170,12 @@ export interface AttentionOptions {
   causal?: boolean;
   /** bool tensor (true = attend) or additive float tensor, broadcastable to [B, Hq, Lq, Lk]. */
   mask?: import('./tensor').Tensor;
+  /**
+   * Attention sinks (gpt-oss): float32 [Hq], a learned logit per query head that joins each row's
+   * softmax denominator with no value, in the scaled-score domain. NaN (or +Infinity) makes the
+   * head's rows NaN; -Infinity is no sink; a row that sees no key is still zeros.
+   */
+  sinks?: import('./tensor').Tensor;
   /**
    * 'bhld' (default): q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D], output likewise; 'blhd': [B, L, H, D]
    * throughout (a projection's output reshaped), dense k and v only.

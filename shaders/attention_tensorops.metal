@@ -113,6 +113,7 @@ template <typename T, typename Out, int KV, int D>
     device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
     device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
     ushort sg [[simdgroup_index_in_threadgroup]]) {
@@ -265,8 +266,11 @@ template <typename T, typename Out, int KV, int D>
     }
   }
 
-  // o = O / l; a row that saw no key (l = 0) is zeros. Rows past Lq are never stored.
-  attn_tops_rows_to_threadgroup(cL, &rowf[sg][0], true);
+  // o = O / l, with the sink joined once; a row that saw no key (l = 0) is zeros. Rows past Lq are
+  // never stored.
+  for (int r = 0; r < cL.get_capacity(); ++r)
+    if (cL.is_valid_element(r)) cL[r] = attn_out_scale(p, sinks, h, cM[r], cL[r]);
+  attn_tops_rows_to_threadgroup(cL, &rowf[sg][0], false);
   simdgroup_barrier(mem_flags::mem_threadgroup);
   attn_tops_store(cO0, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), 0u, uint(D), &rowf[sg][0]);
   if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);

@@ -174,13 +174,16 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     }
     const bool causal = info[4].ToBoolean().Value();
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
-    AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
+    TensorPtr sinks = is_absent(info[6]) ? nullptr : NativeTensor::Get(info[6], "sinks");
+    AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get(), sinks.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
-    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr},
-                      on_host_if(o->numel() == 0 || p.Lk == 0, [q, k, v, mask, p, o](Backend& b, Completion done) {
+    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr,
+                                  sinks ? sinks->ready_event() : nullptr},
+                      on_host_if(o->numel() == 0 || p.Lk == 0, [q, k, v, mask, sinks, p, o](Backend& b, Completion done) {
                         AttentionParams run = p;
                         run.mask = mask.get();
+                        run.sinks = sinks.get();
                         return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
                       }));
     return wrap_tensor(env, o);

@@ -74,10 +74,14 @@ Napi::Value NativeDevice::Binary(const Napi::CallbackInfo& info) {
     if (name == "add") op = BinaryOp::Add;
     else if (name == "mul") op = BinaryOp::Mul;
     else if (name == "swiglu") op = BinaryOp::Swiglu;
-    else throw_error(env, code::Arg, "op must be 'add', 'mul' or 'swiglu'; got " + describe_value(info[0]));
-    TensorPtr a = NativeTensor::Get(info[1], name == "swiglu" ? "gate" : "a");
-    TensorPtr b = NativeTensor::Get(info[2], name == "swiglu" ? "up" : "b");
-    ElementwiseParams p = check_binary(name.c_str(), *a, *b);
+    else if (name == "swiglu_oai") op = BinaryOp::SwigluOai;
+    else throw_error(env, code::Arg, "op must be 'add', 'mul', 'swiglu' or 'swiglu_oai'; got " + describe_value(info[0]));
+    const bool gated = op == BinaryOp::Swiglu || op == BinaryOp::SwigluOai;
+    TensorPtr a = NativeTensor::Get(info[1], gated ? "gate" : "a");
+    TensorPtr b = NativeTensor::Get(info[2], gated ? "up" : "b");
+    ElementwiseParams p = op == BinaryOp::SwigluOai
+                              ? check_swiglu_oai(*a, *b, read_number(info[3], "alpha"), read_number(info[4], "limit"))
+                              : check_binary(name.c_str(), *a, *b);
     TensorPtr out = make_tensor(p.bc.out_shape, p.out_dtype, allocator_of(backend_));
     out->event = submit(env, double(out->numel()), {a->ready_event(), b->ready_event()},
                         on_host_if(out->numel() == 0, [op, a, b, p, out](Backend& be, Completion done) {

@@ -20,7 +20,7 @@ namespace {
 // no padding, the sizes the MSL side sees.
 static_assert(sizeof(MxQuantizeParams) == 16, "MxQuantizeParams layout");
 static_assert(sizeof(QLinearParams) == 32, "QLinearParams layout");
-static_assert(sizeof(AttentionKernelParams) == 72, "AttentionKernelParams layout");
+static_assert(sizeof(AttentionKernelParams) == 76, "AttentionKernelParams layout");
 static_assert(sizeof(MatmulKernelParams) == 16, "MatmulKernelParams layout");
 
 template <class P>
@@ -112,6 +112,7 @@ const char* arg_name(Arg a) {
     case Arg::Status: return "status";
     case Arg::GroupSizes: return "group_sizes";
     case Arg::GroupSlots: return "group_slots";
+    case Arg::Sinks: return "sinks";
   }
   return "?";
 }
@@ -347,6 +348,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
   kp.scale_log2 = p.scale * 1.44269504088896340736f;
   kp.causal = p.causal ? 1 : 0;
   kp.mask_kind = mask_kind;
+  kp.has_sinks = p.sinks ? 1 : 0;
   for (int i = 0; i < 4; ++i) {
     check_i32("mask stride", p.mask_stride[i]);
     kp.mask_stride[i] = int32_t(p.mask_stride[i]);
@@ -372,6 +374,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
   const Arg k_scales = kv_quantized ? Arg::KScales : Arg::Unused;
   const Arg v_scales = kv_quantized ? Arg::VScales : Arg::Unused;
   const Arg mask = p.mask ? Arg::Mask : Arg::Unused;
+  const Arg sinks = p.sinks ? Arg::Sinks : Arg::Unused;  // joined once, where o is normalised
 
   if (p.Lq > ATTN_DECODE_MAX_LQ) {
     kp.rows = 0;
@@ -392,7 +395,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     d.buffers = {{ATTN_BUFFER_Q, Arg::Q},         {ATTN_BUFFER_K, Arg::K},
                  {ATTN_BUFFER_V, Arg::V},         {ATTN_BUFFER_K_SCALES, k_scales},
                  {ATTN_BUFFER_V_SCALES, v_scales}, {ATTN_BUFFER_MASK, mask},
-                 {ATTN_BUFFER_O, Arg::O},         {ATTN_BUFFER_PARAMS, Arg::Params}};
+                 {ATTN_BUFFER_O, Arg::O},         {ATTN_BUFFER_PARAMS, Arg::Params},
+                 {ATTN_BUFFER_SINKS, sinks}};
     d.params = bytes_of(kp);
     out.passes.push_back(std::move(d));
     return out;
@@ -431,7 +435,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
                {ATTN_BUFFER_O, split ? Arg::Unused : Arg::O},
                {ATTN_BUFFER_PARTIAL_O, split ? Arg::PartialO : Arg::Unused},
                {ATTN_BUFFER_PARTIAL_ML, split ? Arg::PartialML : Arg::Unused},
-               {ATTN_BUFFER_PARAMS, Arg::Params}};
+               {ATTN_BUFFER_PARAMS, Arg::Params},
+               {ATTN_BUFFER_SINKS, split ? Arg::Unused : sinks}};  // split: the merge adds the sink
   d.params = bytes_of(kp);
   out.passes.push_back(std::move(d));
   if (split) {
@@ -445,7 +450,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     m.buffers = {{ATTN_BUFFER_PARTIAL_O, Arg::PartialO},
                  {ATTN_BUFFER_PARTIAL_ML, Arg::PartialML},
                  {ATTN_BUFFER_O, Arg::O},
-                 {ATTN_BUFFER_PARAMS, Arg::Params}};
+                 {ATTN_BUFFER_PARAMS, Arg::Params},
+                 {ATTN_BUFFER_SINKS, sinks}};
     m.params = bytes_of(kp);
     out.passes.push_back(std::move(m));
   }

@@ -56,9 +56,10 @@ enum class Arg : uint8_t {
   Status,      // int32: what a kernel found wrong with its input (it cannot throw); host-read
   GroupSizes,  // groupedLinear's int32 group sizes [E]
   GroupSlots,  // groupedLinear's scratch: the non-empty groups, written by its first pass
+  Sinks,       // attention sinks, float32 [Hq] (plan_attention)
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::GroupSlots) + 1;
+constexpr size_t kArgCount = size_t(Arg::Sinks) + 1;
 const char* arg_name(Arg a);
 
 struct BufferSlot {

@@ -26,7 +26,8 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   ArgTable args;
   using plan::Arg;
   bool bound = args.bind(Arg::Q, q.dense->buffer.get()) && args.bind(Arg::O, o.buffer.get()) &&
-               (!p.mask || args.bind(Arg::Mask, p.mask->buffer.get()));
+               (!p.mask || args.bind(Arg::Mask, p.mask->buffer.get())) &&
+               (!p.sinks || args.bind(Arg::Sinks, p.sinks->buffer.get()));
   if (kv_quantized) {
     bound = bound && args.bind(Arg::K, k.quant->codes.get()) && args.bind(Arg::KScales, k.quant->scales.get()) &&
             args.bind(Arg::V, v.quant->codes.get()) && args.bind(Arg::VScales, v.quant->scales.get());

@@ -27,7 +27,7 @@ bool binary(MetalContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, co
             Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_binary(op, a.dtype, b.dtype, out.dtype, p.bc, ctx.tier);
+    d = plan::plan_binary(op, a.dtype, b.dtype, out.dtype, p.bc, ctx.tier, p.alpha, p.limit);
   } catch (const Error&) {
     return false;  // more merged dimensions than the kernel takes, or a size past 32 bits
   }

@@ -155,6 +155,19 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     }
   });
 
+  it('attention sinks (gpt-oss): one logit per head joined once where o is normalised, in one-pass decode, split decode + merge (not per split), simdgroup and tensorops prefill; NaN/-inf/+inf sinks; rows that see no key stay zeros', () => {
+    const sinks = [...group('attention/'), ...group('attention-tensorops/')].filter((c) => /\/sinks(_nonfinite)?$/.test(c.name));
+    expect(failures(sinks)).toEqual([]);
+    const has = (pred: (c: CaseResult) => boolean, what: string) => expect(sinks.some(pred), what).toBe(true);
+    has((c) => c.name.startsWith('attention/decode/') && !c.kernel?.includes('+'), 'one-pass decode');
+    has((c) => /^attention(-tensorops)?\/decode\//.test(c.name) && /\+attention_merge_/.test(c.kernel ?? ''), 'split decode');
+    has((c) => c.name.startsWith('attention/prefill/'), 'simdgroup prefill');
+    has((c) => c.name.startsWith('attention-tensorops/prefill/'), 'tensorops prefill');
+    has((c) => c.name.endsWith('/sinks_nonfinite') && c.name.startsWith('attention/prefill/'), 'non-finite sinks, simdgroup prefill');
+    has((c) => c.name.endsWith('/sinks_nonfinite') && /\+attention_merge_/.test(c.kernel ?? ''), 'non-finite sinks, split decode');
+    expect(Math.max(...sinks.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
   it('attention outputs in float16 and bfloat16 (q\'s dtype, rounded once by the kernel that stores o): one-pass decode, split decode + merge, prefill, on both tiers', () => {
     const cases = [...group('attention/'), ...group('attention-tensorops/')];
     for (const dtype of ['f16', 'bf16']) {
@@ -235,7 +248,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
   const dtypes = ['f32', 'f16', 'bf16'];
   const worst = (cases: CaseResult[]) => Math.max(...cases.map((c) => c.worst_ratio));
 
-  it('elementwise: silu, gelu, gelu_tanh of every dtype; add, mul, swiglu of every dtype pair (float32 out for mixed), contiguous, repeated and strided broadcasts, data with 0, -0, +-1e30, +-inf, NaN: add and mul bit-exact, the others within 1e-6 (1 + |ref|) (+1 ulp for 16-bit outputs)', () => {
+  it('elementwise: silu, gelu, gelu_tanh of every dtype; add, mul, swiglu, swiglu_oai (alpha 1.702, limit 7) of every dtype pair (float32 out for mixed), contiguous, repeated and strided broadcasts, data with 0, -0, +-1e30, +-inf, NaN: add and mul bit-exact, the others within 1e-6 (1 + |ref|) (+1 ulp for 16-bit outputs)', () => {
     const cases = group('elementwise/');
     expect(failures(cases)).toEqual([]);
     expect(failures(group('plan/elementwise'))).toEqual([]);
@@ -246,7 +259,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         for (const c of mine) expect(c.kernel).toBe(`elementwise_unary_${dt}`);
       }
     }
-    for (const op of ['add', 'mul', 'swiglu']) {
+    for (const op of ['add', 'mul', 'swiglu', 'swiglu_oai']) {
       for (const a of dtypes) {
         for (const b of dtypes) {
           const mine = cases.filter((c) => c.name.startsWith(`elementwise/binary/${op}/${a}.${b}/`));

@@ -79,6 +79,11 @@ std::vector<Case> attention_tensorops_cases() {
   add({2, 2, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv});  // decode: split
   add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
   add({2, 2, 2, 33, 300, 256, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
+  // Attention sinks (attention_case.h), joined once where o is normalised.
+  add({1, 4, 2, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 1});
+  add({1, 2, 1, 129, 33, 128, f16, KV::Dense, true, MaskKind::Bool, {}, 0, 1});  // rows with no key
+  add({1, 4, 2, 1, 300, 64, bf16, KV::Dense, false, MaskKind::None, {}, 0, 1});  // decode: split
+  add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
   return cases;
 }
 
