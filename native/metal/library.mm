@@ -34,6 +34,26 @@ bool language_version_usable(MslVersion v, std::string* why) {
   return true;  // up to 3.1: our deployment target (macOS 14) has it
 }
 
+// IEEE 754 arithmetic and precise math functions. The kernels need both: docs/design/API.md's NaN
+// and infinity rules (NaN through attention and norms, softmax rows of -inf, silu(-inf) = -0) and
+// attention's -0 marker for hidden keys rule out MTLMathModeFast (no NaN, no infinities) and
+// MTLMathModeRelaxed (it keeps NaN and infinities but may drop the sign of zero and reassociate).
+// mathMode and mathFloatingPointFunctions (whose default is Fast) replace fastMathEnabled, which
+// macOS 15 deprecates; below macOS 15 only fastMathEnabled exists, and NO there means both.
+void set_safe_math(MTLCompileOptions* options) {
+  if (@available(macOS 15.0, *)) {
+    options.mathMode = MTLMathModeSafe;
+    options.mathFloatingPointFunctions = MTLMathFloatingPointFunctionsPrecise;
+  } else {
+    // Unreachable at a deployment target of macOS 15 or later, where the deprecation would
+    // otherwise be an error (-Werror); check:metal compiles this file at macOS 14.0 and 27.0.
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    options.fastMathEnabled = NO;
+#pragma clang diagnostic pop
+  }
+}
+
 MTLDataType data_type(ConstantType t) {
   switch (t) {
     case ConstantType::Bool: return MTLDataTypeBool;
@@ -69,7 +89,7 @@ id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, 
   @autoreleasepool {
     MTLCompileOptions* options = [MTLCompileOptions new];
     options.languageVersion = language_version(version);
-    options.fastMathEnabled = NO;  // deprecated from macOS 15 in favour of mathMode; same effect
+    set_safe_math(options);
     NSError* err = nil;
     id<MTLLibrary> library = [device newLibraryWithSource:to_ns(source) options:options error:&err];
     if (!library) *error = error_text(err, "newLibraryWithSource:options:error: returned nil");
