@@ -345,6 +345,23 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(failures(r.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
   });
 
+  // Apple's header says both "C = A*B + C" and mode::multiply: each kernel zeroes its cooperative
+  // destination and accumulates, so it is right under either reading of mode::multiply.
+  variants('tensorops: every matmul2d kernel is right when mode::multiply adds to its destination too (MTOH_MULTIPLY_ACCUMULATES=1)', () => {
+    const r = runDriver(['--filter', 'linear-tensorops/mxfp4/,linear-tensorops/affine4,matmul-tensorops/,linear-tensorops-mx/,' +
+      'attention-tensorops/prefill/f32/dense/d80/,attention-tensorops/prefill/f16/mxfp8/'], { MTOH_MULTIPLY_ACCUMULATES: '1' });
+    for (const prefix of ['linear-tensorops/', 'matmul-tensorops/', 'linear-tensorops-mx/', 'attention-tensorops/prefill/']) {
+      expect(r.cases.filter((c) => c.name.startsWith(prefix)).length, prefix).toBeGreaterThan(4);
+    }
+    expect(failures(r.cases), 'MTOH_MULTIPLY_ACCUMULATES=1').toEqual([]);
+    // The kernel as it was (mode::multiply into a destination never zeroed) passed only under the
+    // other reading; its planted fault fails under this one.
+    const old = (faults as Fault[]).find((f) => f.name === 'matmul_tops_multiply_unzeroed')!;
+    const before = runDriver(['--variant', old.name, '--filter', old.filter]);
+    expect(before.cases.length).toBeGreaterThan(0);
+    expect(failures(before.cases)).toEqual([]);
+  });
+
   it('tensorops attention: prefill through matmul2d (every head dim, every Lq > 8 and Lk of the edge set), decode through the vector kernel, every option, against the cpu backend', () => {
     const cases = group('attention-tensorops/');
     expect(failures(cases)).toEqual([]);

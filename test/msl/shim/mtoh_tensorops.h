@@ -8,7 +8,8 @@
 //     right k x n: tensor extents (n, k), or (k, n) with transpose_right
 //     destination m x n: tensor extents (n, m), or a cooperative tensor
 //   Every element inside the operands' extents is computed (float accumulation); with
-//   mode::multiply_accumulate it is added to the destination. Cooperative-destination elements
+//   mode::multiply_accumulate it is added to the destination (with mode::multiply too under
+//   MTOH_MULTIPLY_ACCUMULATES=1: the header's "C = A*B + C" reading). Cooperative-destination elements
 //   outside the operands' extents are undefined (NaN here). Tensor destinations are written only
 //   inside their extents.
 //
@@ -227,7 +228,7 @@ class matmul2d {
         for (int k = 0; k < K; ++k) acc += A(m, k) * B(k, n);
         return acc;
       };
-      constexpr bool acc_mode = D.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate;
+      const bool acc_mode = D.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate || multiply_accumulates();
       if constexpr (is_coop<DT>::value) {
         static_assert(DT::layout::rank == 2 && DT::layout::rows == D.m && DT::layout::cols == D.n,
                       "matmul2d::run: the destination must be this op's destination cooperative tensor");
