@@ -29,6 +29,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { embeddedHeader } from './embed-shaders.mjs';
+import { embeddedMslSources } from './msl-sources.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const metalDir = join(root, 'native', 'metal');
@@ -73,15 +74,11 @@ function clangArgs(file, generatedDir, macos) {
 
 function extractMsl(outDir) {
   mkdirSync(outDir, { recursive: true });
-  const marker = /\/\/ msl-source: (\w+) std=(metal\d+\.\d+)\n(?:\/\/[^\n]*\n)*[^\n]*R"msl\(([\s\S]*?)\)msl"/g;
   const manifest = [];
-  for (const name of readdirSync(metalDir).filter((f) => /\.(h|mm)$/.test(f)).sort()) {
-    const text = readFileSync(join(metalDir, name), 'utf8');
-    for (const m of text.matchAll(marker)) {
-      const file = `${m[1]}.metal`;
-      writeFileSync(join(outDir, file), m[3].replace(/^\n/, ''));
-      manifest.push({ name: m[1], std: m[2], file, from: `native/metal/${name}` });
-    }
+  for (const m of embeddedMslSources()) {
+    const file = `${m.name}.metal`;
+    writeFileSync(join(outDir, file), m.text);
+    manifest.push({ name: m.name, std: m.std, file, from: m.from });
   }
   writeFileSync(join(outDir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   for (const e of manifest) console.log(`${e.file}  (-std=${e.std}, from ${e.from})`);

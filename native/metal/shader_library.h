@@ -51,6 +51,7 @@ class ShaderLibraries {
   ShaderLibraries(id<MTLDevice> device, const Capabilities& caps);
 
   id<MTLDevice> device_;
+  OsVersion os_;  // the running macOS: which MSL versions exist (library.h compile_library)
   PipelineArchive archive_;
   std::mutex mu_;
   // The library of `stem` (compiled now when `compile`, else null while it is not made yet).

@@ -67,7 +67,7 @@ ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabil
 }
 
 ShaderLibraries::ShaderLibraries(id<MTLDevice> device, const Capabilities& caps)
-    : device_(device), archive_(device, default_archive_path(caps)) {}
+    : device_(device), os_(caps.os), archive_(device, default_archive_path(caps)) {}
 
 PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -80,7 +80,7 @@ PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
   std::string error;
   const MslVersion version = library_msl_version(stem);
   id<MTLLibrary> library = load_precompiled(device_, stem);
-  if (!library) library = compile_library(device_, library_source(stem), version, &error);
+  if (!library) library = compile_library(device_, library_source(stem), version, os_, &error);
   if (!library) {
     const std::string message = "compiling the Metal library shaders/" + stem + ".metal (MSL " +
                                 std::to_string(version.major) + "." + std::to_string(version.minor) +
