@@ -51,14 +51,31 @@ function toTypedData(data: unknown, dtype: AnyDType): TypedData {
  * with it), and the device stays usable.
  */
 export class Device implements TensorOwner {
-  readonly info: Readonly<DeviceInfo>;
+  #info: Readonly<DeviceInfo>;
   readonly #native: NativeDeviceHandle;
   #closing: Promise<void> | undefined;
 
   /** @internal Use open(). */
   constructor(native: NativeDeviceHandle, info: DeviceInfo) {
     this.#native = native;
-    this.info = Object.freeze({ ...info });
+    this.#info = Object.freeze({ ...info });
+  }
+
+  /**
+   * What open() chose and why (DeviceInfo). The same object until the metal backend finds a
+   * shader library it cannot use (`fallbacks` grows as ops first need each library); then a new
+   * one with the longer list.
+   */
+  get info(): Readonly<DeviceInfo> {
+    if (this.#closing) return this.#info;
+    const fallbacks = this.#native.fallbacks();
+    if (fallbacks.length !== (this.#info.fallbacks?.length ?? 0)) {
+      this.#info = Object.freeze({
+        ...this.#info,
+        fallbacks: Object.freeze(fallbacks.map((f) => Object.freeze({ library: f.library, reason: f.reason }))),
+      });
+    }
+    return this.#info;
   }
 
   /** True once close() was called. */

@@ -57,6 +57,8 @@ export interface NativeBufferStats {
 
 export interface NativeDeviceHandle {
   info(): import('./backend').NativeInfo;
+  /** dev.info.fallbacks as it is now (the backend finds unusable shader libraries as ops need them). */
+  fallbacks(): import('./types').LibraryFallback[];
   /** Drops the backends (threads joined when idle); later calls throw E_DISPOSED. */
   close(): void;
   /** undefined when every queued op ran, else a Promise resolved then. */

@@ -48,6 +48,21 @@ export interface DeviceInfo {
   threads?: number;
   /** Why a faster backend or tier was not used, when one was asked for or could exist. */
   fallbackReason?: string;
+  /**
+   * metal: shader libraries this GPU could not use (one failed to compile, or a pipeline of it
+   * could not be made), each with Metal's message. The ops that would have used one run on the
+   * next tier's kernels (tensorops-mx, tensorops, simdgroup), or on the cpu backend below those.
+   * Found as ops first need each library, so it can grow after open(); absent while empty.
+   */
+  fallbacks?: readonly LibraryFallback[];
+}
+
+/** A shader library the metal backend stopped using (DeviceInfo.fallbacks). */
+export interface LibraryFallback {
+  /** The shader file's stem: 'attention_tensorops' for shaders/attention_tensorops.metal. */
+  library: string;
+  /** Metal's message: the compiler's error, or why the pipeline could not be made. */
+  reason: string;
 }
 
 export interface OpenOptions {

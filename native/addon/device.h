@@ -33,6 +33,8 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
  private:
   // device.cc
   Napi::Value Info(const Napi::CallbackInfo& info);
+  // dev.info.fallbacks as it is now: the backend finds unusable libraries as ops need them.
+  Napi::Value Fallbacks(const Napi::CallbackInfo& info);
   Napi::Value BufferStats(const Napi::CallbackInfo& info);  // internal (tests): pool counters or null
   Napi::Value Tensor(const Napi::CallbackInfo& info);        // (data, shape, dtype)
   Napi::Value FromQuantized(const Napi::CallbackInfo& info); // (format, shape, block, codes, scales, biases?)

@@ -11,6 +11,7 @@
 
 #include "buffer_pool.h"
 #include "capabilities.h"
+#include "library_fallback.h"
 #include "ops.h"
 #include "tensor.h"
 #include "tiers.h"
@@ -47,6 +48,10 @@ struct BackendInfo {
   bool unified_memory = false;
   uint64_t recommended_working_set = 0;
   int threads = 0;              // cpu threads the host-side kernels use
+  // Shader libraries this device stopped using (core/library_fallback.h): they failed to compile
+  // or make a pipeline, so the ops planned into them run one tier lower or on the cpu backend.
+  // Found as ops first need them, so the list grows.
+  std::vector<LibraryFallback> fallbacks;
 };
 
 class Backend {

@@ -356,10 +356,11 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
 
   AttentionPlan out;
   const std::string tail = std::string(suffix) + "_" + kv + "_d" + std::to_string(D);
-  // The tensorops tiers run prefill with matmul2d (library "attention_tensorops", MSL 4.0/4.1; on
-  // tensorops-mx the same kernel, whose P V product then takes the scores directly) and decode
-  // and its merge with the vector kernels of library "attention": bound by memory bandwidth, not
-  // by the matrix units. Both libraries are compiled for the requested tier.
+  // The tensorops tiers run prefill with matmul2d (library "attention_tensorops", MSL 4.0, P
+  // through threadgroup memory; on tensorops-mx "attention_tensorops_mx", MSL 4.1, the same kernel
+  // whose P V product takes the scores as a cooperative left input where the layouts allow) and
+  // decode and its merge with the vector kernels of library "attention": bound by memory
+  // bandwidth, not by the matrix units.
   const bool tops = tier == Tier::TensorOps || tier == Tier::TensorOpsMx;
   auto base = [&](const std::string& kernel) {
     Dispatch d;
@@ -385,7 +386,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     d.threadgroups[0] = ceil_div(p.Lq, ATTN_PREFILL_BQ);
     d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
     if (tops) {
-      d.library = "attention_tensorops";
+      d.library = tier == Tier::TensorOpsMx ? "attention_tensorops_mx" : "attention_tensorops";
       d.kernel = "attention_tensorops_prefill_" + tail;
       d.threadgroups[0] = ceil_div(p.Lq, ATTN_TOPS_SIMDGROUPS * ATTN_TOPS_SG_ROWS);
       d.threads_per_threadgroup[0] = 32 * ATTN_TOPS_SIMDGROUPS;

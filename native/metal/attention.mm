@@ -19,7 +19,9 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   const DType mask_dtype = p.mask ? p.mask->dtype : DType::Bool;
   plan::AttentionPlan plan;
   try {
-    plan = plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, ctx.tier);
+    plan = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, t);
+    });
   } catch (const Error&) {
     return false;  // head dim or dtype without a kernel: the cpu backend runs it
   }

@@ -356,9 +356,11 @@ CaseResult plan_rules() {
     const auto pp = plan::plan_attention(params(2, 2, 33, 64, 80), DType::Float16, DType::Float16, false,
                                          Format::MXFP8_E4M3, DType::Bool, tier);
     const auto& d = pp.passes[0];
+    // tensorops-mx: the library whose P V product takes P as a cooperative left input (macOS 27).
+    const char* library = tier == mto::Tier::TensorOpsMx ? "attention_tensorops_mx" : "attention_tensorops";
     if (pp.passes.size() != 1 || d.kernel != "attention_tensorops_prefill_f16_dense_d80" ||
-        d.library != "attention_tensorops" || d.tier != tier || !d.fallback_reason.empty())
-      return fail("prefill on " + tn + " should run the tensorops kernel, got " + d.library + "/" + d.kernel);
+        d.library != library || d.tier != tier || !d.fallback_reason.empty())
+      return fail("prefill on " + tn + " should run the kernel of " + library + ", got " + d.library + "/" + d.kernel);
     if (d.threadgroups[0] != 2 || d.threadgroups[1] != 2 || d.threads_per_threadgroup[0] != 64)
       return fail("tensorops prefill: 33 rows should be 2 threadgroups of 2 SIMD-groups x 16 rows");
   }
