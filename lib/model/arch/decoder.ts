@@ -2,7 +2,7 @@
 // norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
 // read back except the router's choices of a mixture-of-experts layer.
 import type { Device } from '../../device';
-import { handleOf, type Tensor } from '../../tensor';
+import { handleOf, natives, type Tensor } from '../../tensor';
 import type { ModelConfig } from '../config';
 import type { KVCache } from '../kv-cache';
 import type { LayerWeights, ModelWeights } from '../weights';
@@ -101,5 +101,5 @@ export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, al
 
 /** Resolves once the op writing t has run (rejects with its failure). */
 function readyOf(t: Tensor): Promise<void> {
-  return Promise.resolve(t[handleOf].whenReady());
+  return Promise.resolve(natives().whenReady(t[handleOf]));
 }
