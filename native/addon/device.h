@@ -69,7 +69,7 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   // Queues an op on the device's stream (core/stream.h) after the ops that write its inputs and
   // returns its event, which the caller gives to the op's outputs. Ops run in call order; the
   // JS thread only validates, allocates and queues.
-  EventPtr submit(Napi::Env env, double work, std::vector<EventPtr> inputs, OpStart start,
+  EventPtr submit(Napi::Env env, double work, EventList inputs, OpStart start,
                   std::vector<std::shared_ptr<ReadToken>> reads = {});
 
   // Makes sure the stream is flushed once the current JS turn ends (setImmediate), so that the

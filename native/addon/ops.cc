@@ -14,7 +14,11 @@
 namespace mto::addon {
 namespace {
 
-bool is_absent(Napi::Value v) { return v.IsUndefined() || v.IsNull(); }
+// One napi_typeof (IsUndefined() || IsNull() makes two): an op reads several optional arguments.
+bool is_absent(Napi::Value v) {
+  const napi_valuetype t = v.Type();
+  return t == napi_undefined || t == napi_null;
+}
 
 std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
   if (is_absent(v)) return std::nullopt;
@@ -41,7 +45,7 @@ OpStart on_host_if(bool host, OpStart start) {
   };
 }
 
-EventPtr NativeDevice::submit(Napi::Env env, double work, std::vector<EventPtr> inputs,
+EventPtr NativeDevice::submit(Napi::Env env, double work, EventList inputs,
                               OpStart start, std::vector<std::shared_ptr<ReadToken>> reads) {
   auto event = std::make_shared<OpEvent>();
   stream_->submit(StreamOp{std::move(start), std::move(inputs), work, std::move(reads)}, event);
@@ -134,9 +138,12 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    y->event = submit(env, double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)),  // K = 0: a fill
-                      {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
-                      on_host_if(y->numel() == 0 || p.K == 0, [x, w, bias, p, y](Backend& b, Completion done) {
+    const double work = double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));  // K = 0: a fill
+    const bool host = y->numel() == 0 || p.K == 0;
+    // p moves into the op: copying its shape again would be one more allocation on the JS thread
+    // (PERFORMANCE.md, the decode step).
+    y->event = submit(env, work, {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
+                      on_host_if(host, [x, w, bias, p = std::move(p), y](Backend& b, Completion done) {
                         return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
                       }));
     return wrap_tensor(env, y);
@@ -151,8 +158,10 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {a->ready_event(), b->ready_event()},
-                      on_host_if(c->numel() == 0 || p.K == 0, [a, b, p, c](Backend& be, Completion done) {
+    const double work = double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));
+    const bool host = c->numel() == 0 || p.K == 0;
+    c->event = submit(env, work, {a->ready_event(), b->ready_event()},
+                      on_host_if(host, [a, b, p = std::move(p), c](Backend& be, Completion done) {
                         return be.matmul(*a, *b, p, *c, std::move(done));
                       }));
     return wrap_tensor(env, c);
@@ -176,8 +185,9 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
+    const bool host = o->numel() == 0 || p.Lk == 0;
     o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr},
-                      on_host_if(o->numel() == 0 || p.Lk == 0, [q, k, v, mask, p, o](Backend& b, Completion done) {
+                      on_host_if(host, [q, k, v, mask, p = std::move(p), o](Backend& b, Completion done) {
                         AttentionParams run = p;
                         run.mask = mask.get();
                         return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));

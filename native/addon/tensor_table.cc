@@ -3,16 +3,6 @@
 #include <cmath>
 
 namespace mto::addon {
-namespace {
-
-// Called on the JS thread only, also from release() (a FinalizationRegistry callback): it must
-// not throw, so it calls Node-API directly and ignores a failure.
-void adjust_memory(Napi::Env env, int64_t delta) {
-  int64_t total = 0;
-  if (delta) (void)napi_adjust_external_memory(env, delta, &total);
-}
-
-}  // namespace
 
 // ---- HandleReads ----
 
@@ -64,6 +54,16 @@ HandleReads& TensorSlot::open_reads() {
 
 // ---- TensorTable ----
 
+// Called on the JS thread only, also from release() (a FinalizationRegistry callback): it must
+// not throw, so it calls Node-API directly and ignores a failure.
+void TensorTable::account(Napi::Env env, int64_t delta) {
+  unreported_ += delta;
+  if (unreported_ < kReportBytes && unreported_ > -kReportBytes) return;
+  int64_t total = 0;
+  (void)napi_adjust_external_memory(env, unreported_, &total);
+  unreported_ = 0;
+}
+
 uint32_t TensorTable::claim() {
   if (!free_.empty()) {
     const uint32_t id = free_.back();
@@ -82,7 +82,7 @@ uint32_t TensorTable::add(Napi::Env env, TensorPtr t, bool view) {
   s.quantized = false;
   s.dense = std::move(t);
   s.reported = bytes;
-  adjust_memory(env, bytes);
+  account(env, bytes);
   return id;
 }
 
@@ -94,7 +94,7 @@ uint32_t TensorTable::add(Napi::Env env, QTensorPtr q) {
   s.quantized = true;
   s.quant = std::move(q);
   s.reported = bytes;
-  adjust_memory(env, bytes);
+  account(env, bytes);
   return id;
 }
 
@@ -114,7 +114,7 @@ bool TensorTable::dispose(Napi::Env env, TensorSlot& s) {
   if (!s.quantized) s.dtype = s.dense->dtype;
   s.dense.reset();
   s.quant.reset();
-  adjust_memory(env, -s.reported);
+  account(env, -s.reported);
   s.reported = 0;
   return true;
 }

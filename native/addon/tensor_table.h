@@ -53,7 +53,7 @@ struct TensorSlot {
   // The storage: null once disposed (queued ops keep their own references).
   TensorPtr dense;
   QTensorPtr quant;
-  int64_t reported = 0;  // bytes reported to V8 as external memory (0 for a view)
+  int64_t reported = 0;  // bytes counted as V8 external memory (0 for a view)
   std::unique_ptr<HandleReads> reads;  // made by the first read
   // What a disposed tensor still reports, copied from the storage at dispose. Inline (ranks are
   // at most 8) so that dispose allocates nothing.
@@ -100,6 +100,12 @@ class TensorTable {
   std::vector<std::unique_ptr<TensorSlot[]>> chunks_;
   uint32_t size_ = 0;  // slots handed out so far (the used ones and the free_ ones)
   std::vector<uint32_t> free_;
+  // Bytes taken (+) or dropped (-) not yet reported to V8: they are reported once they reach
+  // kReportBytes either way. V8 only paces garbage collection by the figure, and a call per
+  // tensor was ~5% of the JS thread's cost of queueing a small op.
+  static constexpr int64_t kReportBytes = int64_t(1) << 20;
+  int64_t unreported_ = 0;
+  void account(Napi::Env env, int64_t delta);
   TensorSlot& at(uint32_t id) { return chunks_[id >> kChunkBits][id & (kChunk - 1)]; }
   uint32_t claim();
 };
