@@ -31,8 +31,8 @@ namespace mto::addon {
 class HandleReads {
  public:
   HandleReads() = default;
-  HandleReads(HandleReads&&) = default;
-  HandleReads& operator=(HandleReads&&) = default;
+  HandleReads(const HandleReads&) = delete;
+  HandleReads& operator=(const HandleReads&) = delete;
   ~HandleReads();
   uint32_t begin(const std::vector<BufferPtr>& buffers, EventPtr ready);
   // The event of read `id` (info[index]), or `current` when no such read is open.
