@@ -31,6 +31,10 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
   return t;
 }
 
+// kMoveIntoOp: an op's operands and params move into its closure rather than being copied. A
+// copied shared_ptr is two atomic updates of a count that the pool thread also changes (it drops
+// the closures of the ops it ran), and a copied params' shape one more allocation: on the JS
+// thread, whose cost of queueing an op is what counts (PERFORMANCE.md, the decode step).
 Operand operand(const HeldOperand& h) { return Operand{h.dense.get(), h.quant.get()}; }
 EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->ready_event() : h.quant->ready_event(); }
 
@@ -140,13 +144,14 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));  // K = 0: a fill
     const bool host = y->numel() == 0 || p.K == 0;
-    // p moves into the op: copying its shape again would be one more allocation on the JS thread
-    // (PERFORMANCE.md, the decode step).
-    y->event = submit(env, work, {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
-                      on_host_if(host, [x, w, bias, p = std::move(p), y](Backend& b, Completion done) {
-                        return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
-                      }));
-    return wrap_tensor(env, y);
+    EventList inputs{event_of(x), event_of(w), bias ? bias->ready_event() : nullptr};
+    // The operands and p move into the op (kMoveIntoOp).
+    OpStart start = on_host_if(host, [x = std::move(x), w = std::move(w), bias = std::move(bias), p = std::move(p),
+                                      y](Backend& b, Completion done) {
+      return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
+    });
+    y->event = submit(env, work, std::move(inputs), std::move(start));
+    return NativeTensor::Wrap(env, std::move(y));
   });
 }
 
@@ -160,11 +165,13 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));
     const bool host = c->numel() == 0 || p.K == 0;
-    c->event = submit(env, work, {a->ready_event(), b->ready_event()},
-                      on_host_if(host, [a, b, p = std::move(p), c](Backend& be, Completion done) {
-                        return be.matmul(*a, *b, p, *c, std::move(done));
-                      }));
-    return wrap_tensor(env, c);
+    EventList inputs{a->ready_event(), b->ready_event()};
+    // The operands and p move into the op (kMoveIntoOp).
+    OpStart start = on_host_if(host, [a = std::move(a), b = std::move(b), p = std::move(p), c](Backend& be, Completion done) {
+      return be.matmul(*a, *b, p, *c, std::move(done));
+    });
+    c->event = submit(env, work, std::move(inputs), std::move(start));
+    return NativeTensor::Wrap(env, std::move(c));
   });
 }
 
@@ -186,13 +193,16 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
     const bool host = o->numel() == 0 || p.Lk == 0;
-    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr},
-                      on_host_if(host, [q, k, v, mask, p = std::move(p), o](Backend& b, Completion done) {
-                        AttentionParams run = p;
-                        run.mask = mask.get();
-                        return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
-                      }));
-    return wrap_tensor(env, o);
+    EventList inputs{event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr};
+    // The operands and p move into the op (kMoveIntoOp).
+    OpStart start = on_host_if(host, [q = std::move(q), k = std::move(k), v = std::move(v), mask = std::move(mask),
+                                      p = std::move(p), o](Backend& b, Completion done) {
+      AttentionParams run = p;
+      run.mask = mask.get();
+      return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
+    });
+    o->event = submit(env, work, std::move(inputs), std::move(start));
+    return NativeTensor::Wrap(env, std::move(o));
   });
 }
 
