@@ -178,3 +178,18 @@ describe('tensors never disposed', () => {
     expect(await kept.toFloat32()).toEqual(randn(6, 10));
   });
 });
+
+describe('a device\'s native methods', () => {
+  it('throw E_DISPOSED when one is called after its device object was collected', async () => {
+    let method: ((...args: unknown[]) => unknown) | undefined;
+    let x = 0;
+    (() => {
+      const native = new (loadBinding().NativeDevice)(1, 'cpu', '');
+      x = native.tensor(new Float32Array(4), [1, 4], 'float32');
+      method = native.linear as unknown as (...args: unknown[]) => unknown;  // kept; the device is not
+      expect(method(x, x, null, null)).toEqual(expect.any(Number));  // while it lives, it works
+    })();
+    await collect();
+    expect(() => method!(x, x, null, null)).toThrow(expect.objectContaining({ code: 'E_DISPOSED' }));
+  });
+});
