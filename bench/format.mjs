@@ -46,13 +46,21 @@ function ggmlCell(c) {
   return `${fmtMs(g.medianMs)} vs ${fmtMs(c.oursFromCache.medianMs)} (${times(g.ratio)})`;
 }
 
+/** ORT at accuracy_level 4, against our int8 activations where they ran (else against ours). */
+function int8Cell(c) {
+  const p = c.peerInt8Activations;
+  if (!c.oursInt8Activations) return peerCell(p, c.ratioInt8Activations);
+  if (!p || p.error) return `${peerCell(p)}; ours int8 ${fmtMs(c.oursInt8Activations.medianMs)}`;
+  return `${fmtMs(p.medianMs)} vs ours int8 ${fmtMs(c.oursInt8Activations.medianMs)} (${times(c.ratioInt8ToInt8)})`;
+}
+
 function rows(doc) {
   return doc.cases.map((c) => [
     c.id,
     fmtMs(c.ours.medianMs),
     c.peer ? (c.peer.error ? 'error' : fmtMs(c.peer.medianMs)) : '-',
     times(c.ratio),
-    peerCell(c.peerInt8Activations, c.ratioInt8Activations),
+    int8Cell(c),
     peerCell(c.morePeers?.openblas, c.morePeers?.openblas?.ratio),
     ggmlCell(c),
     num(c.ours.gflops),

@@ -1,6 +1,8 @@
 // linear cases: y[M, N] = x[M, K] @ W^T with float32 activations, decode (M = 1) and prefill,
 // for each weight format, against onnxruntime's MatMul (float32 weights) and MatMulNBits
-// (4-bit and 8-bit, block 32, accuracy_level 0).
+// (4-bit and 8-bit, block 32, accuracy_level 0). Decode with the formats our integer kernels take
+// is also timed with `activations: 'int8'`, next to MatMulNBits at accuracy_level 4 (int8
+// activations too).
 import { WEIGHT_FORMATS, linearShapes } from './cases.mjs';
 import { maxAbsDiff, randomFloats, relRms } from './data.mjs';
 import { fromMxint8, quantizeAsymmetric4, quantizeSymmetric } from './nbits.mjs';
@@ -14,6 +16,9 @@ export const linearId = (M, N, K, fmt) => `linear ${M === 1 ? 'decode' : 'prefil
 // what each format gives on uniform data (see check.oursRelRms in any run), far below a broken
 // kernel's error (~1).
 const ERROR_BOUND = { float32: 1e-5, float16: 2e-3, mxfp8: 0.08, mxint8: 0.02, mxfp4: 0.25, affine4: 0.15 };
+
+// The formats whose decode is also timed with int8 activations (the cpu backend's integer kernels).
+const INT8_FORMATS = new Set(['mxfp4', 'mxint8', 'affine4']);
 
 // Which onnxruntime op runs as the peer of each weight format.
 const PEER_OF = {
@@ -135,16 +140,21 @@ export async function runLinear(ctx) {
         // Decode: a loop over layers, each with its own copy of the weights (layer-loop.mjs).
         const copies = M === 1 ? layerCopies(w.bytes, settings.layerLoopBytes) : 1;
         const ws = [w];
-        let ours;
+        let ours, oursInt8 = null;
+        const timeOurs = (options) => measure((i) => dev.linear(xt, ws[i], options), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true, kernelTimes, sync: () => dev.synchronize() });
+        const lastOf = async (r) => { const y = await r.last.toFloat32(); r.last.dispose(); delete r.last; return y; };
         try {
           while (ws.length < copies) ws.push(await makeWeights(f));
-          ours = await measure((i) => dev.linear(xt, ws[i]), { ...settings, cycle: copies, release: (y) => y.dispose(), keepLast: true, kernelTimes, sync: () => dev.synchronize() });
+          ours = await timeOurs(undefined);
+          if (M === 1 && INT8_FORMATS.has(f)) {
+            await settle();
+            oursInt8 = await timeOurs({ activations: 'int8' });
+          }
         } finally {
           for (const extra of ws.slice(1)) extra.dispose();
         }
-        const yOurs = await ours.last.toFloat32();
-        ours.last.dispose();
-        delete ours.last;
+        const yOurs = await lastOf(ours);
+        const yOursInt8 = oursInt8 ? await lastOf(oursInt8) : null;
         await settle();
         // ggml's CPU backend (peer-ggml.mjs), right after ours; its decode reuses one copy of the
         // weights, so ours is timed that way too.
@@ -168,6 +178,8 @@ export async function runLinear(ctx) {
           reference: 'x @ W^T with the float32 W (our float32 result)',
           oursRelRms: relRms(yOurs, ref),
           bound: ERROR_BOUND[f],
+          // int8 activations add x's rounding (~0.5% of y) to the format's own error.
+          ...(yOursInt8 ? { oursInt8RelRms: relRms(yOursInt8, ref) } : {}),
         };
         if (yPeer) {
           check.peerRelRms = relRms(yPeer, ref);
@@ -182,7 +194,8 @@ export async function runLinear(ctx) {
         // The float32 result is also checked against OpenBLAS's, where it ran.
         if (yBlas) check.oursVsOpenBlasRelRms = relRms(yOurs, yBlas);
         const relToBlas = check.oursVsOpenBlasRelRms ?? 0;
-        check.ok = Number.isFinite(check.oursRelRms) && check.oursRelRms <= check.bound && relToPeer <= 1e-5 && relToBlas <= 1e-5;
+        const int8Ok = !yOursInt8 || check.oursInt8RelRms <= check.bound + 0.02;
+        check.ok = Number.isFinite(check.oursRelRms) && check.oursRelRms <= check.bound && relToPeer <= 1e-5 && relToBlas <= 1e-5 && int8Ok;
 
         out.push(record({
           id, op: 'linear', phase: M === 1 ? 'decode' : 'prefill', weights: f,
@@ -193,6 +206,7 @@ export async function runLinear(ctx) {
           limit: M === 1 ? 'bandwidth' : 'fma',
           ...(M === 1 ? { streaming: layerLoopStreaming(copies, w.bytes) } : {}),
           ours,
+          ...(oursInt8 ? { oursInt8 } : {}),
           ...(oursFromCache ? { oursFromCache } : {}),
           peer: peerResult,
           ...(peerLevel4 ? { peerInt8Activations: peerLevel4 } : {}),

@@ -2,6 +2,8 @@
 // on the same generated GGUF file with the same threads in the same run, as llama-bench reports
 // them: prompt processing (pp: one forward of N prompt tokens from an empty cache) and generation
 // (tg: N tokens one at a time from an empty cache, each sampled greedily and fed back), in tokens/s.
+// Ours runs twice: float32 activations (the default) and `activations: 'int8'` (what llama.cpp
+// does with these weight types: its quantized matmuls take 8-bit activations).
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,8 +49,8 @@ function promptIds(n, vocab, seed) {
   return ids;
 }
 
-async function timeOurs(mto, dev, path, shape, reps, log) {
-  const model = await mto.loadModel(dev, path, { contextSize: shape.pp + shape.tg + 8 });
+async function timeOurs(mto, dev, path, shape, reps, log, activations) {
+  const model = await mto.loadModel(dev, path, { contextSize: shape.pp + shape.tg + 8, activations });
   const pp = [], tg = [];
   try {
     for (let r = 0; r < reps + 1; r++) {
@@ -65,7 +67,7 @@ async function timeOurs(mto, dev, path, shape, reps, log) {
       const tgMs = performance.now() - t0;
       if (out.length !== shape.tg) throw new Error(`generate gave ${out.length} tokens, not ${shape.tg}`);
       if (r > 0) { pp.push(ppMs); tg.push(tgMs); }  // the first run warms up
-      log(`  ours rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
+      log(`  ours (${activations}) rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
     }
   } finally {
     model.dispose();
@@ -117,7 +119,8 @@ export async function runModels({ mto, mode, threads, peer, log, types = MODEL_T
       writeSyntheticModel(path, { ...shape, type, seed: 7 });
       const fileBytes = statSync(path).size;
       log(`timing ours on ${type} (${(fileBytes / 2 ** 20).toFixed(0)} MiB)`);
-      const ours = await timeOurs(mto, dev, path, shape, reps, log);
+      const ours = await timeOurs(mto, dev, path, shape, reps, log, 'float32');
+      const oursInt8 = await timeOurs(mto, dev, path, shape, reps, log, 'int8');
       let theirs = null;
       if (peer) {
         log(`timing llama.cpp on ${type}`);
@@ -128,8 +131,12 @@ export async function runModels({ mto, mode, threads, peer, log, types = MODEL_T
         }
       }
       rmSync(path, { force: true });
-      const ratio = (k) => (theirs && !theirs.error ? ours[k] / theirs[k] : null);
-      cases.push({ type, fileBytes, pp: shape.pp, tg: shape.tg, ours, llamaCpp: theirs, ppRatio: ratio('ppTokensPerS'), tgRatio: ratio('tgTokensPerS') });
+      const ratio = (o, k) => (theirs && !theirs.error ? o[k] / theirs[k] : null);
+      cases.push({
+        type, fileBytes, pp: shape.pp, tg: shape.tg, ours, oursInt8, llamaCpp: theirs,
+        ppRatio: ratio(ours, 'ppTokensPerS'), tgRatio: ratio(ours, 'tgTokensPerS'),
+        int8PpRatio: ratio(oursInt8, 'ppTokensPerS'), int8TgRatio: ratio(oursInt8, 'tgTokensPerS'),
+      });
     }
   } finally {
     await dev.close();
@@ -144,11 +151,13 @@ export function renderModels(result) {
   const r = (x) => (x === null || x === undefined ? '-' : `${x.toFixed(2)}x`);
   const { pp, tg } = result.shape;
   const lines = [
-    `| weights | ours pp${pp} t/s | llama.cpp pp${pp} t/s | ours/llama.cpp | ours tg${tg} t/s | llama.cpp tg${tg} t/s | ours/llama.cpp |`,
-    '|---|---|---|---|---|---|---|',
+    `| weights | activations | ours pp${pp} t/s | llama.cpp pp${pp} t/s | ours/llama.cpp | ours tg${tg} t/s | llama.cpp tg${tg} t/s | ours/llama.cpp |`,
+    '|---|---|---|---|---|---|---|---|',
   ];
+  const theirs = (c, k) => (c.llamaCpp?.error ? 'error' : f(c.llamaCpp?.[k]));
   for (const c of result.cases) {
-    lines.push(`| ${c.type} | ${f(c.ours.ppTokensPerS)} | ${c.llamaCpp?.error ? 'error' : f(c.llamaCpp?.ppTokensPerS)} | ${r(c.ppRatio)} | ${f(c.ours.tgTokensPerS)} | ${c.llamaCpp?.error ? 'error' : f(c.llamaCpp?.tgTokensPerS)} | ${r(c.tgRatio)} |`);
+    lines.push(`| ${c.type} | float32 | ${f(c.ours.ppTokensPerS)} | ${theirs(c, 'ppTokensPerS')} | ${r(c.ppRatio)} | ${f(c.ours.tgTokensPerS)} | ${theirs(c, 'tgTokensPerS')} | ${r(c.tgRatio)} |`);
+    lines.push(`| ${c.type} | int8 | ${f(c.oursInt8.ppTokensPerS)} | ${theirs(c, 'ppTokensPerS')} | ${r(c.int8PpRatio)} | ${f(c.oursInt8.tgTokensPerS)} | ${theirs(c, 'tgTokensPerS')} | ${r(c.int8TgRatio)} |`);
   }
   return lines.join('\n');
 }

@@ -58,6 +58,10 @@ export function makeRecord(peaks, threads, { targets = true, peerMissing = 'onnx
       ...(c.peerInt8Activations
         ? { peerInt8Activations: peerTiming(c.peerInt8Activations), ratioInt8Activations: ratioTo(c.peerInt8Activations) }
         : {}),
+      // linear decode with `activations: 'int8'` (ours), and that level-4 peer over it.
+      ...(c.oursInt8
+        ? { oursInt8Activations: timing(c.oursInt8, c.flops, c.bytes), ratioInt8ToInt8: c.peerInt8Activations ? ratioTo(c.peerInt8Activations, c.oursInt8) : null }
+        : {}),
       // Peers beyond onnxruntime, for information (no target reads them): OpenBLAS on the float32
       // linear cases (peer-openblas.mjs), ggml's CPU backend where a test-backend-ops binary was
       // given (peer-ggml.mjs). Each with its own ratio (its median over ours).

@@ -3,7 +3,7 @@
 // (native/core/backend_open.cc, tiers.cc), so it reads the same wherever it runs.
 import * as os from 'node:os';
 import { TensorOpsError } from './errors';
-import type { Backend, DeviceInfo, OpenOptions, Tier } from './types';
+import type { Backend, DeviceInfo, LibraryFallback, OpenOptions, Tier } from './types';
 import { describe } from './validate';
 
 /** The request the addon decides from: options.backend, overridden by the environment. */
@@ -40,6 +40,7 @@ export interface NativeInfo {
   unifiedMemory?: boolean;
   recommendedWorkingSetBytes?: number;
   fallbackReason?: string;
+  fallbacks?: LibraryFallback[];
   threads: number;
 }
 
@@ -59,5 +60,8 @@ export function deviceInfo(native: NativeInfo): DeviceInfo {
     info.recommendedWorkingSetBytes = native.recommendedWorkingSetBytes;
   }
   if (native.fallbackReason) info.fallbackReason = native.fallbackReason;
+  if (native.fallbacks && native.fallbacks.length > 0) {
+    info.fallbacks = Object.freeze(native.fallbacks.map((f) => Object.freeze({ library: f.library, reason: f.reason })));
+  }
   return info;
 }

@@ -1,7 +1,7 @@
 // Device: the object open() returns. It validates arguments, calls the addon and wraps results;
 // which backend runs is decided once, in backend.ts, and reported in `info`.
 import { TensorOpsError, awaitNative, callNative } from './errors';
-import { checkChoice, operandHandle, tensorHandle } from './ops/args';
+import { checkActivations, checkChoice, operandHandle, tensorHandle } from './ops/args';
 import * as elementwise from './ops/elementwise';
 import * as embeddingOp from './ops/embedding';
 import * as layout from './ops/layout';
@@ -13,7 +13,7 @@ import * as softmaxOp from './ops/softmax';
 import type { NativeDeviceHandle, NativeQTensorHandle, NativeTensorHandle } from './native';
 import { QuantizedTensor, Tensor, handleOf, type TensorOwner } from './tensor';
 import type {
-  AnyDType, AttentionOptions, DType, DeviceInfo, FloatDType, FromQuantizedOptions, GeluOptions, GroupedLinearOptions, LinearOptions,
+  AnyDType, AttentionOptions, DType, DeviceInfo, FloatDType, FromQuantizedOptions, GeluOptions, SwigluOptions, GroupedLinearOptions, LinearOptions,
   NormOptions, QuantizeOptions, RopeOptions, SampleOptions, SliceOptions, TypedData, WriteOptions,
 } from './types';
 import { DTYPES, checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from './validate';
@@ -51,14 +51,31 @@ function toTypedData(data: unknown, dtype: AnyDType): TypedData {
  * with it), and the device stays usable.
  */
 export class Device implements TensorOwner {
-  readonly info: Readonly<DeviceInfo>;
+  #info: Readonly<DeviceInfo>;
   readonly #native: NativeDeviceHandle;
   #closing: Promise<void> | undefined;
 
   /** @internal Use open(). */
   constructor(native: NativeDeviceHandle, info: DeviceInfo) {
     this.#native = native;
-    this.info = Object.freeze({ ...info });
+    this.#info = Object.freeze({ ...info });
+  }
+
+  /**
+   * What open() chose and why (DeviceInfo). The same object until the metal backend finds a
+   * shader library it cannot use (`fallbacks` grows as ops first need each library); then a new
+   * one with the longer list.
+   */
+  get info(): Readonly<DeviceInfo> {
+    if (this.#closing) return this.#info;
+    const fallbacks = this.#native.fallbacks();
+    if (fallbacks.length !== (this.#info.fallbacks?.length ?? 0)) {
+      this.#info = Object.freeze({
+        ...this.#info,
+        fallbacks: Object.freeze(fallbacks.map((f) => Object.freeze({ library: f.library, reason: f.reason }))),
+      });
+    }
+    return this.#info;
   }
 
   /** True once close() was called. */
@@ -167,12 +184,13 @@ export class Device implements TensorOwner {
 
   /** y = x @ w^T (+ bias), queued. x [..., K] dense or quantized; w [N, K] dense or quantized. */
   linear(x: Operand, w: Operand, options?: LinearOptions): Tensor {
-    const opts = checkOptions(options, 'options', ['bias', 'outDtype']);
+    const opts = checkOptions(options, 'options', ['bias', 'outDtype', 'activations']);
     const xh = operandHandle(x, 'x');
     const wh = operandHandle(w, 'w');
     const bias = opts.bias === undefined ? null : tensorHandle(opts.bias, 'options.bias');
     const out = opts.outDtype === undefined ? null : (checkDType(opts.outDtype, 'options.outDtype') as DType);
-    return this.#wrap(this.#op(() => this.#native.linear(xh, wh, bias, out)));
+    const int8 = checkActivations(opts.activations);
+    return this.#wrap(this.#op(() => this.#native.linear(xh, wh, bias, out, int8)));
   }
 
   /** c = a @ b for dense a [..., M, K] and b [K, N] (or b with a's batch dimensions), queued. */
@@ -185,7 +203,7 @@ export class Device implements TensorOwner {
 
   /** FlashAttention, queued: q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D] (dense or mxfp8), output like q. */
   attention(q: Tensor, k: Operand, v: Operand, options?: AttentionOptions): Tensor {
-    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask', 'layout']);
+    const opts = checkOptions(options, 'options', ['scale', 'causal', 'mask', 'layout', 'sinks']);
     if (opts.scale !== undefined && (typeof opts.scale !== 'number' || !Number.isFinite(opts.scale))) {
       throw new TensorOpsError('E_ARG', `options.scale must be a finite number; got ${describe(opts.scale)}`);
     }
@@ -211,8 +229,9 @@ export class Device implements TensorOwner {
     const kh = operandHandle(k, 'k');
     const vh = operandHandle(v, 'v');
     const mask = opts.mask === undefined ? null : tensorHandle(opts.mask, 'options.mask');
+    const sinks = opts.sinks === undefined ? null : tensorHandle(opts.sinks, 'options.sinks');
     const scale = (opts.scale as number | undefined) ?? null;
-    return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask)));
+    return this.#wrap(this.#op(() => this.#native.attention(qh, kh, vh, scale, opts.causal === true, mask, sinks)));
   }
 
   // ---- The op set a model needs (docs/design/API.md): lib/ops/ validates, the addon queues.
@@ -237,9 +256,12 @@ export class Device implements TensorOwner {
     return this.#wrap(this.#op(() => elementwise.gelu(this.#native, x, options)));
   }
 
-  /** silu(gate) * up with broadcasting (the SwiGLU MLP's activation), queued. */
-  swiglu(gate: Tensor, up: Tensor): Tensor {
-    return this.#wrap(this.#op(() => elementwise.binary(this.#native, 'swiglu', gate, up)));
+  /**
+   * silu(gate) * up with broadcasting (the SwiGLU MLP's activation), queued; with `{ alpha, limit }`
+   * gpt-oss's form: min(gate, limit) * sigmoid(alpha * min(gate, limit)) * (clamp(up, -limit, limit) + 1).
+   */
+  swiglu(gate: Tensor, up: Tensor, options?: SwigluOptions): Tensor {
+    return this.#wrap(this.#op(() => elementwise.swiglu(this.#native, gate, up, options)));
   }
 
   /** x / sqrt(mean(x^2) + eps) * weight over the last axis (weight [D] or null), queued. */
@@ -314,5 +336,17 @@ export class Device implements TensorOwner {
    */
   groupedLinear(x: Tensor, w: Tensor | QuantizedTensor, groupSizes: Tensor, options?: GroupedLinearOptions): Tensor {
     return this.#wrap(this.#op(() => moe.groupedLinear(this.#native, x, w, groupSizes, options)));
+  }
+
+  /**
+   * The entries of int32 ids [T, k] (or [T]) in [0, groups), stably sorted by value, queued:
+   * `sizes` [groups] (entries per value: groupedLinear's groupSizes), `rows` [T * k] (the row of ids
+   * of each sorted entry: embedding(x, rows) gathers the rows of x in that order) and `positions`
+   * (ids' shape: where each entry went: embedding(y, positions) puts them back). An id outside
+   * [0, groups) fails the op (E_ARG on a read of its outputs).
+   */
+  groupRows(ids: Tensor, groups: number): { sizes: Tensor; rows: Tensor; positions: Tensor } {
+    const [sizes, rows, positions] = this.#op(() => moe.groupRows(this.#native, ids, groups));
+    return { sizes: this.#wrap(sizes), rows: this.#wrap(rows), positions: this.#wrap(positions) };
   }
 }

@@ -18,8 +18,9 @@ export type {
   SafetensorsTensorInfo,
 } from './loaders/safetensors/types';
 export {
-  SUPPORTED_PRE_TYPES, Tokenizer, tokenizerDataFromGguf, tokenizerFromGgufMetadata,
-  type DecodeOptions, type EncodeOptions, type TokenizerData, type TokenStreamDecoder,
+  SUPPORTED_PRE_TYPES, Tokenizer, tokenizerDataFromGguf, tokenizerDataFromHf, tokenizerFromGgufMetadata, tokenizerFromHf,
+  type DecodeOptions, type EncodeOptions, type HfTokenizerFiles, type HfTokenizerOptions, type TokenizerData,
+  type TokenStreamDecoder,
 } from './tokenizer/index';
 // GGUF (llama.cpp's weights format): read the header and metadata, load the tensors onto a device,
 // write files, and ggml's block codecs (to make or check files).
@@ -30,7 +31,7 @@ export {
 export { writeGguf, type GgufScalarType, type GgufWriteTensor, type GgufWriteValue } from './loaders/gguf/write';
 export { decodeGgml, encodeGgml, type GgmlDecodable, type GgmlEncodable } from './loaders/gguf/blocks';
 export type { GgmlTypeName, GgufFile, GgufTensorInfo, GgufTypedArray, GgufValue } from './loaders/gguf/types';
-// Models: a GGUF decoder (llama, mistral, qwen2, qwen3, qwen3moe) on a device.
+// Models: a decoder (llama, mistral, qwen2, qwen3, qwen3moe) from a GGUF file or a Hugging Face folder, on a device.
 export { loadModel, type LoadModelOptions, type LoadedModel } from './model/load';
 export { Model, type ForwardOptions, type GenerateOptions } from './model/model';
 export { KVCache, type CacheDtype, type CacheOptions } from './model/kv-cache';

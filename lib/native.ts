@@ -60,6 +60,8 @@ export interface NativeBufferStats {
 
 export interface NativeDeviceHandle {
   info(): import('./backend').NativeInfo;
+  /** dev.info.fallbacks as it is now (the backend finds unusable shader libraries as ops need them). */
+  fallbacks(): import('./types').LibraryFallback[];
   /** Drops the backends (threads joined when idle); later calls throw E_DISPOSED. */
   close(): void;
   /** undefined when every queued op ran, else a Promise resolved then. */
@@ -75,15 +77,17 @@ export interface NativeDeviceHandle {
   quantize(x: NativeTensorHandle, format: string, blockSize: number): NativeQTensorHandle;
   dequantize(q: NativeQTensorHandle, dtype: string | null): NativeTensorHandle;
   cast(x: NativeTensorHandle, dtype: string): NativeTensorHandle;
-  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null): NativeTensorHandle;
+  linear(x: Operand, w: Operand, bias: NativeTensorHandle | null, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
   matmul(a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
   attention(
     q: Operand, k: Operand, v: Operand, scale: number | null, causal: boolean,
-    mask: NativeTensorHandle | null,
+    mask: NativeTensorHandle | null, sinks: NativeTensorHandle | null,
   ): NativeTensorHandle;
   // The model ops (lib/ops/).
   unary(op: 'silu' | 'gelu' | 'gelu_tanh', x: NativeTensorHandle): NativeTensorHandle;
-  binary(op: 'add' | 'mul' | 'swiglu', a: NativeTensorHandle, b: NativeTensorHandle): NativeTensorHandle;
+  binary(
+    op: 'add' | 'mul' | 'swiglu' | 'swiglu_oai', a: NativeTensorHandle, b: NativeTensorHandle, alpha?: number, limit?: number,
+  ): NativeTensorHandle;
   norm(
     layer: boolean, x: NativeTensorHandle, weight: NativeTensorHandle | null, bias: NativeTensorHandle | null,
     eps: number,
@@ -101,7 +105,8 @@ export interface NativeDeviceHandle {
   pick(op: 'topk', x: NativeTensorHandle, k: number): [NativeTensorHandle, NativeTensorHandle];
   pick(op: 'sample', x: NativeTensorHandle, temperature: number, topK: number, topP: number, seed: number): NativeTensorHandle;
   embedding(table: Operand, ids: NativeTensorHandle): NativeTensorHandle;
-  groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null): NativeTensorHandle;
+  groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
+  groupRows(ids: NativeTensorHandle, groups: number): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle];
 }
 
 export interface NativeBinding {

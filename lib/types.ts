@@ -48,6 +48,21 @@ export interface DeviceInfo {
   threads?: number;
   /** Why a faster backend or tier was not used, when one was asked for or could exist. */
   fallbackReason?: string;
+  /**
+   * metal: shader libraries this GPU could not use (one failed to compile, or a pipeline of it
+   * could not be made), each with Metal's message. The ops that would have used one run on the
+   * next tier's kernels (tensorops-mx, tensorops, simdgroup), or on the cpu backend below those.
+   * Found as ops first need each library, so it can grow after open(); absent while empty.
+   */
+  fallbacks?: readonly LibraryFallback[];
+}
+
+/** A shader library the metal backend stopped using (DeviceInfo.fallbacks). */
+export interface LibraryFallback {
+  /** The shader file's stem: 'attention_tensorops' for shaders/attention_tensorops.metal. */
+  library: string;
+  /** Metal's message: the compiler's error, or why the pipeline could not be made. */
+  reason: string;
 }
 
 export interface OpenOptions {
@@ -78,14 +93,35 @@ export interface FromQuantizedOptions extends QuantizeOptions {
   biases?: Uint16Array;
 }
 
+/**
+ * How linear may treat x: 'float32' (default: x as it is, float32 accumulation) or 'int8' (each
+ * block of 32 elements of a row of x quantized to int8 with a float32 scale, multiplied by the
+ * weights' integer codes in integer arithmetic, as llama.cpp's q8 dot products: faster decode,
+ * error measured in PERFORMANCE.md). A permission: where the backend has no integer kernel for
+ * w's format or x's rows, it computes in float32.
+ */
+export type Activations = 'float32' | 'int8';
+
 export interface LinearOptions {
   bias?: import('./tensor').Tensor;
   outDtype?: FloatDType;
+  activations?: Activations;
 }
 
 /** gelu: exact (erf) by default, or the tanh approximation. */
 export interface GeluOptions {
   approximate?: 'none' | 'tanh';
+}
+
+/**
+ * swiglu's gpt-oss form (llama.cpp's swiglu_oai): with `alpha`, g = min(gate, limit),
+ * u = clamp(up, -limit, limit), out = g * sigmoid(alpha * g) * (u + 1). gpt-oss: alpha 1.702, limit 7.
+ */
+export interface SwigluOptions {
+  /** A finite number > 0; given, swiglu takes the gpt-oss form. */
+  alpha?: number;
+  /** > 0 (default Infinity: no clamp); only with alpha. */
+  limit?: number;
 }
 
 /** rmsNorm / layerNorm: eps added to the variance (default 1e-5). */
@@ -126,6 +162,7 @@ export interface SampleOptions {
 /** groupedLinear: the output dtype (default x's dtype). */
 export interface GroupedLinearOptions {
   outDtype?: FloatDType;
+  activations?: Activations;
 }
 
 /** slice along one axis: [start, end). */
@@ -148,6 +185,12 @@ export interface AttentionOptions {
   causal?: boolean;
   /** bool tensor (true = attend) or additive float tensor, broadcastable to [B, Hq, Lq, Lk]. */
   mask?: import('./tensor').Tensor;
+  /**
+   * Attention sinks (gpt-oss): float32 [Hq], a learned logit per query head that joins each row's
+   * softmax denominator with no value, in the scaled-score domain. NaN (or +Infinity) makes the
+   * head's rows NaN; -Infinity is no sink; a row that sees no key is still zeros.
+   */
+  sinks?: import('./tensor').Tensor;
   /**
    * 'bhld' (default): q [B, Hq, Lq, D], k/v [B, Hkv, Lk, D], output likewise; 'blhd': [B, L, H, D]
    * throughout (a projection's output reshaped), dense k and v only.

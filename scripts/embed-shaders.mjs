@@ -21,13 +21,15 @@ export function shaderFiles() {
 
 // The MSL version a library must be compiled at, read from what the file itself uses (the rule the
 // MSL harness applies too, test/msl/build.mjs): scale planes (`__HAVE_TENSOR_MULTIPLANE__`,
-// tensor_blockwise) exist only from MSL 4.1 (macOS 27), TensorOps (`#include <metal_tensor>`) from
-// MSL 4.0 (macOS 26); everything else needs bfloat, MSL 3.1 (macOS 14). A file compiled below its
-// version does not fail: its `#if` guards leave a library without those kernels, so the version
-// must be set, never left to the compiler's default (docs/design/METAL.md).
+// tensor_blockwise) exist only from MSL 4.1 (macOS 27), and so, for us, do cooperative left inputs
+// (`is_compatible_as_left_input`, `get_left_input_cooperative_tensor`: absent from the macOS 26.0
+// and 26.1 headers, present in 27.0's; docs/design/VERIFY.md); TensorOps (`#include
+// <metal_tensor>`) from MSL 4.0 (macOS 26); everything else needs bfloat, MSL 3.1 (macOS 14). A
+// file compiled below its version does not fail: its `#if` guards leave a library without those
+// kernels, so the version must be set, never left to the compiler's default (docs/design/METAL.md).
 export function libraryStd(text) {
   const code = text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');  // comments do not count
-  if (/\b__HAVE_TENSOR_MULTIPLANE__\b/.test(code)) return 'metal4.1';
+  if (/\b(__HAVE_TENSOR_MULTIPLANE__|is_compatible_as_left_input|get_left_input_cooperative_tensor)\b/.test(code)) return 'metal4.1';
   if (/^\s*#\s*include\s*<metal_tensor>/m.test(code)) return 'metal4.0';
   return 'metal3.1';
 }

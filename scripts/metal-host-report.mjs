@@ -44,7 +44,7 @@ int main() {
     Capabilities caps = metal::query_capabilities(device);
     std::string probes;
     for (Tier t : {Tier::Simdgroup, Tier::TensorOps, Tier::TensorOpsMx}) {
-      if (device) caps.probe_for(t) = metal::run_probe(device, t);
+      if (device) caps.probe_for(t) = metal::run_probe(device, t, caps.os);
       const ProbeResult& p = caps.probe_for(t);
       const char* state = p.state == ProbeResult::State::Ok ? "ok" : p.state == ProbeResult::State::Failed ? "failed" : "not run";
       probes += std::string(probes.empty() ? "" : ", ") + q(tier_name(t)) + ": {\"state\": " + q(state) +

@@ -47,6 +47,7 @@ template <typename T, typename Out, int KV, int D>
     device float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
     device float* part_ml [[buffer(ATTN_BUFFER_PARTIAL_ML)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
     ushort sg [[simdgroup_index_in_threadgroup]],
@@ -133,10 +134,12 @@ template <typename T, typename Out, int KV, int D>
     }
     const ulong prow = ((ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) + split) * ROWS + uint(r);
     const ulong orow = (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    // One pass: o = O / L (with the sink), L = 0: saw no key, zeros; NaN stays. Split: the merge.
+    const float inv = p.splits == 1 ? attn_out_scale(p, sinks, head[r], M, L) : 0.0f;
     for (uint d = tid; d < uint(D); d += 32u * NSG) {
       float O = 0.0f;
       for (int s = 0; s < NSG; ++s) O += tg_o[s][d] * f[s];
-      if (p.splits == 1) o[orow + d] = Out(L == 0.0f ? 0.0f : O / L);  // L = 0: saw no key; NaN stays
+      if (p.splits == 1) o[orow + d] = Out(O * inv);
       else part_o[prow * uint(D) + d] = O;
     }
     if (p.splits > 1 && tid == 0) {
@@ -156,6 +159,7 @@ template <typename Out>
     device const float* part_ml [[buffer(ATTN_BUFFER_PARTIAL_ML)]],
     device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]]) {
   constexpr int ROWS = ATTN_DECODE_ROWS;
@@ -179,6 +183,7 @@ template <typename Out>
       L += ms == ninf ? 0.0f : part_ml[pr * 2 + 1] * exp2(ms - M);
     }
     const ulong orow = (ulong(b * uint(p.Hq) + head) * uint(p.Lq) + i) * D;
+    const float inv = attn_out_scale(p, sinks, head, M, L);  // the sink, once per row
     for (uint d = tid; d < D; d += ATTN_MERGE_THREADS) {
       float O = 0.0f;
       for (int s = 0; s < p.splits; ++s) {
@@ -186,7 +191,7 @@ template <typename Out>
         const float ms = part_ml[pr * 2];
         if (ms != ninf) O += part_o[pr * D + d] * exp2(ms - M);
       }
-      o[orow + d] = Out(L == 0.0f ? 0.0f : O / L);
+      o[orow + d] = Out(O * inv);
     }
   }
 }
@@ -217,6 +222,7 @@ template <typename T, typename Out, int KV, int D>
     device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
     device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
     ushort sg [[simdgroup_index_in_threadgroup]],
@@ -353,9 +359,11 @@ template <typename T, typename Out, int KV, int D>
     }
   }
 
-  // o = O / l; a row that saw no key (l = 0) is zeros.
+  // o = O / l (with the sink); a row that saw no key (l = 0) is zeros. A NaN factor (a NaN or +inf
+  // sink) must not enter the diag product: the row is marked NaN below instead.
+  const float inv = l_run > 0.0f ? attn_out_scale(p, sinks, h, m_run, l_run) : 0.0f;
   simdgroup_barrier(mem_flags::mem_threadgroup);
-  if (lane % 4 == 0) dg[sg][rr][rr] = l_run > 0.0f ? 1.0f / l_run : 0.0f;
+  if (lane % 4 == 0) dg[sg][rr][rr] = isnan(inv) ? 0.0f : inv;
   simdgroup_barrier(mem_flags::mem_threadgroup);
   simdgroup_float8x8 fm;
   simdgroup_load(fm, &dg[sg][0][0], 8);
@@ -364,7 +372,7 @@ template <typename T, typename Out, int KV, int D>
     simdgroup_multiply(om[t], fm, om[t]);
     simdgroup_store(om[t], &tile[8 * sg][8 * t], D);
   }
-  if (isnan(m_run) || m_run == -ninf)  // a NaN or +inf score: the whole row is NaN
+  if (isnan(m_run) || m_run == -ninf || isnan(inv))  // a NaN or +inf score (or sink): the row is NaN
     for (uint d = uint(lane % 4); d < uint(D); d += 4u) vbad[8u * sg + uint(rr)][d] = uchar(ATTN_V_NAN);
   threadgroup_barrier(mem_flags::mem_threadgroup);
   for (uint e = tid; e < uint(BQ * D); e += THREADS) {

@@ -63,4 +63,18 @@ inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* 
   return add != attn_neg_inf();
 }
 
+// The factor f of o = O f for a row's final (m, l) (log2 domain): 1 / l, or with head h's sink
+// s joined once (attention sinks): 2^(m - M) / (l 2^(m - M) + 2^(s - M)), M = max(m, s). 0 for a
+// row that saw no key (l = 0); NaN when m, l or the sink is NaN or the sink is +inf (the row is
+// NaN); otherwise in (0, 1] (l >= 1 once a key is seen). -inf is no sink.
+inline float attn_out_scale(constant AttentionKernelParams& p, device const float* sinks, uint h, float m,
+                            float l) {
+  if (l == 0.0f) return 0.0f;
+  if (p.has_sinks == 0) return 1.0f / l;
+  const float s = sinks[h] * ATTN_LOG2E;
+  const float M = attn_max_nan(m, s);
+  const float c = exp2(m - M);
+  return c / (l * c + exp2(s - M));
+}
+
 #endif  // MTO_SHADERS_ATTENTION_COMMON_H

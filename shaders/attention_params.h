@@ -7,7 +7,8 @@
 // kv head h / G), a row that sees no key is zeros. q, k, v are dense and contiguous [B, H, L, D];
 // k/v may instead be mxfp8 (E4M3/E5M2) codes [B*Hkv*Lk, D] bytes with E8M0 scales [B*Hkv*Lk, D/32].
 // o has q's dtype (softmax and accumulation are float32 throughout; each element of o is rounded
-// once as it is stored; the split decode's partial results are float32).
+// once as it is stored; the split decode's partial results are float32). With sinks, head h's
+// logit s_h joins each row's softmax denominator (no value), once, where o is normalised.
 #ifndef MTO_SHADERS_ATTENTION_PARAMS_H
 #define MTO_SHADERS_ATTENTION_PARAMS_H
 
@@ -23,6 +24,7 @@
 #define ATTN_BUFFER_PARTIAL_O 7  // split decode: unnormalised O [B, Hkv, chunks, split, rows, D], float32
 #define ATTN_BUFFER_PARTIAL_ML 8 // split decode: (m, l) [B, Hkv, chunks, split, rows, 2], float32
 #define ATTN_BUFFER_PARAMS 9     // AttentionKernelParams (setBytes)
+#define ATTN_BUFFER_SINKS 10     // attention sinks float32 [Hq] (has_sinks); unused otherwise
 
 // Mask element types (mask_kind).
 #define ATTN_MASK_NONE 0
@@ -80,6 +82,8 @@ struct AttentionKernelParams {
   mto_i32 chunks;       // decode: threadgroups over the rows, ceil(rows / ATTN_DECODE_ROWS)
   mto_i32 splits;       // decode: kv splits (1: one pass writes o)
   mto_i32 split_len;    // decode: keys per split
+  mto_i32 has_sinks;    // 1: the sink logit of each query head joins its rows' denominators once,
+                        // where o is normalised (one pass, or the split decode's merge)
 };
 
 #endif  // MTO_SHADERS_ATTENTION_PARAMS_H

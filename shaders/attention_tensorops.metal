@@ -1,4 +1,5 @@
-// FlashAttention prefill for the tensorops and tensorops-mx tiers (MSL 4.0, TensorOps), the
+// FlashAttention prefill for the tensorops tier (MSL 4.0, TensorOps; macOS 26) and, through
+// shaders/attention_tensorops_mx.metal, the tensorops-mx tier (MSL 4.1; macOS 27), the
 // algorithm of WWDC26 talk 330: o = softmax(q k^T * scale + mask) v with the scores never leaving
 // the SIMD-group's registers; o of type Out (q's dtype), each element rounded once as it is
 // stored. Semantics, slots and tile sizes: attention_params.h; plans:
@@ -14,9 +15,13 @@
 //   2. Invisible keys (causal, mask, past Lk) become -inf; reduce_rows(max, identity -inf) gives
 //      the tile's row max, the running (m, l) live in row-reduction tensors, map_iterator gives
 //      each score its row's max for P = exp2(S - m), reduce_rows(sum, identity 0) the row sums.
-//   3. O *= 2^(m_old - m_new) row by row, O += P V: P goes into the second matmul2d directly when
-//      is_compatible_as_left_input says the layouts allow it (macOS 27: the tensorops-mx tier),
-//      else through threadgroup memory (store, simdgroup_barrier, a tensor view). V is staged as
+//   3. O *= 2^(m_old - m_new) row by row, O += P V: in this library P goes through threadgroup
+//      memory (store, simdgroup_barrier, a tensor view), since the cooperative-left-input API is
+//      not in the macOS 26.0 and 26.1 MetalPerformancePrimitives headers (docs/design/VERIFY.md).
+//      attention_tensorops_mx.metal defines ATTN_TOPS_COOPERATIVE_LEFT and the two functions
+//      below with that API (macOS 27 has it): there P goes into the second matmul2d directly when
+//      is_compatible_as_left_input says the layouts allow it, and through threadgroup memory
+//      otherwise. V is staged as
 //      float; for D = 256 it is staged and multiplied in two halves of 128 columns (two O tensors),
 //      so that a 32-key V tile fits in threadgroup memory.
 // Every index into a cooperative tensor comes from get_multidimensional_index / map_iterator:
@@ -46,6 +51,17 @@ using namespace metal;
 using namespace mpp::tensor_ops;
 
 typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> attn_staged_t;
+
+#if !defined(ATTN_TOPS_COOPERATIVE_LEFT)
+// The tensorops tier: P always goes through threadgroup memory, so the P V product never takes
+// the scores' cooperative tensor as its left input.
+template <typename PV, typename CT>
+inline bool attn_tops_left_compatible(thread PV&, thread CT&) {
+  return false;
+}
+template <typename PV, typename CT, typename TV, typename CO>
+inline void attn_tops_pv_left(thread PV&, thread CT&, thread TV&, thread CO&) {}
+#endif
 
 template <typename CT>
 inline void attn_tops_fill(thread CT& ct, float value) {
@@ -113,6 +129,7 @@ template <typename T, typename Out, int KV, int D>
     device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
     device Out* o [[buffer(ATTN_BUFFER_O)]],
     constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]],
     ushort sg [[simdgroup_index_in_threadgroup]]) {
@@ -225,7 +242,7 @@ template <typename T, typename Out, int KV, int D>
     simdgroup_barrier(mem_flags::mem_threadgroup);
     attn_tops_scale_rows(cO0, &rowf[sg][0]);
     if (NV > 1) attn_tops_scale_rows(cO1, &rowf[sg][0]);
-    const bool direct = pv.template is_compatible_as_left_input<float, float, float>(cS);
+    const bool direct = attn_tops_left_compatible(pv, cS);
     for (int c = 0; c < NV; ++c) {
       // Every SIMD-group is done with the staged Q/K chunk (or the previous V half).
       threadgroup_barrier(mem_flags::mem_threadgroup);
@@ -244,9 +261,8 @@ template <typename T, typename Out, int KV, int D>
       threadgroup_barrier(mem_flags::mem_threadgroup);
       attn_staged_t tv(&stage[0], dextents<int32_t, 2>(DV, BK), array<int32_t, 2>{1, LDV});
       if (direct) {
-        auto cP = pv.template get_left_input_cooperative_tensor<float, float, float>(cS);
-        if (c == 0) pv.run(cP, tv, cO0);
-        else pv.run(cP, tv, cO1);
+        if (c == 0) attn_tops_pv_left(pv, cS, tv, cO0);
+        else attn_tops_pv_left(pv, cS, tv, cO1);
       } else {
         if (c == 0) {
           cS.store(tp);
@@ -265,8 +281,11 @@ template <typename T, typename Out, int KV, int D>
     }
   }
 
-  // o = O / l; a row that saw no key (l = 0) is zeros. Rows past Lq are never stored.
-  attn_tops_rows_to_threadgroup(cL, &rowf[sg][0], true);
+  // o = O / l, with the sink joined once; a row that saw no key (l = 0) is zeros. Rows past Lq are
+  // never stored.
+  for (int r = 0; r < cL.get_capacity(); ++r)
+    if (cL.is_valid_element(r)) cL[r] = attn_out_scale(p, sinks, h, cM[r], cL[r]);
+  attn_tops_rows_to_threadgroup(cL, &rowf[sg][0], false);
   simdgroup_barrier(mem_flags::mem_threadgroup);
   attn_tops_store(cO0, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), 0u, uint(D), &rowf[sg][0]);
   if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);

@@ -62,10 +62,20 @@ inline float ew_unary(int op, float x) {
   }
 }
 
-inline float ew_binary(int op, float a, float b) {
-  switch (op) {
+// gpt-oss's swiglu (core/ops.h SwigluOai): the comparisons keep a NaN; g = -inf gives -0.
+inline float ew_swiglu_oai(float a, float b, float alpha, float limit) {
+  const float g = a > limit ? limit : a;
+  float u = b > limit ? limit : b;
+  u = u < -limit ? -limit : u;
+  const float glu = g == -ew_inf() ? -0.0f : g / (1.0f + precise::exp(-alpha * g));
+  return glu * (u + 1.0f);
+}
+
+inline float ew_binary(constant ElementwiseKernelParams& p, float a, float b) {
+  switch (p.op) {
     case ELEMENTWISE_MUL: return a * b;
     case ELEMENTWISE_SWIGLU: return ew_silu(a) * b;
+    case ELEMENTWISE_SWIGLU_OAI: return ew_swiglu_oai(a, b, p.alpha, p.limit);
     default: return a + b;
   }
 }
@@ -99,7 +109,7 @@ template <typename A, typename B, typename Out>
   const uint first = group * uint(ELEMENTWISE_THREADS * ELEMENTWISE_RUN) + tid;
   for (uint r = 0; r < uint(ELEMENTWISE_RUN); ++r) {
     const uint e = first + r * uint(ELEMENTWISE_THREADS);
-    if (e < total) out[e] = Out(ew_binary(p.op, float(a[e * sa]), float(b[e * sb])));
+    if (e < total) out[e] = Out(ew_binary(p, float(a[e * sa]), float(b[e * sb])));
   }
 }
 
@@ -120,7 +130,7 @@ template <typename A, typename B, typename Out>
     if (e >= total) break;
     uint ia, ib;
     mto_nd_offsets2(e, p.rank, p.dims, p.a_strides, p.b_strides, ia, ib);
-    out[e] = Out(ew_binary(p.op, float(a[ia]), float(b[ib])));
+    out[e] = Out(ew_binary(p, float(a[ia]), float(b[ib])));
   }
 }
 

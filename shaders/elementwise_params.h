@@ -31,6 +31,7 @@
 #define ELEMENTWISE_ADD 0
 #define ELEMENTWISE_MUL 1
 #define ELEMENTWISE_SWIGLU 2  // silu(a) * b
+#define ELEMENTWISE_SWIGLU_OAI 3  // g sigmoid(alpha g) (u + 1), g = min(a, limit), u = clamp(b, +-limit)
 
 struct ElementwiseKernelParams {
   mto_i32 op;
@@ -42,6 +43,7 @@ struct ElementwiseKernelParams {
   mto_i32 dims[ELEMENTWISE_MAX_DIMS];  // the strided kernel: the merged shape, innermost last
   mto_i32 a_strides[ELEMENTWISE_MAX_DIMS];
   mto_i32 b_strides[ELEMENTWISE_MAX_DIMS];
+  float alpha, limit;  // ELEMENTWISE_SWIGLU_OAI
 };
 
 #endif  // MTO_SHADERS_ELEMENTWISE_PARAMS_H

@@ -4,14 +4,14 @@
 // operands' dtype, as matmul defines it). Compiled only at MSL 4.0 (docs/design/METAL.md).
 //
 // Dense operands need no staging: each threadgroup views its rows of a and its columns of b in
-// device memory, and one matmul2d over the threadgroup's SIMD-groups computes the BM x BN tile over
-// the whole K into a float cooperative destination. K is dynamic (read from the views), so any K
-// works (a static K that is not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e). The
-// destination is float, not a view of y, because matmul2d's accumulation into a half or bfloat
-// tensor is undocumented: each thread rounds the elements it holds to Out once, at the coordinates
-// get_multidimensional_index gives, and stores those inside y (the views run from the tile's
-// origin to the matrix's end; elements past them are undefined in an edge tile). Shapes and slots:
-// matmul_params.h; plans: native/core/dispatch_plan.cc.
+// device memory, and one matmul2d over the threadgroup's SIMD-groups adds the BM x BN tile over
+// the whole K into a float cooperative destination it zeroed first. K is dynamic (read from the
+// views), so any K works (a static K that is not a multiple of 32 is truncated on macOS 26.1; ggml
+// 33c9ea5e). The destination is float, not a view of y, because matmul2d's accumulation into a
+// half or bfloat tensor is undocumented: each thread rounds the elements it holds to Out once, at
+// the coordinates get_multidimensional_index gives, and stores those inside y (the views run from
+// the tile's origin to the matrix's end; elements past them are undefined in an edge tile). Shapes
+// and slots: matmul_params.h; plans: native/core/dispatch_plan.cc.
 #include <metal_stdlib>
 
 #include "matmul_params.h"
@@ -45,10 +45,15 @@ template <typename T, typename Out>
   const int m0 = int(group.y) * BM, n0 = int(group.x) * BN;
   auto sa = ta.slice(0, m0);  // rows m0.. of a, all of K
   auto sb = tb.slice(n0, 0);  // columns n0.. of b, all of K
+  // Zeros, then multiply_accumulate: a fresh cooperative destination holds undefined values, and
+  // Apple's header reads both ways (its comment says C = A*B + C whatever the mode; mode::multiply
+  // says C = A*B), so only this order is right under either reading (MLX's NAX GEMM does the same).
   constexpr auto desc = matmul2d_descriptor(BM, BN, static_cast<int>(dynamic_extent), false, false, false,
-                                            matmul2d_descriptor::mode::multiply);
+                                            matmul2d_descriptor::mode::multiply_accumulate);
   matmul2d<desc, execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> mm;
   auto acc = mm.get_destination_cooperative_tensor<decltype(sa), decltype(sb), float>();
+  for (int i = 0; i < acc.get_capacity(); ++i)
+    if (acc.is_valid_element(i)) acc[i] = 0.0f;
   mm.run(sa, sb, acc);
 
   for (int i = 0; i < acc.get_capacity(); ++i) {

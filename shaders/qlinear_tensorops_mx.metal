@@ -11,7 +11,7 @@
 // [N, K] with the blocks along K, which is the transposed form a scaled right operand requires.
 // Metal reads docs/design/API.md's packing (fp4: element 2i in the low nibble of byte i; scales
 // [N, K/32]); the harness models that layout as inferred (test/msl/README.md). The destination is
-// a cooperative tensor (float accumulation): the epilogue adds the bias and writes each element
+// a cooperative tensor (float accumulation, zeroed first): the epilogue adds the bias and writes each element
 // the thread holds where get_multidimensional_index says, inside y only, rounded once to the
 // output dtype Out (float32, float16 or bfloat16). Shapes and slots: qlinear_params.h.
 #include <metal_stdlib>
@@ -72,10 +72,14 @@ template <typename Out, int FMT>
   const int m0 = int(group.y) * BM, n0 = int(group.x) * BN;
   auto sx = tx.slice(0, m0);  // rows m0.. of x, all of K
   auto sw = tw.slice(0, n0);  // weight rows n0.., all of K
+  // Zeros, then multiply_accumulate: correct whether mode::multiply overwrites the destination or
+  // (as the header's C = A*B + C comment reads) adds to it (matmul_tensorops.metal says more).
   constexpr auto desc = matmul2d_descriptor(BM, BN, static_cast<int>(dynamic_extent), false, true, false,
-                                            matmul2d_descriptor::mode::multiply);
+                                            matmul2d_descriptor::mode::multiply_accumulate);
   matmul2d<desc, execution_simdgroups<QLINEAR_MX_SIMDGROUPS>> mm;
   auto acc = mm.get_destination_cooperative_tensor<decltype(sx), decltype(sw), float>();
+  for (int i = 0; i < acc.get_capacity(); ++i)
+    if (acc.is_valid_element(i)) acc[i] = 0.0f;
   mm.run(sx, sw, acc);
 
   // Each thread stores the elements it holds, wherever the layout put them; elements past M or N

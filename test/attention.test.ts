@@ -415,3 +415,101 @@ describe('attention: split decode across many threads', () => {
     }
   });
 });
+
+// Attention sinks (gpt-oss): a learned logit per query head in every row's softmax denominator,
+// with no value. Both backends of the test devices (cpu, and the asynchronous test backend that
+// queues as the metal backend does) against the float64 reference.
+describe('attention sinks', async () => {
+  const devices = await testDevices();
+  const shapes: [string, AttentionDims, boolean][] = [
+    ['prefill, GQA 2', { B: 2, Hq: 4, Hkv: 2, Lq: 21, Lk: 150, D: 64 }, true],
+    ['decode', { B: 1, Hq: 4, Hkv: 1, Lq: 2, Lk: 150, D: 32 }, true],
+    ['split decode (Lk 1500, one kv head)', { B: 1, Hq: 2, Hkv: 1, Lq: 1, Lk: 1500, D: 64 }, false],
+    ['Lq > Lk (rows that see no key)', { B: 1, Hq: 2, Hkv: 2, Lq: 12, Lk: 5, D: 16 }, true],
+  ];
+  const input = (d: AttentionDims, seed: number) => ({
+    q: randn(d.B * d.Hq * d.Lq * d.D, seed).map((x) => 2 * x),
+    k: randn(d.B * d.Hkv * d.Lk * d.D, seed + 1),
+    v: randn(d.B * d.Hkv * d.Lk * d.D, seed + 2),
+  });
+  const sinksOf = (Hq: number, seed: number) => {
+    const s = randn(Hq, seed).map((x) => 2 * x);
+    s[0] += 6;  // head 0's sink takes most of the weight
+    return s;
+  };
+  for (const [devName, dv] of devices) {
+    for (const [name, d, causal] of shapes) {
+      it(`${devName}: ${name}${causal ? ', causal' : ''}`, async () => {
+        const { q, k, v } = input(d, 7);
+        const sinks = sinksOf(d.Hq, 9);
+        const o = await dv.attention(dv.tensor(q, [d.B, d.Hq, d.Lq, d.D]), dv.tensor(k, [d.B, d.Hkv, d.Lk, d.D]),
+          dv.tensor(v, [d.B, d.Hkv, d.Lk, d.D]), { causal, sinks: dv.tensor(sinks, [d.Hq]) }).toFloat32();
+        const want = attentionRef(q, k, v, d, { causal, sinks });
+        expectClose(o, want, 2e-5, name);
+        const plain = attentionRef(q, k, v, d, { causal });
+        expect(Array.from(want).some((x, i) => Math.abs(x - plain[i]) > 1e-3), 'the sinks matter').toBe(true);
+        if (d.Lq > d.Lk && causal) {
+          const row0 = o.subarray(0, d.D);  // query 0 sees no key: zeros, sinks or not
+          expect(Array.from(row0).every((x) => x === 0)).toBe(true);
+        }
+      });
+    }
+
+    it(`${devName}: float16 q/k/v with a bool mask and a custom scale`, async () => {
+      const d: AttentionDims = { B: 1, Hq: 4, Hkv: 2, Lq: 9, Lk: 40, D: 64 };
+      const { q, k, v } = input(d, 17);
+      const [qh, kh, vh] = [q, k, v].map((x) => roundToHalf(x));
+      const sinks = sinksOf(d.Hq, 19);
+      const r = rng(3);
+      const mask = Uint8Array.from({ length: d.Lq * d.Lk }, () => (r() < 0.7 ? 1 : 0));
+      const o = await dv.attention(dv.tensor(qh, [d.B, d.Hq, d.Lq, d.D], 'float16'),
+        dv.tensor(kh, [d.B, d.Hkv, d.Lk, d.D], 'float16'), dv.tensor(vh, [d.B, d.Hkv, d.Lk, d.D], 'float16'),
+        { scale: 0.2, mask: dv.tensor(mask, [d.Lq, d.Lk], 'bool'), sinks: dv.tensor(sinks, [d.Hq]) }).toFloat32();
+      const want = attentionRef(qh, kh, vh, d, { scale: 0.2, allowed: (_b, _h, i, j) => mask[i * d.Lk + j] !== 0, sinks });
+      expectClose(o, want, 3e-3, 'float16');
+    });
+
+    it(`${devName}: NaN and +Infinity sinks make their heads' rows NaN, -Infinity is no sink`, async () => {
+      for (const d of [{ B: 1, Hq: 4, Hkv: 2, Lq: 21, Lk: 150, D: 64 }, { B: 1, Hq: 4, Hkv: 1, Lq: 1, Lk: 1500, D: 32 }]) {
+        const { q, k, v } = input(d, 23);
+        const sinks = Float32Array.from([NaN, -Infinity, Infinity, 0.5]);
+        const run = (s: Float32Array) => dv.attention(dv.tensor(q, [d.B, d.Hq, d.Lq, d.D]),
+          dv.tensor(k, [d.B, d.Hkv, d.Lk, d.D]), dv.tensor(v, [d.B, d.Hkv, d.Lk, d.D]),
+          { causal: true, sinks: dv.tensor(s, [d.Hq]) }).toFloat32();
+        const got = await run(sinks);
+        const want = attentionRef(q, k, v, d, { causal: true, sinks });
+        const per = d.Lq * d.D;
+        expect(Array.from(want.subarray(0, per)).every(Number.isNaN), 'NaN sink: head 0 NaN').toBe(true);
+        expect(Array.from(want.subarray(2 * per, 3 * per)).every(Number.isNaN), '+inf sink: head 2 NaN').toBe(true);
+        expectClose(got, want, 2e-5, `Lq ${d.Lq}`);
+        // -Infinity: bit for bit the attention without sinks
+        const none = await dv.attention(dv.tensor(q, [d.B, d.Hq, d.Lq, d.D]), dv.tensor(k, [d.B, d.Hkv, d.Lk, d.D]),
+          dv.tensor(v, [d.B, d.Hkv, d.Lk, d.D]), { causal: true }).toFloat32();
+        expect(got.subarray(per, 2 * per)).toEqual(none.subarray(per, 2 * per));
+      }
+    });
+
+    it(`${devName}: a row that sees no key is zeros whatever the sink (NaN too); Lk = 0 likewise`, async () => {
+      const d: AttentionDims = { B: 1, Hq: 2, Hkv: 1, Lq: 4, Lk: 8, D: 16 };
+      const { q, k, v } = input(d, 29);
+      const mask = new Uint8Array(d.Lq * d.Lk).fill(1);
+      mask.fill(0, 0, d.Lk);  // query 0 sees nothing
+      const sinks = Float32Array.from([NaN, 1]);
+      const o = await dv.attention(dv.tensor(q, [1, 2, 4, 16]), dv.tensor(k, [1, 1, 8, 16]), dv.tensor(v, [1, 1, 8, 16]),
+        { mask: dv.tensor(mask, [d.Lq, d.Lk], 'bool'), sinks: dv.tensor(sinks, [2]) }).toFloat32();
+      expect(Array.from(o.subarray(0, 16)).every((x) => x === 0)).toBe(true);
+      expect(Array.from(o.subarray(16, 64)).every(Number.isNaN)).toBe(true);
+      const e = await dv.attention(dv.tensor(q, [1, 2, 4, 16]), dv.tensor(new Float32Array(0), [1, 1, 0, 16]), dv.tensor(new Float32Array(0), [1, 1, 0, 16]),
+        { sinks: dv.tensor(sinks, [2]) }).toFloat32();
+      expect(Array.from(e).every((x) => x === 0)).toBe(true);
+    });
+
+    it(`${devName}: sinks must be float32 [Hq]`, () => {
+      const q = dv.tensor(new Float32Array(128), [1, 4, 2, 16]), kv = dv.tensor(new Float32Array(96), [1, 2, 3, 16]);
+      expect(() => dv.attention(q, kv, kv, { sinks: dv.tensor(new Float32Array(2), [2]) })).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+      expect(() => dv.attention(q, kv, kv, { sinks: dv.tensor(new Float32Array(4), [1, 4]) })).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+      expect(() => dv.attention(q, kv, kv, { sinks: dv.tensor(new Float32Array(4), [4], 'float16') })).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
+      expect(() => dv.attention(q, kv, kv, { sinks: [1, 2, 3, 4] as never })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+    });
+  }
+});

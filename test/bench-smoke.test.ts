@@ -275,7 +275,11 @@ describe('npm run bench -- --models --smoke', () => {
   interface ModelsDoc {
     threads: number; peer: { available: boolean; version?: string; reason?: string };
     shape: { pp: number; tg: number };
-    cases: { type: string; fileBytes: number; ours: { ppTokensPerS: number; tgTokensPerS: number }; llamaCpp: { ppTokensPerS: number; tgTokensPerS: number; error?: string } | null; ppRatio: number | null; tgRatio: number | null }[];
+    cases: {
+      type: string; fileBytes: number; ours: { ppTokensPerS: number; tgTokensPerS: number }; oursInt8: { ppTokensPerS: number; tgTokensPerS: number };
+      llamaCpp: { ppTokensPerS: number; tgTokensPerS: number; error?: string } | null;
+      ppRatio: number | null; tgRatio: number | null; int8PpRatio: number | null; int8TgRatio: number | null;
+    }[];
   }
   const hasLlamaCpp = existsSync(join(peersDir, 'node_modules/node-llama-cpp/package.json'));
 
@@ -287,10 +291,12 @@ describe('npm run bench -- --models --smoke', () => {
       expect(c.fileBytes).toBeGreaterThan(0);
       expect(c.ours.ppTokensPerS).toBeGreaterThan(0);
       expect(c.ours.tgTokensPerS).toBeGreaterThan(0);
+      expect(c.oursInt8.tgTokensPerS).toBeGreaterThan(0);
       if (hasLlamaCpp) {
         expect(c.llamaCpp?.error).toBeUndefined();
         expect(c.ppRatio).toBeCloseTo(c.ours.ppTokensPerS / c.llamaCpp!.ppTokensPerS, 6);
         expect(c.tgRatio).toBeCloseTo(c.ours.tgTokensPerS / c.llamaCpp!.tgTokensPerS, 6);
+        expect(c.int8TgRatio).toBeCloseTo(c.oursInt8.tgTokensPerS / c.llamaCpp!.tgTokensPerS, 6);
       } else {
         expect(c.llamaCpp).toBeNull();
       }

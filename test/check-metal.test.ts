@@ -1,6 +1,7 @@
 // `npm run check:metal` must pass on the real native/metal sources and must bite: a copy with a
-// selector that does not exist and a copy with a macOS-26-only API outside `@available` both
-// fail with the compiler's message. Without this, a passing check would prove nothing.
+// selector that does not exist, a copy with a macOS-26-only API outside `@available` and a copy
+// with an API deprecated since the deployment target (at the newest target) fail with the
+// compiler's message. Without this, a passing check would prove nothing.
 // Needs clang-19 and Debian's arm64 cross headers (.ci/run installs them); a missing toolchain
 // fails the full suite (npm run test:all) and skips this one in the quick suite. On macOS it is skipped (and counted as skipped):
 // there Apple's own clang compiles the real files against the real SDK (npm ci), and
@@ -48,7 +49,7 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     const files = readdirSync(join(root, 'native', 'metal')).filter((f) => f.endsWith('.mm'));
     expect(files.length).toBeGreaterThanOrEqual(3);
     for (const f of files) expect(r.output).toContain(`ok      native/metal/${f}`);
-  });
+  }, 600_000);  // every file at two targets: about a minute on two idle cores
 
   it('fails on a selector that does not exist, showing the compiler message', () => {
     const file = editedCopy('wrong-selector', (s) => s.replace(metal4Query,
@@ -98,6 +99,28 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     const r = checkMetal(file);
     expect(r.status).toBe(1);
     expect(r.output).toMatch(/'make_tensor' is only available on macOS 27\.0/);
+  });
+
+  // library.mm's safe-math setting: mathMode (macOS 15) under @available, fastMathEnabled
+  // (deprecated from macOS 15) only below it.
+  const safeMath = /  if \(@available\(macOS 15\.0, \*\)\) \{\n    options\.mathMode = MTLMathModeSafe;[\s\S]*?#pragma clang diagnostic pop\n  \}\n/;
+
+  it('fails on fastMathEnabled (deprecated from macOS 15) at the newest target, and passes as written at macOS 15', () => {
+    const file = editedCopy('fast-math', (s) => s.replace(safeMath, '  options.fastMathEnabled = NO;\n'), 'library.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/at macOS 27\.0:[\s\S]*'fastMathEnabled' is deprecated: first deprecated in macOS 15\.0/);
+    expect(r.output).not.toMatch(/at macOS 14\.0:/);  // legal at the deployment target
+    const at15 = checkMetal('--macos', '15.0', join(root, 'native', 'metal', 'library.mm'));
+    expect(at15.status, at15.output).toBe(0);
+  });
+
+  it('fails on mathMode (macOS 15) set without @available at the deployment target', () => {
+    const file = editedCopy('math-mode', (s) => s.replace(safeMath,
+      '  options.mathMode = MTLMathModeSafe;\n  options.mathFloatingPointFunctions = MTLMathFloatingPointFunctionsPrecise;\n'), 'library.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/at macOS 14\.0:[\s\S]*'setMathMode:' is only available on macOS 15\.0 or newer/);
   });
 
   it("type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)", () => {

@@ -198,3 +198,64 @@ describe('unary ops', () => {
       .toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining("options.approximate must be one of 'none', 'tanh'") }));
   });
 });
+
+// gpt-oss's swiglu (llama.cpp's swiglu_oai): g = min(gate, limit), u = clamp(up, -limit, limit),
+// g * sigmoid(alpha g) * (u + 1); NaN stays NaN through the clamps.
+describe('swiglu with { alpha, limit } (gpt-oss)', () => {
+  const oai = (g0: number, u0: number, alpha: number, limit: number) => {
+    const g = g0 > limit ? limit : g0;
+    let u = u0 > limit ? limit : u0;
+    u = u < -limit ? -limit : u;
+    // float32's glu: it underflows to 0 (g = -100), and 0 times an unclamped infinite up is NaN
+    const glu = g === -Infinity ? -0 : Math.fround(g / (1 + Math.exp(-alpha * g)));
+    return glu * (u + 1);
+  };
+  const extremes = [0, -0, 7, -7, 7.5, -7.5, 1e30, -1e30, Infinity, -Infinity, NaN, 100, -100];
+
+  for (const [alpha, limit] of [[1.702, 7], [1.702, Infinity], [0.5, 2]] as const) {
+    it(`alpha ${alpha}, limit ${limit}: random and extreme values, broadcast up, every dtype, equal the float64 reference`, async () => {
+      const rows = 37, cols = 65;
+      const gate = randn(rows * cols, 11, 4), up = randn(rows * cols, 12, 4);
+      extremes.forEach((x, i) => { gate[i * 7] = x; up[i * 11 + 3] = x; gate[i * 11 + 3] = extremes[(i + 5) % extremes.length]; });
+      const upRow = randn(cols, 13, 9);
+      for (const [name, dev] of devices) {
+        for (const dt of ['float32', 'float16', 'bfloat16'] as const) {
+          const g = dev.tensor(gate, [rows, cols], dt), u = dev.tensor(up, [rows, cols], dt);
+          const gr = await g.toFloat32(), ur = await u.toFloat32();  // the rounded inputs
+          const y = dev.swiglu(g, u, { alpha, limit });
+          expect(y.dtype).toBe(dt);
+          const want = Float64Array.from(gr, (x, i) => oai(x, ur[i], alpha, limit));
+          expectClose(await y.toFloat32(), want, dt === 'float32' ? 1e-6 : 1e-2, `${name} ${dt}`);
+          const ub = dev.tensor(upRow, [cols], dt);
+          const ubr = await ub.toFloat32();
+          const wantB = Float64Array.from(gr, (x, i) => oai(x, ubr[i % cols], alpha, limit));
+          expectClose(await dev.swiglu(g, ub, { alpha, limit }).toFloat32(), wantB, dt === 'float32' ? 1e-6 : 1e-2, `${name} ${dt} broadcast`);
+        }
+      }
+    });
+  }
+
+  it('limit clamps: gate above it, up outside [-limit, limit]; without options swiglu is silu(gate) * up', async () => {
+    for (const [name, dev] of devices) {
+      const g = dev.tensor([10, 3, -3, NaN, 1], [5]), u = dev.tensor([0, 20, -20, 1, NaN], [5]);
+      const y = await dev.swiglu(g, u, { alpha: 1.702, limit: 7 }).toFloat32();
+      const s = (x: number) => 1 / (1 + Math.exp(-1.702 * x));
+      expectClose(y, [7 * s(7) * 1, 3 * s(3) * 8, -3 * s(-3) * -6, NaN, NaN], 1e-6, name);
+      const plain = await dev.swiglu(g, u).toFloat32();
+      expectClose(plain, [silu(10) * 0, silu(3) * 20, silu(-3) * -20, NaN, NaN], 1e-6, name);
+    }
+  });
+
+  it('rejects a bad alpha or limit, and limit without alpha', () => {
+    const [, dev] = devices[0];
+    const g = dev.tensor([1], [1]);
+    for (const alpha of [0, -1, NaN, Infinity, '1' as unknown as number]) {
+      expect(() => dev.swiglu(g, g, { alpha })).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('options.alpha') }));
+    }
+    for (const limit of [0, -1, NaN]) {
+      expect(() => dev.swiglu(g, g, { alpha: 1, limit })).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('options.limit') }));
+    }
+    expect(() => dev.swiglu(g, g, { limit: 7 })).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+    expect(() => dev.swiglu(g, g, { beta: 1 } as never)).toThrow(expect.objectContaining({ code: 'E_ARG' }));
+  });
+});

@@ -1,5 +1,6 @@
-// embedding (rows of a dense or quantized table by int32 ids) and groupedLinear (a linear per
-// group of rows, the group sizes read on the device), against JS references.
+// embedding (rows of a dense or quantized table by int32 ids), groupedLinear (a linear per
+// group of rows, the group sizes read on the device) and groupRows (ids sorted into those
+// groups), against JS references.
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { Device } from '../lib/index';
 import { expectClose, randn, rng } from './helpers/compare';
@@ -140,6 +141,70 @@ describe('groupedLinear', () => {
       await expect(dev.groupedLinear(x, w, dev.tensor(Int32Array.from([6, -1]), [2], 'int32')).data())
         .rejects.toMatchObject({ code: 'E_ARG', message: 'groupedLinear: groupSizes[1] is -1; sizes must be >= 0' });
       expect(() => dev.groupedLinear(x, w, dev.tensor(Int32Array.from([5]), [1], 'int32'))).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+    }
+  });
+});
+
+describe('groupRows', () => {
+  /** The stable counting sort written out: entries in value order, ties in index order. */
+  function groupRowsRef(ids: Int32Array, k: number, groups: number) {
+    const order = Array.from(ids.keys()).sort((a, b) => ids[a] - ids[b] || a - b);
+    const sizes = new Int32Array(groups);
+    for (const v of ids) sizes[v]++;
+    const positions = new Int32Array(ids.length);
+    order.forEach((i, at) => { positions[i] = at; });
+    return { sizes, rows: Int32Array.from(order, (i) => Math.floor(i / k)), positions };
+  }
+
+  it('sorts [T, k] and [T] ids by value, stably, with sizes and the inverse positions', async () => {
+    for (const [name, dev] of devices) {
+      const r = rng(5);
+      for (const [T, k, groups] of [[1, 1, 1], [7, 2, 4], [33, 8, 128], [5, 3, 3], [0, 4, 8], [12, 1, 5]]) {
+        const ids = Int32Array.from({ length: T * k }, () => Math.floor(r() * groups));
+        const t = dev.tensor(ids, k === 1 && T === 12 ? [T] : [T, k], 'int32');
+        const got = dev.groupRows(t, groups);
+        const want = groupRowsRef(ids, k, groups);
+        expect(got.sizes.shape, name).toEqual([groups]);
+        expect(got.rows.shape, name).toEqual([T * k]);
+        expect(got.positions.shape, name).toEqual(t.shape);
+        expect(Array.from(await got.sizes.data() as Int32Array), `${name} sizes ${T}x${k}`).toEqual(Array.from(want.sizes));
+        expect(Array.from(await got.rows.data() as Int32Array), `${name} rows ${T}x${k}`).toEqual(Array.from(want.rows));
+        expect(Array.from(await got.positions.data() as Int32Array), `${name} positions ${T}x${k}`).toEqual(Array.from(want.positions));
+      }
+    }
+  });
+
+  it('with embedding and groupedLinear: the rows of a mixture of experts, grouped and put back', async () => {
+    for (const [name, dev] of devices) {
+      const T = 6, k = 2, E = 3, K = 8, N = 5;
+      const ids = Int32Array.from([2, 0, 1, 2, 0, 1, 2, 1, 0, 0, 1, 2]);
+      const x = randn(T * K, 1), w = randn(E * N * K, 2);
+      const g = dev.groupRows(dev.tensor(ids, [T, k], 'int32'), E);
+      const xg = dev.embedding(dev.tensor(x, [T, K]), g.rows);
+      const y = dev.groupedLinear(xg, dev.tensor(w, [E, N, K]), g.sizes);
+      const back = await dev.embedding(y, g.positions).toFloat32();  // [T, k, N]
+      expect(back.length).toBe(T * k * N);
+      for (let t = 0; t < T; t++) {
+        for (let j = 0; j < k; j++) {
+          const e = ids[t * k + j];
+          const want = linearRef(x.subarray(t * K, (t + 1) * K), w.subarray(e * N * K, (e + 1) * N * K), 1, N, K);
+          expectClose(back.subarray((t * k + j) * N, (t * k + j + 1) * N), want, 1e-5, `${name} token ${t} slot ${j}`);
+        }
+      }
+    }
+  });
+
+  it('an id outside [0, groups) fails the op when it runs; bad arguments throw at the call', async () => {
+    for (const [, dev] of devices) {
+      const g = dev.groupRows(dev.tensor(Int32Array.from([0, 3, 1]), [3], 'int32'), 3);
+      await expect(g.sizes.data()).rejects.toMatchObject({ code: 'E_ARG', message: 'groupRows: ids holds 3 at flat index 1; the groups are 0..2' });
+      await expect(g.positions.data()).rejects.toMatchObject({ code: 'E_ARG' });
+      const ids = dev.tensor(Int32Array.from([0, 1]), [2], 'int32');
+      expect(() => dev.groupRows(ids, 0)).toThrow(expect.objectContaining({ code: 'E_ARG', message: expect.stringContaining('groups must be an integer in [1, 2147483647]; got 0') }));
+      expect(() => dev.groupRows(dev.tensor(new Float32Array(2), [2]), 2)).toThrow(expect.objectContaining({ code: 'E_DTYPE' }));
+      expect(() => dev.groupRows(dev.tensor(Int32Array.from([0, 1]), [1, 1, 2], 'int32'), 2)).toThrow(expect.objectContaining({ code: 'E_SHAPE' }));
+      // The device goes on.
+      expect(Array.from(await dev.groupRows(ids, 2).rows.data() as Int32Array)).toEqual([0, 1]);
     }
   });
 });

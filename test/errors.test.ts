@@ -2,24 +2,12 @@
 // the device stays usable and other tensors keep their contents.
 import { beforeAll, describe, expect, it } from 'vitest';
 import { TensorOpsError, open, type Device } from '../lib/index';
+import { rejects } from './helpers/errors';
 
 let dev: Device;
 beforeAll(async () => {
   dev = await open({ backend: 'cpu' });
 });
-
-async function rejects(p: Promise<unknown> | (() => unknown), code: string, ...mentions: (string | RegExp)[]) {
-  let err: unknown;
-  try {
-    await (typeof p === 'function' ? p() : p);
-  } catch (e) {
-    err = e;
-  }
-  expect(err, 'expected a TensorOpsError').toBeInstanceOf(TensorOpsError);
-  const e = err as TensorOpsError;
-  expect(e.code).toBe(code);
-  for (const m of mentions) expect(e.message).toMatch(m);
-}
 
 const f = (n: number) => new Float32Array(n).map((_, i) => (i % 13) - 6);
 

@@ -79,24 +79,34 @@ describe('tier selection (native/core/tiers.cc)', () => {
     });
   });
 
-  it('M5 on macOS 27 with its probe passing: tensorops-mx', () => {
+  it('M5 on macOS 27 with its probes passing: tensorops-mx, which needs the tensorops probe (its MSL 4.0 libraries) first', () => {
     expect(internal.selectTier(m5('27.0'))).toEqual({
-      backend: 'metal', tier: 'tensorops-mx', neuralAccelerators: true, probed: ['tensorops-mx'],
+      backend: 'metal', tier: 'tensorops-mx', neuralAccelerators: true, probed: ['tensorops', 'tensorops-mx'],
     });
   });
 
   it('a failing probe drops exactly one tier and records the compiler message', () => {
-    const err = "program_source:12:3: error: use of undeclared identifier 'tensor_blockwise'";
+    const err = "program_source:12:3: error: no member named 'get_left_input_cooperative_tensor' in 'mpp::tensor_ops::matmul2d'";
     const c = internal.selectTier(m5('27.0', { probes: { 'tensorops-mx': err } }));
-    expect(c).toMatchObject({ tier: 'tensorops', neuralAccelerators: true, probed: ['tensorops-mx', 'tensorops'] });
+    expect(c).toMatchObject({ tier: 'tensorops', neuralAccelerators: true, probed: ['tensorops', 'tensorops-mx'] });
     expect(c.fallbackReason).toBe(`tensorops-mx: its probe kernel failed: ${err}`);
+  });
+
+  it('the tensorops probe failing on macOS 27 drops both TensorOps tiers, its message said once', () => {
+    const err = "program_source:40:5: error: use of undeclared identifier 'reduce_rows'";
+    const c = internal.selectTier(m5('27.0', { probes: { tensorops: err } }));
+    expect(c).toMatchObject({ tier: 'simdgroup', neuralAccelerators: false, probed: ['tensorops', 'simdgroup'] });
+    expect(c.fallbackReason).toBe(
+      `tensorops-mx: the tensorops probe kernel it also needs failed (below); tensorops: its probe kernel failed: ${err}`);
+    const forced = thrown(() => internal.selectTier(m5('27.0', { probes: { tensorops: err } }), { tier: 'tensorops-mx' }));
+    expect(forced.message).toBe(`METAL_TENSOROPS_TIER=tensorops-mx cannot run here: the tensorops probe kernel it also needs failed: ${err}`);
   });
 
   it('two failing probes drop two tiers, one clause each', () => {
     const c = internal.selectTier(m5('27.0', { probes: { 'tensorops-mx': 'mx broke', tensorops: "use of undeclared identifier 'mpp'" } }));
-    expect(c).toMatchObject({ tier: 'simdgroup', neuralAccelerators: false, probed: ['tensorops-mx', 'tensorops', 'simdgroup'] });
+    expect(c).toMatchObject({ tier: 'simdgroup', neuralAccelerators: false, probed: ['tensorops', 'simdgroup'] });
     expect(c.fallbackReason).toBe(
-      "tensorops-mx: its probe kernel failed: mx broke; tensorops: its probe kernel failed: use of undeclared identifier 'mpp'");
+      "tensorops-mx: the tensorops probe kernel it also needs failed (below); tensorops: its probe kernel failed: use of undeclared identifier 'mpp'");
   });
 
   it('M5 on macOS 26.1: simdgroup, and says the neural accelerators wait for 26.2', () => {

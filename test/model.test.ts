@@ -59,6 +59,20 @@ async function ourProbabilities(path: string, ids: readonly number[]): Promise<F
   }
 }
 
+/** The distributions of decoding `ids` one token at a time (the rows the int8 kernels take). */
+async function decodeProbabilities(path: string, ids: readonly number[], activations: 'float32' | 'int8'): Promise<Float64Array[]> {
+  const model = await loadModel(dev, path, { contextSize: 256, activations });
+  try {
+    const cache = model.createCache();
+    const out: Float64Array[] = [];
+    for (const id of ids) out.push(softmax(await (await model.forward([id], cache)).toFloat32()));
+    cache.dispose();
+    return out;
+  } finally {
+    model.dispose();
+  }
+}
+
 describe('models against a float64 forward pass', () => {
   for (const arch of ARCHS) {
     it(`${arch}, F32 weights: next-token distributions within KL 1e-4, same top token`, async () => {
@@ -238,6 +252,30 @@ describe.skipIf(!hasLlamaCpp)('models against llama.cpp on the same files', () =
           expect(agree).toBeGreaterThanOrEqual(0.9);
           expect(maxKl).toBeLessThanOrEqual(3e-2);
         }
+      });
+    }
+  }
+
+  // llama.cpp multiplies quantized weights by 8-bit activations; so does activations: 'int8'. Each
+  // rounding of x moves the distributions by about as much as the other (KL ~1e-3 between ours
+  // with float32 and with int8 activations, as between either and llama.cpp): the int8 path must
+  // stay within the bounds the float32 path meets, and its figures are printed next to them.
+  for (const arch of ARCHS) {
+    for (const type of ['Q8_0', 'Q4_0', 'MXFP4'] as const) {
+      it(`${arch} ${type}, activations int8, decoding: as close to llama.cpp as float32 activations`, async () => {
+        const path = file(arch, type);
+        writeSyntheticModel(path, spec(arch, type));
+        const theirs = await llamaCppProbabilities(path, PROMPT, 512);
+        const stats = async (activations: 'float32' | 'int8') => {
+          const ours = await decodeProbabilities(path, PROMPT, activations);
+          const kls = theirs.map((p, i) => kl(p, ours[i]));
+          return { mean: kls.reduce((a, b) => a + b) / kls.length, max: Math.max(...kls), agree: theirs.filter((p, i) => argmax(p) === argmax(ours[i])).length / PROMPT.length };
+        };
+        const [f, q] = [await stats('float32'), await stats('int8')];
+        figures.push(`  ${arch.padEnd(9)} ${type.padEnd(6)} decoding: KL mean float32 ${f.mean.toExponential(1)}, int8 ${q.mean.toExponential(1)}; max ${f.max.toExponential(1)}, ${q.max.toExponential(1)}; top-1 ${(f.agree * 100).toFixed(0)}%, ${(q.agree * 100).toFixed(0)}%`);
+        expect(q.agree).toBeGreaterThanOrEqual(0.9);
+        expect(q.max).toBeLessThanOrEqual(3e-2);
+        expect(q.mean).toBeLessThan(3 * f.mean);
       });
     }
   }

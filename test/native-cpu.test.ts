@@ -2,7 +2,7 @@
 // conversion, dequantization, GEMM, fused decode and attention kernels) that no x86-64 run of the
 // addon reaches; and built for 64-bit Windows by mingw-w64 and run under wine, with the code paths
 // MSVC compiles for the win32-x64 prebuild (MTO_PORTABLE_ONLY: the plain-struct vectors, no ISA dispatch).
-// test/native/cpu_kernels_check.cc checks linear (every format), matmul and attention against
+// test/native/cpu_kernels_check.cc checks linear (every format, float32 and int8 activations), matmul and attention against
 // float64 references, and dumps quantize, dequantize (of quantized data and of random codes under
 // every kind of scale) and the float16/bfloat16 conversions, which must be byte-identical to the
 // x86-64 build (the addon's own results, oracle-tested by formats.test.ts and isa.test.ts).
@@ -66,6 +66,7 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
   it('arm64 (NEON): linear in every format (NEON fused decode kernels), matmul and attention match float64 references', () => {
     const { status, output } = runCheck('arm64', ['check']);
     expect(output).toMatch(/^isa: core=neon gemm=baseline dot=neon$/m);
+    expect(output).toMatch(/^q8: neon-q8$/m);
     expect(output.match(/^ok /gm)?.length ?? 0, output).toBeGreaterThan(60);
     expect(output, output).not.toMatch(/^FAIL /m);
     expect(status, output).toBe(0);
@@ -95,6 +96,10 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     const level = levels[Math.min(detected, cap === '' ? 3 : levels.indexOf(cap))];
     const gemm = level === 'avx512vbmi' ? 'avx512' : level;
     expect(isaLine(native.output)).toBe(`isa: core=${level} gemm=${gemm} dot=${level === 'baseline' ? 'none' : level}`);
+    // linear's int8 activations: the AVX2 integer kernels from AVX2 up, on both builds.
+    const q8 = `q8: ${level === 'baseline' ? 'none' : 'avx2-q8'}`;
+    expect(native.output.match(/^q8: .*$/m)?.[0]).toBe(q8);
+    expect(win.output.match(/^q8: .*$/m)?.[0]).toBe(q8);
     expect(win.output).toMatch(/^ok cpu features: /m);
     expect(win.output.match(/^ok /gm)?.length ?? 0, win.output).toBeGreaterThan(60);
     expect(win.output, win.output).not.toMatch(/^FAIL /m);

@@ -80,7 +80,8 @@ int main(int, char** argv) {
   function neededVersion(library: string): string {
     const text = [...closure(library)].map((f) => files[f]).join('\n')
       .replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
-    if (/tensor_blockwise|tensor_plane_scales/.test(text)) return '4.1';
+    // Cooperative left inputs: not in the macOS 26.0/26.1 headers, in 27.0's (docs/design/VERIFY.md).
+    if (/tensor_blockwise|tensor_plane_scales|get_left_input_cooperative_tensor|is_compatible_as_left_input/.test(text)) return '4.1';
     if (/mpp::tensor_ops|matmul2d/.test(text)) return '4.0';
     return '3.1';
   }
@@ -92,6 +93,7 @@ int main(int, char** argv) {
     // The three kinds, by name: a wrong rule cannot hide behind an empty set.
     expect(embeddedLibraries).toMatchObject({
       qlinear: '3.1', qlinear_tensorops: '4.0', qlinear_tensorops_mx: '4.1', attention_tensorops: '4.0',
+      attention_tensorops_mx: '4.1',
     });
     // The macOS workflow and build-metallib.mjs read the same table.
     const r = spawnSync(process.execPath, [join(root, 'scripts', 'embed-shaders.mjs'), '--libraries'], { encoding: 'utf8' });
@@ -119,6 +121,10 @@ int main(int, char** argv) {
     expect(on('simdgroup', 'matmul')).toBe(true);
     expect(on('tensorops', 'matmul_tensorops')).toBe(true);
     expect(on('tensorops', 'attention_tensorops')).toBe(true);
+    // Cooperative left inputs (MSL 4.1) only where macOS 27 is certain: tensorops-mx.
+    expect(on('tensorops-mx', 'attention_tensorops_mx')).toBe(true);
+    expect(on('tensorops', 'attention_tensorops_mx')).toBe(false);
+    expect(on('tensorops-mx', 'attention_tensorops')).toBe(false);
     // The model ops' kernels (MSL 3.1) run on every Metal tier, every dtype (copy: every element size).
     for (const tier of ['simdgroup', 'tensorops', 'tensorops-mx']) {
       for (const library of ['elementwise', 'norm', 'rope', 'softmax', 'copy']) expect(on(tier, library), `${tier} ${library}`).toBe(true);
@@ -225,6 +231,51 @@ int main(int, char** argv) {
       expect(manifest).toContain(`not built: no Metal compiler on ${process.platform}`);
       expect(readdirSync(out).filter((f) => f.endsWith('.metallib'))).toEqual([]);
     }
+  });
+
+  // Each TensorOps tier's probe compiles every TensorOps API its libraries call, so that a macOS
+  // whose headers lack one drops the tier at open() with the compiler's message, instead of
+  // failing a library later (native/metal/probe_sources.h; tensorops-mx also needs the tensorops
+  // probe, core/tiers.cc).
+  const tensorOpsApi: [string, RegExp][] = [
+    'matmul2d', 'matmul2d_descriptor', 'multiply_accumulate', 'execution_simdgroups', 'execution_simdgroup', 'dynamic_extent',
+    'dynamic_length_v', 'tensor_inline', 'tensor_handle', 'dextents', 'get_destination_cooperative_tensor',
+    'get_row_reduction_destination_cooperative_tensor', 'reduce_rows', 'reduction_operation', 'map_iterator', 'get_iterator',
+    'get_multidimensional_index', 'is_valid_element', 'get_capacity', 'is_compatible_as_left_input',
+    'get_left_input_cooperative_tensor', 'tensor_blockwise', 'tensor_plane_scales', 'metal_fp8_e4m3_format',
+    'metal_fp8_e5m2_format', 'metal_fp4_e2m1_format', 'metal_fp8_ue8m0_format', 'data_handle_type',
+  ].map((name): [string, RegExp] => [name, new RegExp(`\\b${name}\\b`)]);
+  for (const member of ['slice', 'store', 'load']) tensorOpsApi.push([`.${member}()`, new RegExp(`\\.${member}\\s*\\(`)]);
+  const codeOf = (text: string) => text.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+  const apiMissing = (used: string, probe: string) =>
+    tensorOpsApi.filter(([, re]) => re.test(codeOf(used)) && !re.test(codeOf(probe))).map(([name]) => name);
+
+  it('each TensorOps tier\'s probe compiles every TensorOps API the libraries planned on that tier call', async () => {
+    const { embeddedMslSources } = await import('../scripts/msl-sources.mjs');
+    const probes = Object.fromEntries(embeddedMslSources().map((m: { name: string; text: string }) => [m.name, m.text]));
+    const probeText: Record<string, string> = {
+      tensorops: probes.probe_tensorops, 'tensorops-mx': `${probes.probe_tensorops}\n${probes.probe_tensorops_mx}`,
+    };
+    const rows = internal.planLibraries();
+    for (const tier of ['tensorops', 'tensorops-mx']) {
+      const libraries = [...new Set(rows.filter((r) => r.tier === tier).map((r) => r.library))]
+        .filter((l) => embeddedLibraries[l] !== '3.1');
+      expect(libraries.length, tier).toBeGreaterThanOrEqual(tier === 'tensorops' ? 3 : 4);
+      for (const library of libraries) {
+        const text = [...closure(`${library}.metal`)].map((f) => files[f]).join('\n');
+        expect(apiMissing(text, probeText[tier]), `${library} on ${tier}`).toEqual([]);
+      }
+    }
+    // The check bites: the probe as it was (one bare matmul2d into a device tensor) misses what
+    // attention_tensorops calls.
+    const bare = 'tensor<device half, dextents<int32_t, 2>, tensor_inline> t(a, dextents<int32_t, 2>(16, 16));\n' +
+      'matmul2d<matmul2d_descriptor(16, 16, dynamic_length_v<int>), execution_simdgroups<4>> op; op.run(t, t, t);';
+    const attention = [...closure('attention_tensorops.metal')].map((f) => files[f]).join('\n');
+    expect(apiMissing(attention, bare)).toEqual(expect.arrayContaining(['reduce_rows', 'map_iterator',
+      'get_row_reduction_destination_cooperative_tensor', 'execution_simdgroup', 'multiply_accumulate']));
+    // ... and the tensorops probe alone misses what the tensorops-mx attention adds.
+    expect(apiMissing([...closure('attention_tensorops_mx.metal')].map((f) => files[f]).join('\n'), probes.probe_tensorops))
+      .toEqual(['is_compatible_as_left_input', 'get_left_input_cooperative_tensor']);
   });
 
   it('a missing include names the including file and the missing one', () => {

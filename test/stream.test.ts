@@ -200,7 +200,7 @@ describe('kernels still to compile (a Metal pipeline\'s first use)', () => {
     expect(internal().asyncTestCounters().preparedOnJsThread).toBe(before);
   });
 
-  it('a kernel that fails to compile fails its op and what is computed from it; others run', async () => {
+  it('a preparation that throws fails its op and what is computed from it; others run (a failed Metal compile falls back instead: library-fallback.test.ts)', async () => {
     const dev = gpuLike({ compileUs: 1000, compileFail: true });
     const x = dev.tensor(x0, [1, K]);
     const y = dev.linear(x, dev.tensor(wv, [K, K]));

@@ -10,7 +10,8 @@ import { BYTE_TO_CHAR } from '../lib/tokenizer/bytes';
 import { Tokenizer, tokenizerFromGgufMetadata, type TokenizerData } from '../lib/tokenizer/index';
 import { SUPPORTED_PRE_TYPES, preType, pretokenize } from '../lib/tokenizer/pretokenize';
 import { disposeLlamaCppModels, hasLlamaCpp, llamaCppModel, type LlamaCppModel } from './helpers/llama-cpp';
-import { EDGE_CASES, randomStrings, rng } from './helpers/tokenizer-strings';
+import { rng } from './helpers/compare';
+import { EDGE_CASES, randomStrings } from './helpers/tokenizer-strings';
 import { CORPUS, bpeVocabulary, spmVocabulary, tokenizerMetadata, writeTokenizerGguf } from './helpers/tokenizer-vocab';
 
 /** The metadata map a GGUF parser hands over for these keys (string arrays as string[], numbers as typed arrays). */

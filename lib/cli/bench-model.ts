@@ -1,11 +1,11 @@
-// `metal-tensorops bench <model.gguf>`: prompt processing and generation speed of one model file,
+// `metal-tensorops bench <model.gguf | folder>`: prompt processing and generation speed of one model,
 // as llama-bench reports them (pp512: one forward over 512 prompt tokens from an empty cache;
 // tg128: 128 tokens generated one at a time, greedy), in tokens/s, median of the repetitions.
 import { parseArgs } from 'node:util';
 import { UsageError } from './command';
 import { MODEL_OPTIONS, numberOption, openModel } from './model-options';
 
-export const BENCH_MODEL_USAGE = `usage: metal-tensorops bench <model.gguf> [-p N] [-n N] [-r N] [--json] [--backend ...] [--threads N]
+export const BENCH_MODEL_USAGE = `usage: metal-tensorops bench <model.gguf | folder> [-p N] [-n N] [-r N] [--json] [--activations int8] [--backend ...] [--threads N]
   -p, --prompt N             prompt tokens (default 512)
   -n, --tokens N             generated tokens (default 128)
   -r, --repetitions N        timed repetitions after a warm-up (default 3)
@@ -46,7 +46,7 @@ export async function benchModel(args: string[]): Promise<number> {
       if (!values.json) console.error(`${r === 0 ? 'warm-up' : `rep ${r}`}: pp${pp} ${(pp / a * 1e3).toFixed(1)} t/s, tg${tg} ${(tg / b * 1e3).toFixed(1)} t/s`);
     }
     const result = {
-      model: positionals[0], arch: model.config.arch, backend: dev.info.backend, threads: dev.info.threads,
+      model: positionals[0], arch: model.config.arch, backend: dev.info.backend, threads: dev.info.threads, activations: model.activations,
       pp: { tokens: pp, tokensPerS: pp / median(ppMs) * 1e3 }, tg: { tokens: tg, tokensPerS: tg / median(tgMs) * 1e3 },
     };
     if (values.json) console.log(JSON.stringify(result, null, 2));

@@ -23,7 +23,11 @@ export interface ModelConfig {
     base: number;
     /** Leading features of each head that rotate. */
     dims: number;
-    /** llama.cpp's rope type per architecture: llama pairs (2i, 2i+1); qwen (i, i + dims/2). */
+    /**
+     * Which features rotate together: 'interleaved' pairs (2i, 2i+1), 'neox' (i, i + dims/2).
+     * GGUF llama/mistral are interleaved (llama.cpp's converter permuted their q/k rows for it);
+     * qwen GGUF files and every Hugging Face checkpoint (unpermuted, rotate_half) are neox.
+     */
     style: 'interleaved' | 'neox';
     /** 'linear' and 'yarn' scaling: the context factor (llama.cpp's freq_scale = 1/scale). */
     scale: number;

@@ -80,12 +80,17 @@ export class KVCache {
   append(layer: number, k: Tensor, v: Tensor, at: number): { keys: Stored; values: Stored; copies: boolean; mask?: Tensor } {
     const dev = this.#dev;
     const L = k.shape[1];
-    const toCache = (t: Tensor) => {
+    // [1, L, Hkv, D] -> [1, Hkv, L, D] in the cache's dtype, written at `at`; what this made is
+    // disposed once the write is queued (the write keeps it alive until it ran).
+    const put = (cache: Stored, t: Tensor) => {
       const h = this.dtype === 'float16' ? dev.cast(t, 'float16') : t;
-      return L === 1 ? h.reshape([1, t.shape[2], 1, t.shape[3]]) : dev.transpose(h, [0, 2, 1, 3]);
+      const src = L === 1 ? h.reshape([1, t.shape[2], 1, t.shape[3]]) : dev.transpose(h, [0, 2, 1, 3]);
+      dev.write(cache, src, { axis: 2, offset: at });
+      src.dispose();
+      if (h !== t) h.dispose();
     };
-    dev.write(this.#keys[layer], toCache(k), { axis: 2, offset: at });
-    dev.write(this.#values[layer], toCache(v), { axis: 2, offset: at });
+    put(this.#keys[layer], k);
+    put(this.#values[layer], v);
     const full = at + L === this.capacity;
     if (full) return { keys: this.#keys[layer], values: this.#values[layer], copies: false };
     if (this.dtype === 'mxfp8') return { keys: this.#keys[layer], values: this.#values[layer], copies: false, mask: this.#visible(at, L) };

@@ -1,15 +1,21 @@
-// loadModel(dev, path): a GGUF decoder model on a device (weights in our formats, config,
-// tokenizer), ready for forward() and generate().
+// loadModel(dev, path): a decoder model on a device (weights in our formats, config, tokenizer),
+// ready for forward() and generate(), from a GGUF file or a Hugging Face model folder (hf/).
+import { stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
 import { TensorOpsError } from '../errors';
 import type { Device } from '../device';
 import { readGgufInfo } from '../loaders/gguf/parse';
 import { loadGgufTensors, type GgufConversion } from '../loaders/gguf/tensors';
-import { Tensor } from '../tensor';
+import type { SafetensorsConversion } from '../loaders/safetensors/types';
 import { tokenizerFromGgufMetadata, type Tokenizer } from '../tokenizer/index';
+import { checkActivations } from '../ops/args';
+import type { Activations } from '../types';
 import { checkOptions, describe } from '../validate';
 import { configFromGguf, type ModelConfig } from './config';
 import { Model } from './model';
-import { modelWeights } from './weights';
+import { loadHfWeights, readHfFolder } from './hf/load';
+import { ropeFrequencies } from './rope';
+import { modelWeights, type Weight } from './weights';
 import type { CacheDtype } from './kv-cache';
 
 export interface LoadModelOptions {
@@ -19,63 +25,105 @@ export interface LoadModelOptions {
   contextSize?: number;
   /** The KV cache's storage: 'float16' (default) or 'mxfp8' (half the bytes). */
   cacheDtype?: CacheDtype;
+  /**
+   * 'int8': the projections quantize their inputs to 8 bits per 32 values and multiply them by the
+   * weights' integer codes, as llama.cpp does (faster generation; error in PERFORMANCE.md).
+   * Default 'float32'.
+   */
+  activations?: Activations;
 }
 
 /** A loaded model with its tokenizer and what loading converted. */
 export interface LoadedModel extends Model {
   readonly tokenizer: Tokenizer;
-  /** The tensors that were not loaded bit-exactly (K-quants, overflowing scales) and their measured error. */
-  readonly conversions: readonly GgufConversion[];
+  /**
+   * The tensors that were not loaded bit-exactly, with their measured error: a GGUF file's
+   * (K-quants, overflowing scales) as GgufConversion, a Hugging Face folder's (scales rounded to
+   * float16, FP8 block scales) as loadSafetensors reports them.
+   */
+  readonly conversions: readonly (GgufConversion | SafetensorsConversion)[];
+}
+
+const ACCEPTED = 'loadModel takes a GGUF file or a Hugging Face model folder';
+
+/** Whether `path` is a folder (a Hugging Face model) or a file (GGUF); E_LOAD / E_ARG naming it. */
+async function sourceOf(path: string): Promise<'hf' | 'gguf'> {
+  let dir: boolean;
+  try {
+    dir = (await stat(path)).isDirectory();
+  } catch (err) {
+    throw new TensorOpsError('E_LOAD', `cannot open '${path}': ${(err as Error).message} (${ACCEPTED})`, { cause: err });
+  }
+  if (dir) return 'hf';
+  const name = basename(path);
+  if (name.endsWith('.safetensors') || ['config.json', 'tokenizer.json', 'model.safetensors.index.json'].includes(name)) {
+    throw new TensorOpsError('E_ARG', `'${path}' is one file of a Hugging Face model; pass its folder ('${dirname(path)}')`);
+  }
+  return 'gguf';
+}
+
+interface Source {
+  config: ModelConfig;
+  tokenizer: Tokenizer;
+  /** Loads the weights (after the options are checked against the config). */
+  load(): Promise<{ tensors: Map<string, Weight>; conversions: LoadedModel['conversions']; label?: (name: string) => string }>;
+}
+
+async function openGguf(dev: Device, path: string, onProgress: LoadModelOptions['onProgress']): Promise<Source> {
+  let file;
+  try {
+    file = await readGgufInfo(path);
+  } catch (err) {
+    if (err instanceof TensorOpsError && err.message.includes('not a GGUF file')) {
+      throw new TensorOpsError('E_FORMAT', `${err.message} (${ACCEPTED})`, { cause: err });
+    }
+    throw err;
+  }
+  const tokenizer = tokenizerFromGgufMetadata(file.metadata);
+  return {
+    tokenizer,
+    config: configFromGguf(file.metadata, tokenizer.vocabSize),
+    load: async () => {
+      const tensors = await loadGgufTensors(dev, file, path, {
+        onProgress: onProgress && ((p) => onProgress(p.bytesRead, p.totalBytes)),
+      });
+      return { tensors, conversions: tensors.conversions };
+    },
+  };
+}
+
+async function openHf(dev: Device, path: string, onProgress: LoadModelOptions['onProgress']): Promise<Source> {
+  const folder = await readHfFolder(path);
+  return { config: folder.config, tokenizer: folder.tokenizer, load: () => loadHfWeights(dev, folder, onProgress) };
 }
 
 /**
- * RoPE's inverse frequencies when the model scales them (linear, YaRN, llama3's rope_freqs), and
- * the attention scale YaRN's magnitude correction asks for. Every variant keeps the angle linear in
- * the position, so one table per model does: YaRN's theta = theta_interp (1 - r) + theta_extrap r
- * is pos * freq * (r + (1 - r) / factor), r the ramp of frequency i between its correction dims.
+ * Loads a decoder model onto `dev`: a GGUF file, or a Hugging Face model folder (config.json,
+ * model.safetensors or shards with model.safetensors.index.json, tokenizer.json; MLX-quantized
+ * folders too). The config and tokenizer are read and checked before any weight is.
  */
-async function ropeFrequencies(dev: Device, config: ModelConfig, factors: Tensor | undefined): Promise<{ freqs?: Tensor; attentionScale?: number }> {
-  const { base, dims, scale, yarn } = config.rope;
-  if (scale === 1 && !factors) return {};
-  const half = dims / 2;
-  const divisors = factors ? await factors.toFloat32() : new Float32Array(half).fill(1);
-  // YaRN's correction dims (the pair indices where interpolation starts and ends), as llama.cpp's
-  // ggml_rope_yarn_corr_dims: the pair whose wavelength turns n_rot times over the original context.
-  const corrDim = (rotations: number) => (dims * Math.log(yarn!.originalContext / (rotations * 2 * Math.PI))) / (2 * Math.log(base));
-  const low = yarn ? Math.max(0, Math.floor(corrDim(yarn.betaFast))) : 0;
-  const high = yarn ? Math.min(dims - 1, Math.ceil(corrDim(yarn.betaSlow))) : 0;
-  const freqs = new Float32Array(half);
-  for (let i = 0; i < half; i++) {
-    const f = Math.pow(base, (-2 * i) / dims) / divisors[i];
-    const r = yarn ? 1 - Math.min(1, Math.max(0, (i - low) / Math.max(0.001, high - low))) : 0;
-    freqs[i] = f * (r + (1 - r) / scale);
-  }
-  // YaRN scales cos and sin by mscale: q and k both, so the scores by mscale^2.
-  const mscale = yarn ? yarn.attnFactor * (1 + 0.1 * Math.log(scale)) : 1;
-  return { freqs: dev.tensor(freqs, [half]), ...(yarn ? { attentionScale: (mscale * mscale) / Math.sqrt(config.headDim) } : {}) };
-}
-
 export async function loadModel(dev: Device, path: string, options: LoadModelOptions = {}): Promise<Model & LoadedModel> {
-  const opts = checkOptions(options, 'options', ['onProgress', 'contextSize', 'cacheDtype']) as LoadModelOptions;
-  if (typeof path !== 'string') throw new TensorOpsError('E_ARG', `path must be a string; got ${describe(path)}`);
+  const opts = checkOptions(options, 'options', ['onProgress', 'contextSize', 'cacheDtype', 'activations']) as LoadModelOptions;
+  const activations = checkActivations(opts.activations) ? 'int8' : 'float32';
+  if (typeof path !== 'string' || path === '') throw new TensorOpsError('E_ARG', `path must be a non-empty string; got ${describe(path)}`);
   if (opts.onProgress !== undefined && typeof opts.onProgress !== 'function') {
     throw new TensorOpsError('E_ARG', `options.onProgress must be a function; got ${describe(opts.onProgress)}`);
   }
-  const file = await readGgufInfo(path);
-  const tokenizer = tokenizerFromGgufMetadata(file.metadata);
-  const config = configFromGguf(file.metadata, tokenizer.vocabSize);
+  const source = (await sourceOf(path)) === 'hf' ? await openHf(dev, path, opts.onProgress) : await openGguf(dev, path, opts.onProgress);
+  const { config, tokenizer } = source;
   const contextSize = opts.contextSize ?? Math.min(4096, config.context);
   if (!Number.isInteger(contextSize) || contextSize < 1 || contextSize > config.context) {
     throw new TensorOpsError('E_ARG', `options.contextSize must be an integer from 1 to ${config.context}; got ${describe(opts.contextSize)}`);
   }
-  const tensors = await loadGgufTensors(dev, file, path, {
-    onProgress: opts.onProgress && ((p) => opts.onProgress!(p.bytesRead, p.totalBytes)),
-  });
+  const { tensors, conversions, label } = await source.load();
   try {
-    const weights = modelWeights(config, tensors);
+    const weights = modelWeights(config, tensors, label);
+    // A tensor of the file no role took (none should be) is freed now rather than held by nothing.
+    const used = new Set<unknown>([weights.embedding, weights.outputNorm, weights.output, weights.ropeFactors, ...weights.layers.flatMap((l) => Object.values(l))]);
+    for (const t of tensors.values()) if (!used.has(t)) t.dispose();
     const { freqs: ropeFreqs, attentionScale } = await ropeFrequencies(dev, config, weights.ropeFactors);
-    const model = new Model(dev, config, weights, { ropeFreqs, attentionScale, contextSize, cacheDtype: opts.cacheDtype, endTokens: [...tokenizer.eogIds] });
-    return Object.assign(model, { tokenizer, conversions: tensors.conversions }) as Model & LoadedModel;
+    const model = new Model(dev, config, weights, { ropeFreqs, attentionScale, contextSize, cacheDtype: opts.cacheDtype, activations, endTokens: [...tokenizer.eogIds] });
+    return Object.assign(model, { tokenizer, conversions }) as Model & LoadedModel;
   } catch (err) {
     for (const t of tensors.values()) if (!t.disposed) t.dispose();
     throw err;

@@ -2,6 +2,7 @@
 import { TensorOpsError } from '../errors';
 import type { Device } from '../device';
 import type { Tensor } from '../tensor';
+import type { Activations } from '../types';
 import { checkOptions, describe } from '../validate';
 import type { ModelConfig } from './config';
 import { forward, type ForwardContext } from './arch/decoder';
@@ -53,16 +54,19 @@ export class Model {
   readonly config: ModelConfig;
   /** Tokens that end generation (end of sequence, end of turn). */
   readonly endTokens: readonly number[];
+  /** What the projections do with their inputs: 'float32', or 'int8' (loadModel's `activations`). */
+  readonly activations: Activations;
   readonly #ctx: ForwardContext;
   readonly #contextSize: number;
   readonly #cacheDtype: CacheDtype;
   #disposed = false;
 
   /** @internal Use loadModel(). */
-  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; attentionScale?: number; contextSize: number; cacheDtype?: CacheDtype; endTokens: number[] }) {
+  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; attentionScale?: number; contextSize: number; cacheDtype?: CacheDtype; activations?: Activations; endTokens: number[] }) {
     this.config = config;
     this.endTokens = Object.freeze([...options.endTokens]);
-    this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs, attentionScale: options.attentionScale };
+    this.activations = options.activations ?? 'float32';
+    this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs, attentionScale: options.attentionScale, activations: this.activations };
     this.#contextSize = options.contextSize;
     this.#cacheDtype = options.cacheDtype ?? 'float16';
   }

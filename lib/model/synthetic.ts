@@ -4,6 +4,7 @@
 // and the vocabulary is a SentencePiece ('llama') one llama.cpp loads.
 import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../loaders/gguf/write';
 import { encodeGgml, type GgmlEncodable } from '../loaders/gguf/blocks';
+import { llama3RopeDivisors } from './rope';
 
 export interface SyntheticModelSpec {
   arch: 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe';
@@ -120,20 +121,8 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
   }
   norm('output_norm.weight', width);
   if (spec.ropeScaling?.type === 'llama3') {
-    // llama3's divisors: 1 for wavelengths below original/highFreqFactor, `factor` above
-    // original/lowFreqFactor, a smooth blend between (what its convert script writes).
-    const { factor, lowFreqFactor, highFreqFactor, originalContext } = spec.ropeScaling;
-    const base = spec.ropeBase ?? 10000;
-    const f = new Float32Array(headDim / 2);
-    for (let i = 0; i < f.length; i++) {
-      const wavelength = (2 * Math.PI) / Math.pow(base, (-2 * i) / headDim);
-      if (wavelength < originalContext / highFreqFactor) f[i] = 1;
-      else if (wavelength > originalContext / lowFreqFactor) f[i] = factor;
-      else {
-        const smooth = (originalContext / wavelength - lowFreqFactor) / (highFreqFactor - lowFreqFactor);
-        f[i] = 1 / ((1 - smooth) / factor + smooth);
-      }
-    }
+    // llama3's divisors, as its convert script writes them.
+    const f = llama3RopeDivisors(spec.ropeBase ?? 10000, headDim, spec.ropeScaling);
     tensors.push({ name: 'rope_freqs.weight', dims: [headDim / 2], type: 'F32', data: new Uint8Array(f.buffer) });
   }
   if (!spec.tiedEmbeddings) weight('output.weight', width, vocab, 0, 4);

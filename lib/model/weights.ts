@@ -1,5 +1,7 @@
 // The weights of a decoder by role, looked up by llama.cpp's GGUF tensor names and checked
-// against the config (a missing or misshapen tensor is E_FORMAT naming it).
+// against the config (a missing or misshapen tensor is E_FORMAT naming it). A Hugging Face folder's
+// tensors are renamed to these names first (model/hf/names.ts), and named as the folder has them
+// in the messages.
 import { TensorOpsError } from '../errors';
 import { QuantizedTensor, Tensor } from '../tensor';
 import type { ModelConfig } from './config';
@@ -14,8 +16,8 @@ export interface LayerWeights {
   ffnNorm: Tensor;
   /** Dense MLP. */
   gate?: Weight; up?: Weight; down?: Weight;
-  /** Mixture of experts: the router [E, width] and the stacked experts [E, N, K]. */
-  router?: Tensor;
+  /** Mixture of experts: the router [E, width] (MLX quantizes it too) and the stacked experts [E, N, K]. */
+  router?: Weight;
   gateExperts?: Weight; upExperts?: Weight; downExperts?: Weight;
 }
 
@@ -31,15 +33,18 @@ export interface ModelWeights {
 
 function shapeOf(t: Weight): readonly number[] { return t.shape; }
 
-/** Picks the tensors a config needs out of a loaded file; checks every shape. */
-export function modelWeights(config: ModelConfig, tensors: Map<string, Weight>): ModelWeights {
+/**
+ * Picks the tensors a config needs out of a loaded file; checks every shape. `label` names a
+ * tensor in messages as its file does (default: the GGUF name).
+ */
+export function modelWeights(config: ModelConfig, tensors: Map<string, Weight>, label: (name: string) => string = (n) => n): ModelWeights {
   const get = (name: string, shape: number[] | null, dense = false): Weight => {
     const t = tensors.get(name);
-    if (t === undefined) throw new TensorOpsError('E_FORMAT', `the model has no tensor '${name}'`);
+    if (t === undefined) throw new TensorOpsError('E_FORMAT', `the model has no tensor '${label(name)}'`);
     if (shape && shapeOf(t).join() !== shape.join()) {
-      throw new TensorOpsError('E_FORMAT', `tensor '${name}' has shape [${shapeOf(t).join(', ')}]; the config needs [${shape.join(', ')}]`);
+      throw new TensorOpsError('E_FORMAT', `tensor '${label(name)}' has shape [${shapeOf(t).join(', ')}]; the config needs [${shape.join(', ')}]`);
     }
-    if (dense && !(t instanceof Tensor)) throw new TensorOpsError('E_FORMAT', `tensor '${name}' must be dense (it is ${(t as QuantizedTensor).format})`);
+    if (dense && !(t instanceof Tensor)) throw new TensorOpsError('E_FORMAT', `tensor '${label(name)}' must be dense (it is ${(t as QuantizedTensor).format})`);
     return t;
   };
   const dense = (name: string, shape: number[]) => get(name, shape, true) as Tensor;
@@ -62,7 +67,7 @@ export function modelWeights(config: ModelConfig, tensors: Map<string, Weight>):
       ffnNorm: dense(`${b}.ffn_norm.weight`, [width]),
     };
     if (experts > 0) {
-      layer.router = dense(`${b}.ffn_gate_inp.weight`, [experts, width]);
+      layer.router = get(`${b}.ffn_gate_inp.weight`, [experts, width]);
       layer.gateExperts = get(`${b}.ffn_gate_exps.weight`, [experts, ff, width]);
       layer.upExperts = get(`${b}.ffn_up_exps.weight`, [experts, ff, width]);
       layer.downExperts = get(`${b}.ffn_down_exps.weight`, [experts, width, ff]);

@@ -39,3 +39,8 @@ export function checkChoice<T extends string>(value: unknown, arg: string, choic
   }
   return value as T;
 }
+
+/** linear's and groupedLinear's `activations` option: whether x may be quantized to int8. */
+export function checkActivations(value: unknown, arg = 'options.activations'): boolean {
+  return value !== undefined && checkChoice(value, arg, ['float32', 'int8'] as const) === 'int8';
+}

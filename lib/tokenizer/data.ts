@@ -23,6 +23,8 @@ export interface TokenizerData {
   unkId?: number;
   sepId?: number;
   padId?: number;
+  /** More ids that end generation besides EOS/EOT/EOM (generation_config.json's eos_token_id list). */
+  eogIds?: readonly number[];
   /** Defaults: 'llama' true; 'gpt2' per the pre type (true for llama3). */
   addBos?: boolean;
   /** Default false. */

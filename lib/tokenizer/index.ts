@@ -1,10 +1,12 @@
 // Tokenizers from GGUF metadata, equal token for token to llama.cpp's: byte-level BPE ('gpt2'
-// vocabularies, with the pre-tokenizer named by tokenizer.ggml.pre) and SentencePiece ('llama').
+// vocabularies, with the pre-tokenizer named by tokenizer.ggml.pre) and SentencePiece ('llama');
+// and from a Hugging Face folder's tokenizer.json, read into the same data (hf.ts).
 import { TensorOpsError } from '../errors';
 import type { GgufValue } from '../loaders/gguf/types';
 import { BpeMerger } from './bpe';
 import { ByteBuilder, CHAR_TO_BYTE, Utf8Stream, fromUtf8, utf8 } from './bytes';
 import { type TokenizerData, tokenizerDataFromGguf } from './data';
+import { type HfTokenizerFiles, type HfTokenizerOptions, tokenizerDataFromHf } from './hf';
 import { type PreType, preType, pretokenize } from './pretokenize';
 import {
   ALWAYS_RENDERED, ATTR_BYTE, ATTR_CONTROL, ATTR_NORMAL, ATTR_UNKNOWN, ATTR_USER_DEFINED, EOG_TEXTS, EOM_TEXTS,
@@ -14,6 +16,7 @@ import { SpmMerger } from './spm';
 import { wellFormed } from './unicode';
 
 export { type TokenizerData, tokenizerDataFromGguf } from './data';
+export { type HfTokenizerFiles, type HfTokenizerOptions, tokenizerDataFromHf } from './hf';
 export { SUPPORTED_PRE_TYPES } from './pretokenize';
 
 export interface EncodeOptions {
@@ -149,7 +152,7 @@ export class Tokenizer {
       const id = this.#ids.get(t);
       if (id !== undefined) attrs[id] = ATTR_USER_DEFINED;
     }
-    for (const id of [this.eos, this.eot, this.eom]) if (id >= 0) eog.add(id);
+    for (const id of [this.eos, this.eot, this.eom, ...(data.eogIds ?? [])]) if (inRange(id, -1) >= 0) eog.add(id);
     const endId = this.#ids.get('<|end|>');
     const has = (t: string) => { const id = this.#ids.get(t); return id !== undefined && eog.has(id); };
     if (endId !== undefined && eog.has(endId) && ((has('<|return|>') && (has('<|call|>') || has('<|calls|>'))) || (has('<|calls|>') && has('<|flush|>')))) {
@@ -368,4 +371,12 @@ function cleanSpaces(input: Uint8Array): Uint8Array {
 /** A tokenizer from a GGUF file's parsed metadata (the tokenizer.ggml.* keys). */
 export function tokenizerFromGgufMetadata(metadata: ReadonlyMap<string, GgufValue>): Tokenizer {
   return new Tokenizer(tokenizerDataFromGguf(metadata));
+}
+
+/**
+ * A tokenizer from a Hugging Face folder's tokenizer.json (with tokenizer_config.json, config.json
+ * and generation_config.json for the special ids): the one llama.cpp makes of the same files.
+ */
+export function tokenizerFromHf(files: HfTokenizerFiles, options?: HfTokenizerOptions): Tokenizer {
+  return new Tokenizer(tokenizerDataFromHf(files, options));
 }

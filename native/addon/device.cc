@@ -16,6 +16,18 @@
 namespace mto::addon {
 namespace {
 
+// [{ library, reason }] (dev.info.fallbacks).
+Napi::Array fallbacks_to_js(Napi::Env env, const std::vector<LibraryFallback>& fallbacks) {
+  Napi::Array a = Napi::Array::New(env, fallbacks.size());
+  for (size_t i = 0; i < fallbacks.size(); ++i) {
+    Napi::Object f = Napi::Object::New(env);
+    f.Set("library", fallbacks[i].library);
+    f.Set("reason", fallbacks[i].reason);
+    a.Set(uint32_t(i), f);
+  }
+  return a;
+}
+
 DType read_dtype(Napi::Value v, const char* arg) {
   DType t;
   if (!v.IsString() || !parse_dtype(v.As<Napi::String>().Utf8Value(), &t)) {
@@ -85,7 +97,7 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   if (info.Length() > 2 && info[2].IsString()) request.tier = info[2].As<Napi::String>().Utf8Value();
   // Tests only (test/async-path.test.ts, test/stream.test.ts): a 4th argument
   // { asyncTestBackend: true, failOps?: number[], failBatches?: number[], failCode?, delayUs?,
-  // compileUs?, compileFail? }.
+  // compileUs?, compileFail?, tier?, failLibraries? } (async_test_backend.h).
   const bool async_test = info.Length() > 3 && info[3].IsObject() &&
                           info[3].As<Napi::Object>().Get("asyncTestBackend").ToBoolean().Value();
   AsyncTestScript script;
@@ -105,6 +117,14 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     if (o.Get("delayUs").IsNumber()) script.delay_us = o.Get("delayUs").As<Napi::Number>().Int64Value();
     if (o.Get("compileUs").IsNumber()) script.compile_us = o.Get("compileUs").As<Napi::Number>().Int64Value();
     script.compile_fail = o.Get("compileFail").ToBoolean().Value();
+    if (o.Get("tier").IsString() && !parse_tier(o.Get("tier").As<Napi::String>().Utf8Value(), &script.tier)) {
+      throw_error(info.Env(), code::Arg, "asyncTestBackend: unknown tier");
+    }
+    Napi::Value fail = o.Get("failLibraries");
+    if (fail.IsArray()) {
+      Napi::Array a = fail.As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); ++i) script.fail_libraries.insert(a.Get(i).ToString().Utf8Value());
+    }
   }
   guard(info.Env(), [&] {
     cpu_ = make_cpu_backend(threads);
@@ -158,8 +178,15 @@ Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
     o.Set("recommendedWorkingSetBytes", double(b.recommended_working_set));
   }
   if (!fallback_reason_.empty()) o.Set("fallbackReason", fallback_reason_);
+  if (!b.fallbacks.empty()) o.Set("fallbacks", fallbacks_to_js(env, b.fallbacks));
   o.Set("threads", cpu_->info().threads);
   return o;
+}
+
+Napi::Value NativeDevice::Fallbacks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  require_open(env);
+  return fallbacks_to_js(env, backend_->info().fallbacks);
 }
 
 Napi::Value NativeDevice::BufferStats(const Napi::CallbackInfo& info) {

@@ -35,6 +35,8 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
  private:
   // device.cc
   Napi::Value Info(const Napi::CallbackInfo& info);
+  // dev.info.fallbacks as it is now: the backend finds unusable libraries as ops need them.
+  Napi::Value Fallbacks(const Napi::CallbackInfo& info);
   Napi::Value BufferStats(const Napi::CallbackInfo& info);  // internal (tests): pool counters or null
   Napi::Value Tensor(const Napi::CallbackInfo& info);        // (data, shape, dtype)
   Napi::Value FromQuantized(const Napi::CallbackInfo& info); // (format, shape, block, codes, scales, biases?)
@@ -60,7 +62,8 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Layout(const Napi::CallbackInfo& info);        // (op, ...): transpose, slice, concat
   Napi::Value Pick(const Napi::CallbackInfo& info);          // (op, x, ...): argmax, topk, sample
   Napi::Value Embedding(const Napi::CallbackInfo& info);     // (table, ids)
-  Napi::Value GroupedLinear(const Napi::CallbackInfo& info); // (x, w, groupSizes, outDtype|null)
+  Napi::Value GroupedLinear(const Napi::CallbackInfo& info); // (x, w, groupSizes, outDtype|null, int8Activations)
+  Napi::Value GroupRows(const Napi::CallbackInfo& info);     // (ids, groups) -> [sizes, rows, positions]
   Napi::Value Write(const Napi::CallbackInfo& info);         // (dst, src, axis, offset)
   void write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::Value src, int64_t axis, int64_t offset);
 

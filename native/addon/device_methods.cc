@@ -26,6 +26,7 @@ void NativeDevice::bind_methods(Napi::Object self) {
   using Method = Napi::Value (*)(const Napi::CallbackInfo&);
   const std::pair<const char*, Method> methods[] = {
       {"info", &call_bound<&NativeDevice::Info>},
+      {"fallbacks", &call_bound<&NativeDevice::Fallbacks>},
       {"bufferStats", &call_bound<&NativeDevice::BufferStats>},
       {"tensor", &call_bound<&NativeDevice::Tensor>},
       {"fromQuantized", &call_bound<&NativeDevice::FromQuantized>},
@@ -46,6 +47,7 @@ void NativeDevice::bind_methods(Napi::Object self) {
       {"pick", &call_bound<&NativeDevice::Pick>},
       {"embedding", &call_bound<&NativeDevice::Embedding>},
       {"groupedLinear", &call_bound<&NativeDevice::GroupedLinear>},
+      {"groupRows", &call_bound<&NativeDevice::GroupRows>},
       {"write", &call_bound<&NativeDevice::Write>},
   };
   for (const auto& [name, method] : methods) {

@@ -362,13 +362,16 @@ Napi::Value CommitPolicyOf(const Napi::CallbackInfo& info) {
   });
 }
 
-// asyncTestCounters() -> { opsRun, preparedOnJsThread }: process-wide counters of the test-only
+// asyncTestCounters() -> { opsRun, preparedOnJsThread, opsByLibrary }: process-wide counters of the test-only
 // asynchronous backend (async_test_backend.h).
 Napi::Value AsyncTestCountersOf(const Napi::CallbackInfo& info) {
   const AsyncTestCounters c = async_test_counters();
   Napi::Object o = Napi::Object::New(info.Env());
   o.Set("opsRun", double(c.ops_run));
   o.Set("preparedOnJsThread", double(c.prepared_on_js_thread));
+  Napi::Object by = Napi::Object::New(info.Env());
+  for (const auto& [library, n] : c.ops_by_library) by.Set(library, double(n));
+  o.Set("opsByLibrary", by);
   return o;
 }
 
@@ -386,6 +389,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("dropCompletion", Napi::Function::New(env, DropCompletion, "dropCompletion"));
   o.Set("expandShader", Napi::Function::New(env, ExpandShader, "expandShader"));
   o.Set("planLibraries", Napi::Function::New(env, PlanLibraries, "planLibraries"));
+  o.Set("planAvoiding", Napi::Function::New(env, PlanAvoiding, "planAvoiding"));
   o.Set("scalePlaneLayout", Napi::Function::New(env, ScalePlaneLayoutOf, "scalePlaneLayout"));
   o.Set("quantizedView", Napi::Function::New(env, QuantizedView, "quantizedView"));
   o.Set("hostOpTimes", Napi::Function::New(env, HostOpTimes, "hostOpTimes"));

@@ -13,6 +13,8 @@ Napi::Object InitInternal(Napi::Env env);
 Napi::Object pool_stats_to_js(Napi::Env env, const SizeClassPool::Stats& s);
 // internal_plans.cc: planLibraries() -> [{ op, tier, library, kernel }].
 Napi::Value PlanLibraries(const Napi::CallbackInfo& info);
+// internal_plans.cc: planAvoiding(op, tier, unusable) -> { tier, libraries } (core/library_fallback.h).
+Napi::Value PlanAvoiding(const Napi::CallbackInfo& info);
 // internal_scale_plane.cc: scalePlaneLayout(format, block, shape, tier), quantizedView(q).
 Napi::Value ScalePlaneLayoutOf(const Napi::CallbackInfo& info);
 Napi::Value QuantizedView(const Napi::CallbackInfo& info);

@@ -11,6 +11,7 @@
 
 #include "core/dispatch_plan.h"
 #include "core/error.h"
+#include "core/library_fallback.h"
 #include "core/plan/elementwise.h"
 #include "core/plan/layout.h"
 #include "core/plan/norm.h"
@@ -19,6 +20,7 @@
 #include "core/plan/embedding.h"
 #include "core/plan/grouped_linear.h"
 #include "core/plan/pick.h"
+#include "errors.h"
 #include "internal.h"
 
 namespace mto::addon {
@@ -153,6 +155,63 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
     out.Set(i++, o);
   }
   return out;
+}
+
+// planAvoiding(op, tier, unusable: string[]) -> { tier, libraries: string[] }: core/
+// library_fallback.h's plan_avoiding for a representative request of `op` ('linear' prefill: mxfp4
+// weights, float16 x, M 64; 'linear-decode' M 1; 'matmul' float16; 'attention' prefill Lq 64;
+// 'attention-decode' Lq 1; 'softmax') planned at `tier` with the libraries in `unusable` marked
+// unusable: the tier whose plan was taken and its libraries, or E_BACKEND when none is usable.
+Napi::Value PlanAvoiding(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    Tier tier;
+    if (!info[0].IsString() || !info[1].IsString() || !parse_tier(info[1].As<Napi::String>().Utf8Value(), &tier)) {
+      throw Error(code::Arg, "planAvoiding(op, tier, unusable)");
+    }
+    const std::string op = info[0].As<Napi::String>().Utf8Value();
+    UnusableLibraries unusable;
+    if (info[2].IsArray()) {
+      Napi::Array a = info[2].As<Napi::Array>();
+      for (uint32_t i = 0; i < a.Length(); ++i) unusable.mark(a.Get(i).ToString().Utf8Value(), "marked by the test");
+    }
+    Tier planned = Tier::Cpu;
+    auto at = [&](Tier t) {
+      planned = t;
+      return t;
+    };
+    AttentionParams ap;
+    ap.B = 1; ap.Hq = 2; ap.Hkv = 1; ap.Lq = op == "attention-decode" ? 1 : 64; ap.Lk = 64; ap.D = 64; ap.scale = 0.125f;
+    RowsParams rows;
+    rows.rows = 2;
+    rows.cols = 64;
+    std::vector<plan::Dispatch> passes;
+    if (op == "linear" || op == "linear-decode") {
+      passes = {plan_avoiding(unusable, tier, [&](Tier t) {
+        return plan::plan_linear(Format::MXFP4, 32, DType::Float16, DType::Float16, op == "linear" ? 64 : 1, 64, 256,
+                                 false, at(t));
+      })};
+    } else if (op == "matmul") {
+      passes = {plan_avoiding(unusable, tier, [&](Tier t) {
+        return plan::plan_matmul(DType::Float16, DType::Float16, DType::Float16, 1, 64, 64, 64, false, at(t));
+      })};
+    } else if (op == "attention" || op == "attention-decode") {
+      passes = plan_avoiding(unusable, tier, [&](Tier t) {
+        return plan::plan_attention(ap, DType::Float16, DType::Float16, false, Format::MXFP8_E4M3, DType::Bool, at(t));
+      }).passes;
+    } else if (op == "softmax") {
+      passes = {plan_avoiding(unusable, tier,
+                              [&](Tier t) { return plan::plan_softmax(rows, DType::Float32, DType::Float32, at(t)); })};
+    } else {
+      throw Error(code::Arg, "planAvoiding: unknown op '" + op + "'");
+    }
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("tier", tier_name(planned));
+    Napi::Array libraries = Napi::Array::New(env, passes.size());
+    for (size_t i = 0; i < passes.size(); ++i) libraries.Set(uint32_t(i), passes[i].library);
+    o.Set("libraries", libraries);
+    return o;
+  });
 }
 
 }  // namespace mto::addon

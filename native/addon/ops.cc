@@ -141,6 +141,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     TensorPtr bias = is_absent(info[2]) ? nullptr : NativeTensor::Get(info[2], "bias");
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
+    p.int8_activations = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();  // lib/ checked it
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));  // K = 0: a fill
     const bool host = y->numel() == 0 || p.K == 0;
@@ -189,16 +190,19 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     }
     const bool causal = info[4].ToBoolean().Value();
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
-    AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get());
+    TensorPtr sinks = is_absent(info[6]) ? nullptr : NativeTensor::Get(info[6], "sinks");
+    AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get(), sinks.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
     const bool host = o->numel() == 0 || p.Lk == 0;
-    EventList inputs{event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr};
+    EventList inputs{event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr,
+                     sinks ? sinks->ready_event() : nullptr};
     // The operands and p move into the op (kMoveIntoOp).
     OpStart start = on_host_if(host, [q = std::move(q), k = std::move(k), v = std::move(v), mask = std::move(mask),
-                                      p = std::move(p), o](Backend& b, Completion done) {
+                                      sinks = std::move(sinks), p = std::move(p), o](Backend& b, Completion done) {
       AttentionParams run = p;
       run.mask = mask.get();
+      run.sinks = sinks.get();
       return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
     });
     o->event = submit(env, work, std::move(inputs), std::move(start));

@@ -78,10 +78,14 @@ Napi::Value NativeDevice::Binary(const Napi::CallbackInfo& info) {
     if (name == "add") op = BinaryOp::Add;
     else if (name == "mul") op = BinaryOp::Mul;
     else if (name == "swiglu") op = BinaryOp::Swiglu;
-    else throw_error(env, code::Arg, "op must be 'add', 'mul' or 'swiglu'; got " + describe_value(info[0]));
-    TensorPtr a = NativeTensor::Get(info[1], name == "swiglu" ? "gate" : "a");
-    TensorPtr b = NativeTensor::Get(info[2], name == "swiglu" ? "up" : "b");
-    ElementwiseParams p = check_binary(name.c_str(), *a, *b);
+    else if (name == "swiglu_oai") op = BinaryOp::SwigluOai;
+    else throw_error(env, code::Arg, "op must be 'add', 'mul', 'swiglu' or 'swiglu_oai'; got " + describe_value(info[0]));
+    const bool gated = op == BinaryOp::Swiglu || op == BinaryOp::SwigluOai;
+    TensorPtr a = NativeTensor::Get(info[1], gated ? "gate" : "a");
+    TensorPtr b = NativeTensor::Get(info[2], gated ? "up" : "b");
+    ElementwiseParams p = op == BinaryOp::SwigluOai
+                              ? check_swiglu_oai(*a, *b, read_number(info[3], "alpha"), read_number(info[4], "limit"))
+                              : check_binary(name.c_str(), *a, *b);
     TensorPtr out = make_tensor(p.bc.out_shape, p.out_dtype, allocator_of(backend_));
     out->event = submit(env, double(out->numel()), {a->ready_event(), b->ready_event()},
                         on_host_if(out->numel() == 0, [op, a, b, p, out](Backend& be, Completion done) {
@@ -218,7 +222,7 @@ Napi::Value NativeDevice::Embedding(const Napi::CallbackInfo& info) {
   });
 }
 
-// (x, w, groupSizes, outDtype|null)
+// (x, w, groupSizes, outDtype|null, int8Activations)
 Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -236,6 +240,7 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
     }
     const Operand xo{x.dense.get(), x.quant.get()}, wo{w.dense.get(), w.quant.get()};
     GroupedLinearParams p = check_grouped_linear(xo, wo, *sizes, out_dtype);
+    p.int8_activations = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();  // lib/ checked it
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     EventPtr w_event = w.dense ? w.dense->ready_event() : w.quant->ready_event();
     y->event = submit(env, double(p.T) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {x.dense->ready_event(), w_event, sizes->ready_event()},
@@ -245,6 +250,28 @@ Napi::Value NativeDevice::GroupedLinear(const Napi::CallbackInfo& info) {
                                                 *sizes, p, *y, std::move(done));
                       }));
     return NativeTensor::Wrap(env, y);
+  });
+}
+
+// (ids, groups) -> [sizes, rows, positions]
+Napi::Value NativeDevice::GroupRows(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    require_open(env);
+    TensorPtr ids = NativeTensor::Get(info[0], "ids");
+    const GroupRowsParams p = check_group_rows(*ids, read_int(info[1], "groups", 1, INT32_MAX));
+    TensorPtr sizes = make_tensor({p.groups}, DType::Int32, allocator_of(backend_));
+    TensorPtr rows = make_tensor({p.rows * p.k}, DType::Int32, allocator_of(backend_));
+    TensorPtr positions = make_tensor(ids->shape, DType::Int32, allocator_of(backend_));
+    sizes->event = rows->event = positions->event =
+        submit(env, double(ids->numel()), {ids->ready_event()}, [ids, p, sizes, rows, positions](Backend& b, Completion done) {
+          return b.group_rows(*ids, p, *sizes, *rows, *positions, std::move(done));
+        });
+    Napi::Array out = Napi::Array::New(env, 3);
+    out.Set(uint32_t(0), NativeTensor::Wrap(env, sizes));
+    out.Set(uint32_t(1), NativeTensor::Wrap(env, rows));
+    out.Set(uint32_t(2), NativeTensor::Wrap(env, positions));
+    return out;
   });
 }
 

@@ -11,6 +11,7 @@
 
 #include "buffer_pool.h"
 #include "capabilities.h"
+#include "library_fallback.h"
 #include "ops.h"
 #include "tensor.h"
 #include "tiers.h"
@@ -47,6 +48,10 @@ struct BackendInfo {
   bool unified_memory = false;
   uint64_t recommended_working_set = 0;
   int threads = 0;              // cpu threads the host-side kernels use
+  // Shader libraries this device stopped using (core/library_fallback.h): they failed to compile
+  // or make a pipeline, so the ops planned into them run one tier lower or on the cpu backend.
+  // Found as ops first need them, so the list grows.
+  std::vector<LibraryFallback> fallbacks;
 };
 
 class Backend {
@@ -117,6 +122,9 @@ class Backend {
                               Completion) {
     return false;
   }
+  // groupRows: no backend has a kernel yet (the counting sort is a few microseconds of host work
+  // next to the expert matmuls it groups): the stream runs the cpu backend's once ids are ready.
+  virtual bool group_rows(const Tensor&, const GroupRowsParams&, Tensor&, Tensor&, Tensor&, Completion) { return false; }
   // Copies srcs[i] through parts[i] into dst (transpose, slice, concat, write).
   virtual bool copy(const std::vector<const Tensor*>&, const std::vector<CopyPart>&, Tensor&, Completion) {
     return false;

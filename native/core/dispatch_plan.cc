@@ -20,7 +20,7 @@ namespace {
 // no padding, the sizes the MSL side sees.
 static_assert(sizeof(MxQuantizeParams) == 16, "MxQuantizeParams layout");
 static_assert(sizeof(QLinearParams) == 32, "QLinearParams layout");
-static_assert(sizeof(AttentionKernelParams) == 72, "AttentionKernelParams layout");
+static_assert(sizeof(AttentionKernelParams) == 76, "AttentionKernelParams layout");
 static_assert(sizeof(MatmulKernelParams) == 16, "MatmulKernelParams layout");
 
 template <class P>
@@ -112,6 +112,7 @@ const char* arg_name(Arg a) {
     case Arg::Status: return "status";
     case Arg::GroupSizes: return "group_sizes";
     case Arg::GroupSlots: return "group_slots";
+    case Arg::Sinks: return "sinks";
   }
   return "?";
 }
@@ -347,6 +348,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
   kp.scale_log2 = p.scale * 1.44269504088896340736f;
   kp.causal = p.causal ? 1 : 0;
   kp.mask_kind = mask_kind;
+  kp.has_sinks = p.sinks ? 1 : 0;
   for (int i = 0; i < 4; ++i) {
     check_i32("mask stride", p.mask_stride[i]);
     kp.mask_stride[i] = int32_t(p.mask_stride[i]);
@@ -354,10 +356,11 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
 
   AttentionPlan out;
   const std::string tail = std::string(suffix) + "_" + kv + "_d" + std::to_string(D);
-  // The tensorops tiers run prefill with matmul2d (library "attention_tensorops", MSL 4.0/4.1; on
-  // tensorops-mx the same kernel, whose P V product then takes the scores directly) and decode
-  // and its merge with the vector kernels of library "attention": bound by memory bandwidth, not
-  // by the matrix units. Both libraries are compiled for the requested tier.
+  // The tensorops tiers run prefill with matmul2d (library "attention_tensorops", MSL 4.0, P
+  // through threadgroup memory; on tensorops-mx "attention_tensorops_mx", MSL 4.1, the same kernel
+  // whose P V product takes the scores as a cooperative left input where the layouts allow) and
+  // decode and its merge with the vector kernels of library "attention": bound by memory
+  // bandwidth, not by the matrix units.
   const bool tops = tier == Tier::TensorOps || tier == Tier::TensorOpsMx;
   auto base = [&](const std::string& kernel) {
     Dispatch d;
@@ -372,6 +375,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
   const Arg k_scales = kv_quantized ? Arg::KScales : Arg::Unused;
   const Arg v_scales = kv_quantized ? Arg::VScales : Arg::Unused;
   const Arg mask = p.mask ? Arg::Mask : Arg::Unused;
+  const Arg sinks = p.sinks ? Arg::Sinks : Arg::Unused;  // joined once, where o is normalised
 
   if (p.Lq > ATTN_DECODE_MAX_LQ) {
     kp.rows = 0;
@@ -382,7 +386,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     d.threadgroups[0] = ceil_div(p.Lq, ATTN_PREFILL_BQ);
     d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
     if (tops) {
-      d.library = "attention_tensorops";
+      d.library = tier == Tier::TensorOpsMx ? "attention_tensorops_mx" : "attention_tensorops";
       d.kernel = "attention_tensorops_prefill_" + tail;
       d.threadgroups[0] = ceil_div(p.Lq, ATTN_TOPS_SIMDGROUPS * ATTN_TOPS_SG_ROWS);
       d.threads_per_threadgroup[0] = 32 * ATTN_TOPS_SIMDGROUPS;
@@ -392,7 +396,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     d.buffers = {{ATTN_BUFFER_Q, Arg::Q},         {ATTN_BUFFER_K, Arg::K},
                  {ATTN_BUFFER_V, Arg::V},         {ATTN_BUFFER_K_SCALES, k_scales},
                  {ATTN_BUFFER_V_SCALES, v_scales}, {ATTN_BUFFER_MASK, mask},
-                 {ATTN_BUFFER_O, Arg::O},         {ATTN_BUFFER_PARAMS, Arg::Params}};
+                 {ATTN_BUFFER_O, Arg::O},         {ATTN_BUFFER_PARAMS, Arg::Params},
+                 {ATTN_BUFFER_SINKS, sinks}};
     d.params = bytes_of(kp);
     out.passes.push_back(std::move(d));
     return out;
@@ -431,7 +436,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
                {ATTN_BUFFER_O, split ? Arg::Unused : Arg::O},
                {ATTN_BUFFER_PARTIAL_O, split ? Arg::PartialO : Arg::Unused},
                {ATTN_BUFFER_PARTIAL_ML, split ? Arg::PartialML : Arg::Unused},
-               {ATTN_BUFFER_PARAMS, Arg::Params}};
+               {ATTN_BUFFER_PARAMS, Arg::Params},
+               {ATTN_BUFFER_SINKS, split ? Arg::Unused : sinks}};  // split: the merge adds the sink
   d.params = bytes_of(kp);
   out.passes.push_back(std::move(d));
   if (split) {
@@ -445,7 +451,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     m.buffers = {{ATTN_BUFFER_PARTIAL_O, Arg::PartialO},
                  {ATTN_BUFFER_PARTIAL_ML, Arg::PartialML},
                  {ATTN_BUFFER_O, Arg::O},
-                 {ATTN_BUFFER_PARAMS, Arg::Params}};
+                 {ATTN_BUFFER_PARAMS, Arg::Params},
+                 {ATTN_BUFFER_SINKS, sinks}};
     m.params = bytes_of(kp);
     out.passes.push_back(std::move(m));
   }

@@ -56,9 +56,10 @@ enum class Arg : uint8_t {
   Status,      // int32: what a kernel found wrong with its input (it cannot throw); host-read
   GroupSizes,  // groupedLinear's int32 group sizes [E]
   GroupSlots,  // groupedLinear's scratch: the non-empty groups, written by its first pass
+  Sinks,       // attention sinks, float32 [Hq] (plan_attention)
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::GroupSlots) + 1;
+constexpr size_t kArgCount = size_t(Arg::Sinks) + 1;
 const char* arg_name(Arg a);
 
 struct BufferSlot {
@@ -115,7 +116,8 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
 // decode's partial results are float32). Lq <= 8 runs the decode kernel, as one pass or, for long
 // Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill kernel.
 // Tier::TensorOps and Tier::TensorOpsMx run prefill with the matmul2d kernel of library
-// "attention_tensorops" and decode with the vector decode kernel. Throws E_SHAPE for head dims
+// "attention_tensorops" (P through threadgroup memory) or "attention_tensorops_mx" (P as a
+// cooperative left input where it can be: macOS 27) and decode with the vector decode kernel. Throws E_SHAPE for head dims
 // without kernels (accepted: 64, 80, 96, 128, 256; mxfp8 K/V needs D a multiple of 32) and for
 // empty work (B, Hq, Lq or Lk of 0: the cpu backend writes it without a kernel), E_DTYPE
 // (q not a float dtype, o not q's), E_FORMAT, E_BACKEND (Tier::Cpu).

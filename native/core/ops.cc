@@ -98,7 +98,8 @@ MatmulParams check_matmul(const Tensor& a, const Tensor& b) {
 }
 
 AttentionParams check_attention(const Operand& q, const Operand& k, const Operand& v,
-                                std::optional<float> scale, bool causal, const Tensor* mask) {
+                                std::optional<float> scale, bool causal, const Tensor* mask,
+                                const Tensor* sinks) {
   if (!q.dense) throw Error(code::DType, "q must be a dense Tensor; got a QuantizedTensor");
   require_dense_float("q", q);
   require_dense_float("k", k);
@@ -163,6 +164,17 @@ AttentionParams check_attention(const Operand& q, const Operand& k, const Operan
       stride *= extent;
     }
     p.mask = mask;
+  }
+  if (sinks) {
+    if (sinks->dtype != DType::Float32) {
+      throw Error(code::DType, std::string("sinks has dtype '") + dtype_name(sinks->dtype) +
+                                   "'; accepted: 'float32'");
+    }
+    if (sinks->shape.size() != 1 || sinks->shape[0] != p.Hq) {
+      throw Error(code::Shape, "sinks must have shape [Hq] = [" + std::to_string(p.Hq) +
+                                   "] (one logit per query head); got " + dims(sinks->shape));
+    }
+    p.sinks = sinks;
   }
   p.out_dtype = q.dense->dtype;
   p.out_shape = qs;

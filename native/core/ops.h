@@ -3,6 +3,7 @@
 // the value and what is accepted) and returns the parameters the backends run with.
 #pragma once
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct LinearParams {
   int64_t M = 0, N = 0, K = 0;
   Shape out_shape;  // x.shape[:-1] + [N]
   DType out_dtype = DType::Float32;
+  // x may be quantized to int8 per block of 32 (linear's `activations: 'int8'`): backends with
+  // integer dot-product kernels for w's format do for a few rows of x (cpu: kernels/dot.h
+  // dot_q8_kernels); the others compute in float as usual.
+  bool int8_activations = false;
 };
 LinearParams check_linear(const Operand& x, const Operand& w, const Tensor* bias,
                           std::optional<DType> out_dtype);
@@ -54,11 +59,17 @@ struct AttentionParams {
   bool causal = false;          // bottom-right aligned: query i sees keys j <= i + (Lk - Lq)
   const Tensor* mask = nullptr; // bool (true = attend) or additive float, broadcast to [B,Hq,Lq,Lk]
   int64_t mask_stride[4] = {0, 0, 0, 0};  // element strides of mask over (b, h, i, j); 0 = broadcast
+  // Attention sinks (gpt-oss): float32 [Hq], one logit per query head that joins each row's softmax
+  // denominator with no value (o = sum_j e^(s_j - M) v_j / (sum_j e^(s_j - M) + e^(sink - M))), in
+  // the scaled-score domain. A NaN (or +inf) sink makes its head's rows NaN, -inf is no sink; a row
+  // that sees no key is still zeros.
+  const Tensor* sinks = nullptr;
   DType out_dtype = DType::Float32;
   Shape out_shape;
 };
 AttentionParams check_attention(const Operand& q, const Operand& k, const Operand& v,
-                                std::optional<float> scale, bool causal, const Tensor* mask);
+                                std::optional<float> scale, bool causal, const Tensor* mask,
+                                const Tensor* sinks = nullptr);
 
 // Validates a quantization request for a dense tensor of `shape`.
 void check_quantize(const Shape& shape, Format f, int block);
@@ -82,16 +93,22 @@ struct Broadcast {
 Broadcast broadcast_shapes(const char* a_name, const Shape& a, const char* b_name, const Shape& b);
 
 enum class UnaryOp : uint8_t { Silu, Gelu, GeluTanh };
-// Swiglu(gate, up) = silu(gate) * up.
-enum class BinaryOp : uint8_t { Add, Mul, Swiglu };
+// Swiglu(gate, up) = silu(gate) * up. SwigluOai (gpt-oss; llama.cpp's swiglu_oai): with
+// g = min(gate, limit), u = clamp(up, -limit, limit): g * sigmoid(alpha g) * (u + 1); a NaN gate
+// or up stays NaN (the clamps keep it), limit = +inf clamps nothing.
+enum class BinaryOp : uint8_t { Add, Mul, Swiglu, SwigluOai };
 struct ElementwiseParams {
   Broadcast bc;  // for unary ops: both operands x, no broadcast
   DType out_dtype = DType::Float32;
+  float alpha = 1.f;  // SwigluOai
+  float limit = std::numeric_limits<float>::infinity();  // SwigluOai: > 0
 };
 // Float dtypes only; the output has the inputs' dtype when they agree, else float32 (as
 // PyTorch's promotion of float16 with bfloat16).
 ElementwiseParams check_unary(const char* op, const Tensor& x);
 ElementwiseParams check_binary(const char* op, const Tensor& a, const Tensor& b);
+// check_binary of swiglu, plus SwigluOai's alpha (finite, > 0) and limit (> 0, +inf allowed).
+ElementwiseParams check_swiglu_oai(const Tensor& gate, const Tensor& up, double alpha, double limit);
 
 // rmsNorm / layerNorm over the last axis: y = (x - mean) / sqrt(var + eps) * weight + bias
 // (rmsNorm: no mean, var = mean of squares, no bias). weight and bias [cols], any float dtype.
@@ -180,15 +197,26 @@ struct GroupedLinearParams {
   int64_t T = 0, E = 0, N = 0, K = 0;
   Shape out_shape;
   DType out_dtype = DType::Float32;
+  bool int8_activations = false;  // as LinearParams'
 };
 GroupedLinearParams check_grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes,
                                          std::optional<DType> out_dtype);
+
+// groupRows: the entries of ids [T, k] (or [T]: k = 1), int32 in [0, groups), stably sorted by
+// value (a counting sort): sizes [groups] (entries per value), rows [T * k] (the row t of ids of
+// each entry in sorted order), positions (ids' shape: where each entry went). What a mixture of
+// experts needs to run its tokens grouped by expert (groupedLinear) and put them back.
+struct GroupRowsParams {
+  int64_t rows = 0, k = 1, groups = 0;
+};
+GroupRowsParams check_group_rows(const Tensor& ids, int64_t groups);
 
 // What embedding and groupedLinear read when they run, checked on the host (E_ARG with the
 // messages of the Metal kernels' status): by the cpu kernels and by the host step of an op with
 // nothing for a kernel to do. An id outside [0, V); a group size < 0 or sizes not adding up to T.
 void check_embedding_ids(const Tensor& ids, const EmbeddingParams& p);
 void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p);
+void check_group_ids(const Tensor& ids, const GroupRowsParams& p);  // groupRows: ids in [0, groups)
 
 // ---- Empty dimensions (README "The ops of a model"). A dimension may be 0 anywhere. An op whose
 // output has no elements runs no kernel on any backend: the addon queues a host step in its place,

@@ -1,6 +1,7 @@
 // Shape and dtype rules of the elementwise ops (core/ops.h): NumPy broadcasting and dtype
 // promotion.
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "error.h"
@@ -76,7 +77,7 @@ ElementwiseParams check_unary(const char* op, const Tensor& x) {
 }
 
 ElementwiseParams check_binary(const char* op, const Tensor& a, const Tensor& b) {
-  const bool swiglu = std::string(op) == "swiglu";
+  const bool swiglu = std::string(op) == "swiglu" || std::string(op) == "swiglu_oai";
   const char* an = swiglu ? "gate" : "a";
   const char* bn = swiglu ? "up" : "b";
   require_float(std::string(op) + ": " + an, a.dtype);
@@ -84,6 +85,17 @@ ElementwiseParams check_binary(const char* op, const Tensor& a, const Tensor& b)
   ElementwiseParams p;
   p.bc = broadcast_shapes(an, a.shape, bn, b.shape);
   p.out_dtype = a.dtype == b.dtype ? a.dtype : DType::Float32;
+  return p;
+}
+
+ElementwiseParams check_swiglu_oai(const Tensor& gate, const Tensor& up, double alpha, double limit) {
+  if (!(std::isfinite(alpha) && alpha > 0)) {
+    throw Error(code::Arg, "swiglu: alpha must be a finite number > 0; got " + std::to_string(alpha));
+  }
+  if (!(limit > 0)) throw Error(code::Arg, "swiglu: limit must be a number > 0 (Infinity: no clamp); got " + std::to_string(limit));
+  ElementwiseParams p = check_binary("swiglu_oai", gate, up);
+  p.alpha = float(alpha);
+  p.limit = float(limit);
   return p;
 }
 

@@ -88,6 +88,33 @@ void check_embedding_ids(const Tensor& ids, const EmbeddingParams& p) {
   }
 }
 
+GroupRowsParams check_group_rows(const Tensor& ids, int64_t groups) {
+  require_int32("groupRows", "ids", ids.dtype);
+  if (ids.shape.size() != 1 && ids.shape.size() != 2) {
+    throw Error(code::Shape, "groupRows: ids must have shape [T, k] or [T]; got " + shape_string(ids.shape));
+  }
+  if (groups < 1 || groups > INT32_MAX) {
+    throw Error(code::Arg, "groupRows: groups must be an integer in [1, " + std::to_string(INT32_MAX) + "]; got " +
+                               std::to_string(groups));
+  }
+  GroupRowsParams p;
+  p.rows = ids.shape[0];
+  p.k = ids.shape.size() == 2 ? ids.shape[1] : 1;
+  p.groups = groups;
+  return p;
+}
+
+void check_group_ids(const Tensor& ids, const GroupRowsParams& p) {
+  const int64_t n = p.rows * p.k;
+  const int32_t* id = n ? ids.data<int32_t>() : nullptr;
+  for (int64_t i = 0; i < n; ++i) {
+    if (id[i] < 0 || id[i] >= p.groups) {
+      throw Error(code::Arg, "groupRows: ids holds " + std::to_string(id[i]) + " at flat index " + std::to_string(i) +
+                                 "; the groups are 0.." + std::to_string(p.groups - 1));
+    }
+  }
+}
+
 void check_group_sizes(const Tensor& group_sizes, const GroupedLinearParams& p) {
   const int32_t* g = p.E ? group_sizes.data<int32_t>() : nullptr;
   int64_t sum = 0;

@@ -112,7 +112,7 @@ void Stream::submit(StreamOp op, const EventPtr& event) {
         lock.unlock();
         Encode r = Encode::Declined;
         std::function<void()> prepare;  // compiled by the drain below, off this thread
-        // An op that cannot be encoded (a pipeline that fails to compile) fails like one that
+        // An op that cannot be encoded (a plan that does not fit its pipeline) fails like one that
         // fails on the GPU: its outputs carry the error to their reads.
         OpStatus thrown = capture_status([&] { r = try_encode(op, event, &prepare); });
         const bool encoded = r == Encode::Encoded;
@@ -186,9 +186,11 @@ Stream::Encode Stream::try_encode(StreamOp& op, const EventPtr& event, std::func
 
 Stream::Encode Stream::encode_prepared(StreamOp& op, const EventPtr& event, bool* unflushed,
                                        FailurePtr* failure) {
-  // Each round prepares one missing piece (an attention plan has up to two pipelines); a backend
-  // that keeps asking is a bug, reported on the op rather than spinning.
-  for (int round = 0; round < 8; ++round) {
+  // Each round prepares one missing piece: a pipeline (an attention plan has up to two), or a
+  // library that fails and makes the op plan again one tier lower (core/library_fallback.h; three
+  // metal tiers). A backend that keeps asking is a bug, reported on the op rather than spinning.
+  constexpr int kRounds = 16;
+  for (int round = 0; round < kRounds; ++round) {
     Encode r = Encode::Declined;
     std::function<void()> prepare;
     OpStatus thrown = capture_status([&] { r = try_encode(op, event, &prepare); });
@@ -209,7 +211,8 @@ Stream::Encode Stream::encode_prepared(StreamOp& op, const EventPtr& event, bool
     }
   }
   *failure = std::make_shared<const OpStatus>(
-      OpStatus{code::Backend, "internal: the backend still asks to prepare the op after 8 rounds"});
+      OpStatus{code::Backend, "internal: the backend still asks to prepare the op after " + std::to_string(kRounds) +
+                                  " rounds"});
   return Encode::Declined;
 }
 

@@ -1,13 +1,15 @@
 // Tier rules (docs/design/ARCHITECTURE.md "Metal backend tiers", METAL.md "Capability detection"):
-//   tensorops-mx  macOS 27 + family Metal4 + probe         (MSL 4.1 scale planes)
-//   tensorops     macOS 26.2 + family Metal4 + probe       (MSL 4.0 matmul2d)
+//   tensorops-mx  macOS 27 + family Metal4 + its probe and the tensorops probe
+//                 (MSL 4.1 scale planes and cooperative left inputs, plus the MSL 4.0 libraries)
+//   tensorops     macOS 26.2 + family Metal4 + probe       (MSL 4.0 matmul2d, reduce_rows, ...)
 //   simdgroup     family Apple7 + probe                    (simdgroup_matrix, M1 and later)
 //   cpu           otherwise, or Rosetta, or no device
 // plus one policy: the TensorOps tiers are the default only on GPUs with neural accelerators
 // (M5-class). On M1-M4 TensorOps run as a shader fallback and llama.cpp measured no gain (M4) or
 // -5% (M2 Ultra), so it keeps simdgroup there (ggml-metal-device.m disables its tensor path
 // unless the name says M5/M6/A19/A20); we keep simdgroup until we measure otherwise.
-// METAL_TENSOROPS_TIER overrides the policy but never a hard requirement.
+// METAL_TENSOROPS_TIER overrides the policy but never a hard requirement. The macOS version is the
+// running system's real one (native/metal/device.h), never `@available`'s answer alone.
 #include "tiers.h"
 
 #include <vector>
@@ -76,6 +78,22 @@ Gate tier_gate(const Capabilities& caps, Tier t, bool apply_policy) {
 
 bool is_tensorops(Tier t) { return t == Tier::TensorOps || t == Tier::TensorOpsMx; }
 
+// The probes tier `t` needs, in the order they run: tensorops-mx also runs the tensorops tier's
+// MSL 4.0 libraries (every op the scale planes do not cover), so it needs that probe first.
+std::vector<Tier> probes_of(Tier t) {
+  if (t == Tier::TensorOpsMx) return {Tier::TensorOps, Tier::TensorOpsMx};
+  return {t};
+}
+
+// Why tier `t` cannot run when the probe of `probed` failed. `repeat`: the message of a probe of
+// another tier is given here too (a forced tier), else left to that tier's own clause, which
+// auto_tier adds next.
+std::string probe_failure(Tier t, Tier probed, const ProbeResult& p, bool repeat) {
+  if (probed == t) return "its probe kernel failed: " + p.message;
+  const std::string clause = std::string("the ") + tier_name(probed) + " probe kernel it also needs failed";
+  return repeat ? clause + ": " + p.message : clause + " (below)";
+}
+
 TierChoice on_metal(const Capabilities& caps, Tier t) {
   TierChoice c;
   c.backend = "metal";
@@ -108,10 +126,12 @@ TierChoice forced_tier(const Capabilities& caps, Tier t) {
   if (std::string why = metal_blocker(caps); !why.empty()) throw Error(code::Backend, prefix + why);
   const Gate g = tier_gate(caps, t, /*apply_policy=*/false);
   if (g.kind != GateKind::Ok) throw Error(code::Backend, prefix + g.why);
-  const ProbeResult& p = caps.probe_for(t);
-  if (p.state == ProbeResult::State::NotRun) return need_probe(t);
-  if (p.state == ProbeResult::State::Failed) {
-    throw Error(code::Backend, prefix + "its probe kernel failed: " + p.message);
+  for (Tier probed : probes_of(t)) {
+    const ProbeResult& p = caps.probe_for(probed);
+    if (p.state == ProbeResult::State::NotRun) return need_probe(probed);
+    if (p.state == ProbeResult::State::Failed) {
+      throw Error(code::Backend, prefix + probe_failure(t, probed, p, /*repeat=*/true));
+    }
   }
   return on_metal(caps, t);
 }
@@ -137,12 +157,17 @@ TierChoice auto_tier(const Capabilities& caps, bool metal_required) {
       dropped.push_back(std::string(tier_name(t)) + ": " + g.why);
       continue;
     }
-    const ProbeResult& p = caps.probe_for(t);
-    if (p.state == ProbeResult::State::NotRun) return need_probe(t);
-    if (p.state == ProbeResult::State::Failed) {
-      dropped.push_back(std::string(tier_name(t)) + ": its probe kernel failed: " + p.message);
-      continue;
+    bool probes_ok = true;
+    for (Tier probed : probes_of(t)) {
+      const ProbeResult& p = caps.probe_for(probed);
+      if (p.state == ProbeResult::State::NotRun) return need_probe(probed);
+      if (p.state == ProbeResult::State::Failed) {
+        dropped.push_back(std::string(tier_name(t)) + ": " + probe_failure(t, probed, p, /*repeat=*/false));
+        probes_ok = false;
+        break;
+      }
     }
+    if (!probes_ok) continue;
     TierChoice c = on_metal(caps, t);
     if (!is_tensorops(t) && !tensorops_os_reason.empty() && gpu_has_neural_accelerators(caps)) {
       dropped.push_back(tensorops_os_reason + "; the GPU's neural accelerators stay unused");

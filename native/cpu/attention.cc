@@ -12,6 +12,7 @@
 //     causal / mask -> -inf or + mask; m' = max(m, rowmax S); P = 2^(S - m')
 //     l = l 2^(m - m') + rowsum P;  O = O 2^(m - m') + P V_tile          (gemm; float32 V in place)
 //   o = O / l; a row that saw no key (l == 0, m == -inf throughout) gives zeros, never NaN.
+//   With sinks, the head's sink logit joins the denominator once, at the end (finish_row).
 // NaN/inf follow float arithmetic over the keys a row sees, and a hidden key (score -inf) is never
 // read (the rule: native/core/ops.h, check_attention). So a NaN score poisons P, l and O (and m,
 // for the merge; softmax_row), and the P V product, where a hidden key's P = 0 still meets its V
@@ -133,6 +134,7 @@ struct Plan {
   const RowSource* v = nullptr;
   const void* mask = nullptr;
   DType mask_dtype = DType::Bool;
+  const float* sinks = nullptr;  // [Hq] float32 logits, or null
   int64_t G = 1;        // query heads per kv head
   int64_t Bq = 1;       // queries per block
   int64_t nqb = 1;      // query blocks
@@ -299,6 +301,23 @@ MTO_INLINE void pv_tile(int64_t R, int64_t n, int64_t Dp, const float* __restric
   }
 }
 
+// The attention sink of head h (a learned logit in the denominator, no value), applied once to a
+// row's final (m, l, O) that saw a key: M' = max(m, s), o = O 2^(m - M') / (l 2^(m - M') + 2^(s - M')),
+// s in the log2 domain like m. A NaN sink makes the row NaN, +inf too (2^(inf - inf)), -inf is no
+// sink. Writes o into dst[0, D) from src (may alias).
+MTO_INLINE void finish_row(const Plan& pl, int64_t h, float m, float l, const float* src, float* dst,
+                           int64_t D) {
+  float c = 1.f, denom = l;
+  if (pl.sinks) {
+    const float s = pl.sinks[h] * kLog2e;
+    const float M = max_nan(m, s);
+    c = std::exp2(m - M);
+    denom = l * c + std::exp2(s - M);
+  }
+  const float inv = c / denom;
+  for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * inv;
+}
+
 // Flash-decoding merge: o = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max_s m_s.
 void merge_splits(const Plan& pl, int64_t task0) {
   const AttentionParams& p = *pl.p;
@@ -323,8 +342,7 @@ void merge_splits(const Plan& pl, int64_t task0) {
       const float* os = part + 2 * pl.Rmax + r * Dp;
       for (int64_t d = 0; d < D; ++d) dst[d] += w * os[d];
     }
-    const float inv = 1.f / L;
-    for (int64_t d = 0; d < D; ++d) dst[d] *= inv;
+    finish_row(pl, h, M, L, dst, dst, D);
   }
 }
 
@@ -452,8 +470,7 @@ MTO_INLINE void run_task(const Plan& pl, Scratch& sc, int64_t task) {
       if (l[r] == 0.f) {  // saw no key
         for (int64_t d = 0; d < D; ++d) dst[d] = 0.f;
       } else {
-        const float inv = 1.f / l[r];
-        for (int64_t d = 0; d < D; ++d) dst[d] = src[d] * inv;
+        finish_row(pl, h, m[r], l[r], src, dst, D);
       }
     }
   } else {
@@ -544,6 +561,7 @@ void attention(ThreadPool& pool, const Operand& q, const Operand& k, const Opera
     pl.mask = p.mask->buffer->data();
     pl.mask_dtype = p.mask->dtype;
   }
+  if (p.sinks) pl.sinks = static_cast<const float*>(p.sinks->buffer->data());
   pl.G = p.Hq / p.Hkv;
   pl.Dp = round_up(p.D, kNR);
   pl.qscale = p.scale * kLog2e;

@@ -135,6 +135,10 @@ class CpuBackend final : public Backend {
                  Completion done) override {
     return run(done, [&] { cpu::embedding(pool_, table, ids, p, out); });
   }
+  bool group_rows(const Tensor& ids, const GroupRowsParams& p, Tensor& sizes, Tensor& rows, Tensor& positions,
+                  Completion done) override {
+    return run(done, [&] { cpu::group_rows(ids, p, sizes, rows, positions); });
+  }
   bool grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes, const GroupedLinearParams& p,
                       Tensor& y, Completion done) override {
     return run(done, [&] {

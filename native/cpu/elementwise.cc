@@ -59,10 +59,30 @@ struct SwigluF {
     r = r * y;
   }
 };
+// gpt-oss's: g = min(x, limit), u = clamp(y, -limit, limit), g sigmoid(alpha g) (u + 1). The
+// comparisons keep a NaN (false either way); g = -inf gives -0 (the limit), as silu.
+struct SwigluOaiF {
+  float alpha, limit;
+  template <class T> MTO_INLINE void operator()(const T& x, const T& y, T& r) const {
+    T lim, nlim, a, one;
+    vmath::splat<T>(lim, limit);
+    vmath::splat<T>(nlim, -limit);
+    vmath::splat<T>(a, alpha);
+    vmath::splat<T>(one, 1.f);
+    const T g = x > lim ? lim : x;
+    T u = y > lim ? lim : y;
+    u = u < nlim ? nlim : u;
+    T s;
+    vmath::sigmoid<T>(a * g, s);
+    r = g * s;
+    vmath::minus_inf_to_zero<T>(g, r);
+    r = r * (u + one);
+  }
+};
 
 // op: a UnaryOp (b null) or a BinaryOp, as an int (one function pointer type for both).
 template <int W>
-MTO_INLINE void run(int op, bool binary, float* a, const float* b, int64_t n) {
+MTO_INLINE void run(int op, bool binary, float* a, const float* b, int64_t n, float alpha, float limit) {
   if (!binary) {
     switch (UnaryOp(op)) {
       case UnaryOp::Silu: return map_run<W>(SiluF{}, a, nullptr, n);
@@ -75,20 +95,24 @@ MTO_INLINE void run(int op, bool binary, float* a, const float* b, int64_t n) {
     case BinaryOp::Add: return map_run<W>(AddF{}, a, b, n);
     case BinaryOp::Mul: return map_run<W>(MulF{}, a, b, n);
     case BinaryOp::Swiglu: return map_run<W>(SwigluF{}, a, b, n);
+    case BinaryOp::SwigluOai: return map_run<W>(SwigluOaiF{alpha, limit}, a, b, n);
   }
 }
 
-void run_base(int op, bool binary, float* a, const float* b, int64_t n) { run<4>(op, binary, a, b, n); }
-#if MTO_X86_DISPATCH
-MTO_TARGET_AVX2 void run_avx2(int op, bool binary, float* a, const float* b, int64_t n) {
-  run<8>(op, binary, a, b, n);
+void run_base(int op, bool binary, float* a, const float* b, int64_t n, float alpha, float limit) {
+  run<4>(op, binary, a, b, n, alpha, limit);
 }
-MTO_TARGET_AVX512 void run_avx512(int op, bool binary, float* a, const float* b, int64_t n) {
-  run<16>(op, binary, a, b, n);
+#if MTO_X86_DISPATCH
+MTO_TARGET_AVX2 void run_avx2(int op, bool binary, float* a, const float* b, int64_t n, float alpha, float limit) {
+  run<8>(op, binary, a, b, n, alpha, limit);
+}
+MTO_TARGET_AVX512 void run_avx512(int op, bool binary, float* a, const float* b, int64_t n, float alpha,
+                                  float limit) {
+  run<16>(op, binary, a, b, n, alpha, limit);
 }
 #endif
 
-using RunFn = void (*)(int, bool, float*, const float*, int64_t);
+using RunFn = void (*)(int, bool, float*, const float*, int64_t, float, float);
 RunFn pick_run() {
 #if MTO_X86_DISPATCH
   const GemmIsa isa = gemm_isa();
@@ -152,7 +176,7 @@ void unary(ThreadPool& pool, UnaryOp op, const Tensor& x, const ElementwiseParam
   for_each_run(pool, p.bc, [&](int64_t at, int64_t a_at, int64_t, int64_t n) {
     float v[kRun];
     load(x, a_at, 1, n, v);
-    fn(int(op), false, v, nullptr, n);
+    fn(int(op), false, v, nullptr, n, 1.f, 0.f);
     store_f32(out, at, n, v);
   });
 }
@@ -165,7 +189,7 @@ void binary(ThreadPool& pool, BinaryOp op, const Tensor& a, const Tensor& b, con
     float va[kRun], vb[kRun];
     load(a, a_at, sa, n, va);
     load(b, b_at, sb, n, vb);
-    fn(int(op), true, va, vb, n);
+    fn(int(op), true, va, vb, n, p.alpha, p.limit);
     store_f32(out, at, n, va);
   });
 }

@@ -151,9 +151,14 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
     mto::kernels::DotWeights dw;
     float lut[16];
     if (kern && M <= kFusedMaxRows && dot_weights(w.quant->view(), lut, &dw) &&
-        kern->supports(dw) && fits_fused_kernels(xf, M, K)) {
-      gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
-      return;
+        fits_fused_kernels(xf, M, K)) {
+      // Opted-in int8 activations where this CPU has integer kernels for the format, else float.
+      const mto::kernels::DotKernels* q8 = p.int8_activations ? mto::kernels::dot_q8_kernels() : nullptr;
+      if (q8 && q8->supports(dw)) kern = q8;
+      if (kern->supports(dw)) {
+        gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
+        return;
+      }
     }
     run(QuantRows(*w.quant));
   } else {
@@ -215,6 +220,7 @@ void grouped_linear(ThreadPool& pool, const Operand& x, const Operand& w, const 
     lp.K = p.K;
     lp.out_shape = {rows, p.N};
     lp.out_dtype = DType::Float32;
+    lp.int8_activations = p.int8_activations;
     linear(pool, Operand{&xe, nullptr}, we, nullptr, lp, y + row * p.N);
     row += rows;
   }

@@ -35,11 +35,12 @@ void rope(ThreadPool& pool, const Tensor& x, const Tensor* positions, const Tens
           const RopeParams& p, Tensor& out);
 // softmax.cc
 void softmax(ThreadPool& pool, const Tensor& x, const RowsParams& p, Tensor& out);
-// pick.cc: argmax, topK, sample (int32 ids), and embedding.
+// pick.cc: argmax, topK, sample (int32 ids), embedding and groupRows.
 void argmax(ThreadPool& pool, const Tensor& x, const PickParams& p, Tensor& ids);
 void top_k(ThreadPool& pool, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids);
 void sample(ThreadPool& pool, const Tensor& logits, const PickParams& p, Tensor& ids);
 void embedding(ThreadPool& pool, const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out);
+void group_rows(const Tensor& ids, const GroupRowsParams& p, Tensor& sizes, Tensor& rows, Tensor& positions);
 // linear.cc: y[T, N] (float32) for rows grouped by expert.
 void grouped_linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor& group_sizes,
                     const GroupedLinearParams& p, float* y);

@@ -137,4 +137,24 @@ void embedding(ThreadPool& pool, const Operand& table, const Tensor& ids, const 
   });
 }
 
+// A stable counting sort of the entries of ids by value, on one thread: entries are few (tokens
+// times experts per token) and the passes are serial by nature.
+void group_rows(const Tensor& ids, const GroupRowsParams& p, Tensor& sizes, Tensor& rows, Tensor& positions) {
+  check_group_ids(ids, p);
+  const int64_t n = p.rows * p.k;
+  const int32_t* id = n ? ids.data<int32_t>() : nullptr;
+  int32_t* size = sizes.data<int32_t>();
+  std::fill(size, size + p.groups, 0);
+  for (int64_t i = 0; i < n; ++i) ++size[id[i]];
+  std::vector<int64_t> next(size_t(p.groups), 0);  // where each group's next entry goes
+  for (int64_t g = 1; g < p.groups; ++g) next[size_t(g)] = next[size_t(g - 1)] + size[g - 1];
+  int32_t* row = n ? rows.data<int32_t>() : nullptr;
+  int32_t* pos = n ? positions.data<int32_t>() : nullptr;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t at = next[size_t(id[i])]++;
+    row[at] = int32_t(i / p.k);
+    pos[i] = int32_t(at);
+  }
+}
+
 }  // namespace mto::cpu

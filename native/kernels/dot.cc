@@ -8,6 +8,7 @@
 
 #include "../../shaders/mx_formats.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -79,6 +80,33 @@ bool dot_bf16_table(const DotWeights& w, uint8_t (&lo)[16], uint8_t (&hi)[16]) {
     hi[i] = uint8_t(bits >> 24);
   }
   return true;
+}
+
+void quantize_x_block(const float* x, int8_t* q, float* d) {
+  float amax = 0;
+  for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+  *d = amax / 127.0f;
+  const float id = amax > 0 ? 127.0f / amax : 0.0f;
+  if (std::isinf(id)) {  // max|x| below ~3.7e-37: the factor only float64 holds
+    const double idd = 127.0 / double(amax);
+    for (int i = 0; i < 32; ++i) q[i] = int8_t(std::clamp(std::nearbyint(double(x[i]) * idd), -127.0, 127.0));
+    return;
+  }
+  for (int i = 0; i < 32; ++i) q[i] = int8_t(std::clamp(std::nearbyint(x[i] * id), -127.0f, 127.0f));
+}
+
+const DotKernels* dot_q8_kernels() {
+  static const DotKernels* const k = [] {
+    if (isa_cap() == X86Level::Baseline) return static_cast<const DotKernels*>(nullptr);
+#if defined(__aarch64__)
+    return dot_q8_kernels_neon();  // null where not compiled in (MSVC)
+#endif
+#if MTO_X86_KERNELS
+    if (x86_level() >= X86Level::Avx2) return dot_q8_kernels_avx2();
+#endif
+    return static_cast<const DotKernels*>(nullptr);
+  }();
+  return k;
 }
 
 const DotKernels* dot_kernels() {

@@ -88,4 +88,20 @@ bool dot_int8_table(const DotWeights& w, int8_t (&q)[16], float* unit);
 bool dot_bf16_table(const DotWeights& w, uint8_t (&lo)[16], uint8_t (&hi)[16]);
 const DotKernels* dot_kernels_avx2();
 
+// The same kernels with x quantized to int8 (linear's opt-in `activations: 'int8'`, as llama.cpp's
+// q8 dot products and onnxruntime's accuracy_level 4): every block of 32 elements of a row of x
+// becomes a scale d and 32 int8 codes (quantize_x_block), a weight block's integer codes meet
+// them in integer multiply-adds, exact, and the weight block's scale times d scales that sum:
+// the result is w . x' (x' = d * q, affine biases included), as if x were x'. prepare_x writes
+// the quantized rows (x_floats counts 4-byte words). Formats: affine4, affine8, mxint8, and 4-bit tables of small integers
+// times a power of two (mxfp4, mxint4); null where the CPU has none (x86 below AVX2, MSVC builds).
+const DotKernels* dot_q8_kernels();
+const DotKernels* dot_q8_kernels_avx2();
+const DotKernels* dot_q8_kernels_neon();
+
+// One block of 32 elements of x as int8: d = max|x| / 127, q[i] = x[i] * (127 / max|x|) rounded
+// half to even (float32 arithmetic; float64 when 127 / max|x| overflows float32). An all-zero
+// block gives d = 0 and zero codes. x must be finite (callers route other rows elsewhere).
+void quantize_x_block(const float* x, int8_t* q, float* d);
+
 }  // namespace mto::kernels

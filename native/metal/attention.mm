@@ -19,14 +19,17 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   const DType mask_dtype = p.mask ? p.mask->dtype : DType::Bool;
   plan::AttentionPlan plan;
   try {
-    plan = plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, ctx.tier);
+    plan = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, t);
+    });
   } catch (const Error&) {
     return false;  // head dim or dtype without a kernel: the cpu backend runs it
   }
   ArgTable args;
   using plan::Arg;
   bool bound = args.bind(Arg::Q, q.dense->buffer.get()) && args.bind(Arg::O, o.buffer.get()) &&
-               (!p.mask || args.bind(Arg::Mask, p.mask->buffer.get()));
+               (!p.mask || args.bind(Arg::Mask, p.mask->buffer.get())) &&
+               (!p.sinks || args.bind(Arg::Sinks, p.sinks->buffer.get()));
   if (kv_quantized) {
     bound = bound && args.bind(Arg::K, k.quant->codes.get()) && args.bind(Arg::KScales, k.quant->scales.get()) &&
             args.bind(Arg::V, v.quant->codes.get()) && args.bind(Arg::VScales, v.quant->scales.get());

@@ -32,7 +32,7 @@ class MetalBackend final : public Backend {
         stream_(device, ShaderLibraries::for_device(device, caps),
                 commit_policy(caps.architecture, std::getenv("METAL_TENSOROPS_COMMIT_OPS"),
                               std::getenv("METAL_TENSOROPS_COMMIT_MB"))),
-        ctx_{stream_, *pool_, choice.tier} {}
+        ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable()} {}
 
   BackendInfo info() const override {
     BackendInfo i;
@@ -44,6 +44,7 @@ class MetalBackend final : public Backend {
     i.has_gpu_fields = true;
     i.unified_memory = caps_.unified_memory;
     i.recommended_working_set = caps_.recommended_working_set;
+    i.fallbacks = ctx_.unusable.list();
     return i;
   }
   BufferPtr allocate(size_t bytes) override { return pool_->allocate(bytes); }

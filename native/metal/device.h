@@ -16,8 +16,11 @@ id<MTLDevice> pick_device();
 // false and only the OS fields are set.
 Capabilities query_capabilities(id<MTLDevice> device);
 
-// The running macOS. From sysctl kern.osproductversion, falling back to NSProcessInfo (which
-// may report a compatibility version to processes linked against an older SDK).
+// The running macOS, as the tiers are gated on it (core/tiers.h) and MSL versions are asked for
+// (library.mm): the higher of NSProcessInfo.operatingSystemVersion and sysctl
+// kern.osproductversion, since either may show an older compatibility version to a process
+// linked against an older SDK (macOS 26 as 16.0). Never `@available` alone: it answers for the
+// version the process is shown.
 OsVersion running_os_version();
 
 // True in an x86-64 process translated by Rosetta 2 (sysctl.proc_translated == 1).

@@ -12,6 +12,15 @@
 #include "objc_strings.h"
 
 namespace mto::metal {
+namespace {
+
+bool newer(const OsVersion& a, const OsVersion& b) {
+  if (a.major != b.major) return a.major > b.major;
+  if (a.minor != b.minor) return a.minor > b.minor;
+  return a.patch > b.patch;
+}
+
+}  // namespace
 
 id<MTLDevice> pick_device() {
   id<MTLDevice> device = MTLCreateSystemDefaultDevice();
@@ -21,18 +30,23 @@ id<MTLDevice> pick_device() {
 }
 
 OsVersion running_os_version() {
+  // Two readings, the higher wins: a compatibility version is always below the real one (macOS
+  // 11 showed 10.16 and macOS 26 showed 16.0 to processes built with an older SDK). Reported:
+  // kern.osproductversion showed 10.16 on Big Sur too (ziglang/zig#7569), and NSProcessInfo
+  // answers 26 to such processes from macOS 26 beta 4 on (Apple developer forums, thread 788667).
+  NSOperatingSystemVersion ns = NSProcessInfo.processInfo.operatingSystemVersion;
+  OsVersion best;
+  best.major = int(ns.majorVersion);
+  best.minor = int(ns.minorVersion);
+  best.patch = int(ns.patchVersion);
   OsVersion v;
   char text[64] = {0};
   size_t size = sizeof text - 1;
   if (sysctlbyname("kern.osproductversion", text, &size, nullptr, 0) == 0 &&
-      std::sscanf(text, "%d.%d.%d", &v.major, &v.minor, &v.patch) >= 2) {
-    return v;
+      std::sscanf(text, "%d.%d.%d", &v.major, &v.minor, &v.patch) >= 2 && newer(v, best)) {
+    best = v;
   }
-  NSOperatingSystemVersion ns = NSProcessInfo.processInfo.operatingSystemVersion;
-  v.major = int(ns.majorVersion);
-  v.minor = int(ns.minorVersion);
-  v.patch = int(ns.patchVersion);
-  return v;
+  return best;
 }
 
 bool running_under_rosetta() {

@@ -12,7 +12,7 @@ bool unary(MetalContext& ctx, UnaryOp op, const Tensor& x, const ElementwisePara
            Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_unary(op, x.dtype, out.dtype, p.bc, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_unary(op, x.dtype, out.dtype, p.bc, t); });
   } catch (const Error&) {
     return false;  // no kernel for this dtype or size: the cpu backend runs it
   }
@@ -27,7 +27,8 @@ bool binary(MetalContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, co
             Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_binary(op, a.dtype, b.dtype, out.dtype, p.bc, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier,
+                      [&](Tier t) { return plan::plan_binary(op, a.dtype, b.dtype, out.dtype, p.bc, t, p.alpha, p.limit); });
   } catch (const Error&) {
     return false;  // more merged dimensions than the kernel takes, or a size past 32 bits
   }

@@ -14,8 +14,10 @@ bool embedding(MetalContext& ctx, const Operand& table, const Tensor& ids, const
   const bool quantized = table.quant != nullptr;
   plan::Dispatch d;
   try {
-    d = quantized ? plan::plan_embedding(p, true, DType::Float32, table.quant->format, table.quant->block, ctx.tier)
-                  : plan::plan_embedding(p, false, table.dense->dtype, Format::MXFP4, 32, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return quantized ? plan::plan_embedding(p, true, DType::Float32, table.quant->format, table.quant->block, t)
+                       : plan::plan_embedding(p, false, table.dense->dtype, Format::MXFP4, 32, t);
+    });
   } catch (const Error&) {
     return false;  // no ids, or sizes past 32-bit indices: the cpu backend runs it
   }

@@ -13,15 +13,21 @@ bool copy(MetalContext& ctx, const std::vector<const Tensor*>& srcs, const std::
           Completion done) {
   if (srcs.size() != parts.size() || parts.empty()) return false;
   std::vector<plan::Dispatch> passes;
+  try {
+    passes = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      std::vector<plan::Dispatch> out;
+      for (size_t i = 0; i < parts.size(); ++i) {
+        out.push_back(plan::plan_copy(parts[i], srcs[i]->dtype, srcs[i]->numel(), dst.numel(), t));
+      }
+      return out;
+    });
+  } catch (const Error&) {
+    return false;  // more dimensions than the kernel takes, or an index past 32 bits
+  }
   std::vector<ArgTable> tables;
   using plan::Arg;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Tensor& src = *srcs[i];
-    try {
-      passes.push_back(plan::plan_copy(parts[i], src.dtype, src.numel(), dst.numel(), ctx.tier));
-    } catch (const Error&) {
-      return false;  // more dimensions than the kernel takes, or an index past 32 bits
-    }
     ArgTable args;
     if (!args.bind(Arg::Src, src.buffer.get()) || !args.bind(Arg::Dst, dst.buffer.get())) return false;
     // write may copy between views of one storage; a dispatch reading what it writes races, so

@@ -16,11 +16,12 @@ namespace mto::metal {
 class PipelineArchive;
 
 // Compiles `source` as MSL `version`, with languageVersion always set explicitly (left unset, the
-// TensorOps headers silently expand to nothing: docs/design/METAL.md), no fast math (softmax needs
-// -inf and exact exp; MLX compiles with fast math off too). Returns nil and sets *error to the
-// compiler's message on failure, or when this process cannot ask for `version`.
+// TensorOps headers silently expand to nothing: docs/design/METAL.md), safe math (MTLMathModeSafe
+// and precise functions, or fastMathEnabled = NO before macOS 15: the kernels rely on NaN, -inf
+// and -0 behaving as IEEE 754 says). Returns nil and sets *error to the compiler's message on
+// failure, or when the running macOS `os` (device.h running_os_version) predates `version`.
 id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
-                               std::string* error);
+                               const OsVersion& os, std::string* error);
 
 // Pipelines of one library, created on first use and kept for the process (a first compile costs
 // tens of ms per kernel, docs/design/METAL.md). With an archive, pipelines come from it first and

@@ -11,27 +11,43 @@
 namespace mto::metal {
 namespace {
 
-// Whether this process may ask for MSL `v`. The version numbers are raw values
-// (metal_constants.h), so the macOS they need is checked here by hand.
-bool language_version_usable(MslVersion v, std::string* why) {
+// Whether MSL `v` exists on the running macOS `os` (device.h running_os_version: the real
+// version, not `@available`'s answer, which follows the SDK the process was linked against).
+bool language_version_usable(MslVersion v, const OsVersion& os, std::string* why) {
+  int major = 0;  // the macOS that introduced v
   if (v.major > 4 || (v.major == 4 && v.minor >= 1)) {
-    if (@available(macOS 27.0, *)) return true;
-    *why = "MSL 4.1 needs macOS 27 or later";
-    return false;
+    major = 27;
+  } else if (v.major == 4) {
+    major = 26;
+  } else if (v.major == 3 && v.minor >= 2) {
+    major = 15;
+  } else {
+    return true;  // up to 3.1: our deployment target (macOS 14) has it
   }
-  if (v.major == 4) {
-    if (@available(macOS 26.0, *)) return true;
-    // On a real macOS 26 this means the process sees a compatibility version (main executable
-    // linked against an older SDK); the message says so because the OS version alone would not.
-    *why = "MSL 4.0 needs macOS 26 or later, and this process does not see macOS 26 APIs";
-    return false;
+  if (os.at_least(major, 0)) return true;
+  *why = "MSL " + std::to_string(v.major) + "." + std::to_string(v.minor) + " needs macOS " +
+         std::to_string(major) + " or later (this is macOS " + os_version_string(os) + ")";
+  return false;
+}
+
+// IEEE 754 arithmetic and precise math functions. The kernels need both: docs/design/API.md's NaN
+// and infinity rules (NaN through attention and norms, softmax rows of -inf, silu(-inf) = -0) and
+// attention's -0 marker for hidden keys rule out MTLMathModeFast (no NaN, no infinities) and
+// MTLMathModeRelaxed (it keeps NaN and infinities but may drop the sign of zero and reassociate).
+// mathMode and mathFloatingPointFunctions (whose default is Fast) replace fastMathEnabled, which
+// macOS 15 deprecates; below macOS 15 only fastMathEnabled exists, and NO there means both.
+void set_safe_math(MTLCompileOptions* options) {
+  if (@available(macOS 15.0, *)) {
+    options.mathMode = MTLMathModeSafe;
+    options.mathFloatingPointFunctions = MTLMathFloatingPointFunctionsPrecise;
+  } else {
+    // Unreachable at a deployment target of macOS 15 or later, where the deprecation would
+    // otherwise be an error (-Werror); check:metal compiles this file at macOS 14.0 and 27.0.
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wdeprecated-declarations"
+    options.fastMathEnabled = NO;
+#pragma clang diagnostic pop
   }
-  if (v.major == 3 && v.minor >= 2) {
-    if (@available(macOS 15.0, *)) return true;
-    *why = "MSL 3.2 needs macOS 15 or later";
-    return false;
-  }
-  return true;  // up to 3.1: our deployment target (macOS 14) has it
 }
 
 MTLDataType data_type(ConstantType t) {
@@ -64,12 +80,12 @@ MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& 
 }  // namespace
 
 id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
-                               std::string* error) {
-  if (!language_version_usable(version, error)) return nil;
+                               const OsVersion& os, std::string* error) {
+  if (!language_version_usable(version, os, error)) return nil;
   @autoreleasepool {
     MTLCompileOptions* options = [MTLCompileOptions new];
     options.languageVersion = language_version(version);
-    options.fastMathEnabled = NO;  // deprecated from macOS 15 in favour of mathMode; same effect
+    set_safe_math(options);
     NSError* err = nil;
     id<MTLLibrary> library = [device newLibraryWithSource:to_ns(source) options:options error:&err];
     if (!library) *error = error_text(err, "newLibraryWithSource:options:error: returned nil");

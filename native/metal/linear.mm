@@ -19,9 +19,11 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
   const QTensor& q = *w.quant;
   plan::Dispatch d;
   try {
-    d = plan::plan_linear(q.format, q.block, x.dense->dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_linear(q.format, q.block, x.dense->dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t);
+    });
   } catch (const Error&) {
-    return false;  // no kernel for this dtype, shape or format: the cpu backend runs it
+    return false;  // no kernel (or no usable library) for this dtype, shape or format: the cpu backend runs it
   }
   ArgTable args;
   using plan::Arg;
@@ -41,7 +43,9 @@ bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const
   const QTensor& q = *w.quant;
   plan::GroupedLinearPlan plan;
   try {
-    plan = plan::plan_grouped_linear(p, q.format, q.block, x.dense->dtype, y.dtype, ctx.tier);
+    plan = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_grouped_linear(p, q.format, q.block, x.dense->dtype, y.dtype, t);
+    });
   } catch (const Error&) {
     return false;  // more rows than a decode batch, or no kernel for the dtype: the cpu backend runs it
   }

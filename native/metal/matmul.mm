@@ -13,7 +13,9 @@ bool matmul(MetalContext& ctx, const Tensor& a, const Tensor& b, const MatmulPar
             Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_matmul(a.dtype, b.dtype, c.dtype, p.batch, p.M, p.N, p.K, p.b_batched, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_matmul(a.dtype, b.dtype, c.dtype, p.batch, p.M, p.N, p.K, p.b_batched, t);
+    });
   } catch (const Error&) {
     return false;  // dtypes or a shape without a kernel: the cpu backend runs it
   }

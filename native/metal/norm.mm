@@ -12,8 +12,10 @@ bool norm(MetalContext& ctx, const Tensor& x, const Tensor* weight, const Tensor
           Tensor& out, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_norm(p, x.dtype, out.dtype, weight ? std::optional<DType>(weight->dtype) : std::nullopt,
-                        bias ? std::optional<DType>(bias->dtype) : std::nullopt, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_norm(p, x.dtype, out.dtype, weight ? std::optional<DType>(weight->dtype) : std::nullopt,
+                             bias ? std::optional<DType>(bias->dtype) : std::nullopt, t);
+    });
   } catch (const Error&) {
     return false;  // a size past 32-bit indices: the cpu backend runs it
   }

@@ -5,14 +5,19 @@
 #pragma once
 #include "buffers.h"
 #include "core/backend.h"
+#include "core/library_fallback.h"
 #include "encode.h"
 
 namespace mto::metal {
 
+// Every op plans at `tier` through core/library_fallback.h's plan_avoiding: where that plan uses
+// a library in `unusable` (it failed to compile on this GPU), the op is planned one tier lower,
+// and below simdgroup it is declined (the cpu backend runs it).
 struct MetalContext {
   CommandStream& stream;
   MetalBufferPool& pool;
   Tier tier;
+  const UnusableLibraries& unusable;
 };
 
 // linear.mm: y = x @ w^T (+ bias) for float32/float16/bfloat16 x, quantized w, float32 bias.

@@ -13,7 +13,7 @@ namespace mto::metal {
 bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_argmax(x.dtype, p, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_argmax(x.dtype, p, t); });
   } catch (const Error&) {
     return false;
   }
@@ -26,7 +26,7 @@ bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids
 bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_top_k(x.dtype, p, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_top_k(x.dtype, p, t); });
   } catch (const Error&) {
     return false;
   }
@@ -42,7 +42,7 @@ bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& valu
 bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor& ids, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_sample(logits.dtype, p, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_sample(logits.dtype, p, t); });
   } catch (const Error&) {
     return false;
   }

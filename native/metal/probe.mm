@@ -22,7 +22,7 @@ const char* probe_source(Tier t) {
   return nullptr;
 }
 
-// Threads the probe's threadgroup needs: execution_simdgroups<4> runs 4 simdgroups of 32.
+// Threads the probe's threadgroup needs: the TensorOps probes run 4 SIMD-groups of 32.
 NSUInteger probe_threads(Tier t) { return t == Tier::Simdgroup ? 32 : 4 * 32; }
 
 ProbeResult failed(std::string message) {
@@ -34,11 +34,11 @@ ProbeResult failed(std::string message) {
 
 }  // namespace
 
-ProbeResult run_probe(id<MTLDevice> device, Tier t) {
+ProbeResult run_probe(id<MTLDevice> device, Tier t, const OsVersion& os) {
   const char* source = probe_source(t);
   if (!device || !source) return failed("no Metal device or no probe for this tier");
   std::string error;
-  id<MTLLibrary> library = compile_library(device, source, msl_version_for(t), &error);
+  id<MTLLibrary> library = compile_library(device, source, msl_version_for(t), os, &error);
   if (!library) return failed(error);
   try {
     PipelineCache pipelines(device, library);
@@ -56,7 +56,7 @@ ProbeResult run_probe(id<MTLDevice> device, Tier t) {
 }
 
 TierChoice choose_tier(id<MTLDevice> device, Capabilities& caps, const TierRequest& request) {
-  return select_tier_probing(caps, request, [&](Tier t) { return run_probe(device, t); });
+  return select_tier_probing(caps, request, [&](Tier t) { return run_probe(device, t, caps.os); });
 }
 
 }  // namespace mto::metal

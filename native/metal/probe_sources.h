@@ -27,10 +27,16 @@ kernel void probe(device const half* a [[buffer(0)]],
 )msl";
 
 // msl-source: probe_tensorops std=metal4.0
-// One 16x16 tile of matmul2d over tensor_inline views of plain buffers (how our kernels bind
-// data on macOS 26), four simdgroups, K dynamic. 16x16 because an (8, 8) descriptor does not
-// compile ("At least one of M or N must be a multiple of 16", llama.cpp #21048). Extents are
-// innermost first: (columns, rows).
+// Every TensorOps API the tensorops tier's libraries use (attention_tensorops, qlinear_tensorops,
+// matmul_tensorops; test/shader-embed.test.ts checks the list against them), at their MSL
+// version, so that a macOS whose headers lack one fails here, with the compiler's message, rather
+// than in a library later: tensor_inline views over device and threadgroup memory with strides,
+// slice, matmul2d over execution_simdgroups<4> (half and bfloat operands, dynamic K, a transposed
+// right operand) and over execution_simdgroup (static K), cooperative destinations zeroed and
+// accumulated into (mode::multiply_accumulate), row-reduction destinations, reduce_rows with its
+// identity (max and sum), get_iterator + map_iterator, get_multidimensional_index, and a
+// cooperative tensor stored to threadgroup memory. Threadgroup: 4 SIMD-groups of 32. Extents are
+// innermost first: (columns, rows); (8, 8) descriptors do not compile (llama.cpp #21048).
 inline constexpr const char* kProbeTensorOps = R"msl(
 #include <metal_stdlib>
 #include <metal_tensor>
@@ -38,22 +44,97 @@ inline constexpr const char* kProbeTensorOps = R"msl(
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-kernel void probe(device half* a [[buffer(0)]],
-                  device half* b [[buffer(1)]],
-                  device float* c [[buffer(2)]]) {
-  tensor<device half, dextents<int32_t, 2>, tensor_inline> ta(a, dextents<int32_t, 2>(16, 16));
-  tensor<device half, dextents<int32_t, 2>, tensor_inline> tb(b, dextents<int32_t, 2>(16, 16));
-  tensor<device float, dextents<int32_t, 2>, tensor_inline> tc(c, dextents<int32_t, 2>(16, 16));
-  matmul2d<matmul2d_descriptor(16, 16, dynamic_length_v<int>), execution_simdgroups<4>> op;
-  op.run(ta, tb, tc);
+typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> probe_tg_t;
+
+// Each valid element of `ct` at out[row * ld + column].
+template <typename CT>
+void probe_store(thread CT& ct, device float* out, int ld) {
+  for (int i = 0; i < ct.get_capacity(); ++i) {
+    if (!ct.is_valid_element(i)) continue;
+    const auto idx = ct.get_multidimensional_index(i);
+    out[idx[1] * ld + idx[0]] = ct[i];
+  }
+}
+
+template <typename CT>
+void probe_zero(thread CT& ct) {
+  for (int i = 0; i < ct.get_capacity(); ++i)
+    if (ct.is_valid_element(i)) ct[i] = 0.0f;
+}
+
+// A 16 x 16 tile of a[16, 32] b[16, 32]^T over the threadgroup, operands of type T in device memory.
+template <typename T>
+void probe_device_tile(device T* a, device T* b, device float* out) {
+  typedef tensor<device T, dextents<int32_t, 2>, tensor_inline> view_t;
+  view_t ta(a, dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 32});
+  view_t tb(b, dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 32});
+  auto sa = ta.slice(0, 0);
+  auto sb = tb.slice(0, 0);
+  constexpr auto desc = matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true, false,
+                                            matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<desc, execution_simdgroups<4>> mm;
+  auto acc = mm.get_destination_cooperative_tensor<decltype(sa), decltype(sb), float>();
+  probe_zero(acc);
+  mm.run(sa, sb, acc);
+  probe_store(acc, out, 16);
+}
+
+kernel void probe(device half* h [[buffer(0)]],
+                  device bfloat* bf [[buffer(1)]],
+                  device float* out [[buffer(2)]],
+                  ushort tid [[thread_index_in_threadgroup]],
+                  ushort sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float stage[(16 + 32 + 32) * 36];
+  threadgroup float ps[4][16 * 36];
+  probe_device_tile(h, h + 512, out);
+  probe_device_tile(bf, bf + 512, out + 256);
+
+  // One SIMD-group's 16 rows of attention: S = Q K^T, row max and sum, P = exp2(S - max), O = P V.
+  for (int i = tid; i < (16 + 32 + 32) * 36; i += 128) stage[i] = float(h[i % 1024]);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  probe_tg_t tq(&stage[0], dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 36});
+  probe_tg_t tk(&stage[16 * 36], dextents<int32_t, 2>(32, 32), array<int32_t, 2>{1, 36});
+  probe_tg_t tv(&stage[48 * 36], dextents<int32_t, 2>(32, 32), array<int32_t, 2>{1, 36});
+  probe_tg_t tp(&ps[sg][0], dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 36});
+  constexpr auto qk_desc = matmul2d_descriptor(16, 32, static_cast<int>(dynamic_extent), false, true, false,
+                                               matmul2d_descriptor::mode::multiply_accumulate);
+  constexpr auto pv_desc = matmul2d_descriptor(16, 32, 32, false, false, false,
+                                               matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<qk_desc, execution_simdgroup> qk;
+  matmul2d<pv_desc, execution_simdgroup> pv;
+  auto cS = qk.get_destination_cooperative_tensor<probe_tg_t, probe_tg_t, float>();
+  auto cM = qk.get_row_reduction_destination_cooperative_tensor<probe_tg_t, probe_tg_t, float>();
+  auto cL = qk.get_row_reduction_destination_cooperative_tensor<probe_tg_t, probe_tg_t, float>();
+  auto cO = pv.get_destination_cooperative_tensor<probe_tg_t, probe_tg_t, float>();
+  probe_zero(cS);
+  probe_zero(cO);
+  qk.run(tq, tk, cS);
+  reduce_rows(cS, cM, reduction_operation::max, -INFINITY);
+  for (int i = 0; i < cS.get_capacity(); ++i) {
+    if (!cS.is_valid_element(i)) continue;
+    auto it = cS.get_iterator(i);
+    cS[i] = exp2(cS[i] - *cM.map_iterator(it));
+  }
+  reduce_rows(cS, cL, reduction_operation::sum, 0.0f);
+  cS.store(tp);
+  simdgroup_barrier(mem_flags::mem_threadgroup);
+  pv.run(tp, tv, cO);
+  probe_store(cO, out + 512 + sg * 512, 32);
+  for (int i = 0; i < cL.get_capacity(); ++i)
+    if (cL.is_valid_element(i)) out[2560 + sg * 16 + cL.get_multidimensional_index(i)[0]] = cL[i];
 }
 )msl";
 
 // msl-source: probe_tensorops_mx std=metal4.1
-// half x (FP8 E4M3 with an E8M0 scale plane, blocks of (32, 1)). From docs/design/METAL.md's
-// secondary facts about the macOS 27 headers (a scaled right operand must be transposed; the
-// destination has no scales); unverified until a macOS 27 machine compiles it. If it is wrong
-// the tier drops to tensorops with the compiler's message in fallbackReason.
+// What the tensorops-mx tier's libraries use beyond the tensorops probe (which this tier needs
+// too: core/tiers.cc), at MSL 4.1: half x (fp8 E4M3, fp8 E5M2, fp4 E2M1 with an E8M0 scale plane
+// of blocks (32, 1)) through tensor_inline views as qlinear_tensorops_mx builds them (the scaled
+// right operand transposed, the destination without scales), and a cooperative destination fed
+// to the next matmul2d as its left input (is_compatible_as_left_input /
+// get_left_input_cooperative_tensor, attention_tensorops_mx). From docs/design/METAL.md's
+// secondary facts about the macOS 27 headers; unverified until a macOS 27 machine compiles it. If
+// it is wrong the tier drops to tensorops with the compiler's message in fallbackReason.
+// Threadgroup: 4 SIMD-groups of 32.
 inline constexpr const char* kProbeTensorOpsMx = R"msl(
 #include <metal_stdlib>
 #include <metal_tensor>
@@ -61,15 +142,76 @@ inline constexpr const char* kProbeTensorOpsMx = R"msl(
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-using scaled_fp8 = tensor<device metal_fp8_e4m3_format, dextents<int32_t, 2>, tensor_handle,
-                          tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1>>;
+typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> probe_tg_t;
 
-kernel void probe(tensor<device half, dextents<int32_t, 2>> a [[buffer(0)]],
-                  scaled_fp8 b [[buffer(1)]],
-                  device float* c [[buffer(2)]]) {
-  tensor<device float, dextents<int32_t, 2>, tensor_inline> tc(c, dextents<int32_t, 2>(16, 16));
-  matmul2d<matmul2d_descriptor(16, 16, 32, false, true), execution_simdgroups<4>> op;
-  op.run(a, b, tc);
+template <typename CT>
+void probe_store(thread CT& ct, device float* out, int ld) {
+  for (int i = 0; i < ct.get_capacity(); ++i) {
+    if (!ct.is_valid_element(i)) continue;
+    const auto idx = ct.get_multidimensional_index(i);
+    out[idx[1] * ld + idx[0]] = ct[i];
+  }
+}
+
+template <typename CT>
+void probe_zero(thread CT& ct) {
+  for (int i = 0; i < ct.get_capacity(); ++i)
+    if (ct.is_valid_element(i)) ct[i] = 0.0f;
+}
+
+// x[16, 256] (half) times w[16, 256]^T, w in format F with its [16, 8] scale plane.
+template <typename F>
+void probe_scaled(device half* x, device uchar* codes, device uchar* scales, device float* out) {
+  typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> scales_t;
+  typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> x_t;
+  typedef tensor<device F, dextents<int32_t, 2>, tensor_inline, scales_t> w_t;
+  x_t tx(x, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256});
+  w_t tw((typename w_t::data_handle_type)codes, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256},
+         scales_t((typename scales_t::data_handle_type)scales));
+  auto sx = tx.slice(0, 0);
+  auto sw = tw.slice(0, 0);
+  constexpr auto desc = matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true, false,
+                                            matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<desc, execution_simdgroups<4>> mm;
+  auto acc = mm.get_destination_cooperative_tensor<decltype(sx), decltype(sw), float>();
+  probe_zero(acc);
+  mm.run(sx, sw, acc);
+  probe_store(acc, out, 16);
+}
+
+kernel void probe(device half* x [[buffer(0)]],
+                  device uchar* codes [[buffer(1)]],
+                  device uchar* scales [[buffer(2)]],
+                  device float* out [[buffer(3)]],
+                  ushort tid [[thread_index_in_threadgroup]],
+                  ushort sg [[simdgroup_index_in_threadgroup]]) {
+  threadgroup float stage[(16 + 32 + 32) * 36];
+  probe_scaled<metal_fp8_e4m3_format>(x, codes, scales, out);
+  probe_scaled<metal_fp8_e5m2_format>(x, codes, scales, out + 256);
+  probe_scaled<metal_fp4_e2m1_format>(x, codes, scales, out + 512);
+
+  // P = Q K^T straight into P V as a cooperative left input, where the layouts allow.
+  for (int i = tid; i < (16 + 32 + 32) * 36; i += 128) stage[i] = float(x[i % 4096]);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  probe_tg_t tq(&stage[0], dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 36});
+  probe_tg_t tk(&stage[16 * 36], dextents<int32_t, 2>(32, 32), array<int32_t, 2>{1, 36});
+  probe_tg_t tv(&stage[48 * 36], dextents<int32_t, 2>(32, 32), array<int32_t, 2>{1, 36});
+  constexpr auto qk_desc = matmul2d_descriptor(16, 32, static_cast<int>(dynamic_extent), false, true, false,
+                                               matmul2d_descriptor::mode::multiply_accumulate);
+  constexpr auto pv_desc = matmul2d_descriptor(16, 32, 32, false, false, false,
+                                               matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<qk_desc, execution_simdgroup> qk;
+  matmul2d<pv_desc, execution_simdgroup> pv;
+  auto cS = qk.get_destination_cooperative_tensor<probe_tg_t, probe_tg_t, float>();
+  auto cO = pv.get_destination_cooperative_tensor<probe_tg_t, probe_tg_t, float>();
+  probe_zero(cS);
+  probe_zero(cO);
+  qk.run(tq, tk, cS);
+  if (pv.is_compatible_as_left_input<float, float, float>(cS)) {
+    auto cP = pv.get_left_input_cooperative_tensor<float, float, float>(cS);
+    pv.run(cP, tv, cO);
+  }
+  probe_store(cO, out + 768 + sg * 512, 32);
 }
 )msl";
 

@@ -9,7 +9,9 @@ namespace mto::metal {
 bool quantize(MetalContext& ctx, const Tensor& x, QTensor& out, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_quantize(out.format, x.dtype, out.rows(), out.cols());
+    // One library for every tier: unusable, the op runs on the cpu backend.
+    d = plan_avoiding(ctx.unusable, ctx.tier,
+                      [&](Tier) { return plan::plan_quantize(out.format, x.dtype, out.rows(), out.cols()); });
   } catch (const Error&) {
     return false;
   }

@@ -12,7 +12,7 @@ bool rope(MetalContext& ctx, const Tensor& x, const Tensor* positions, const Ten
           Tensor& out, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_rope(p, x.dtype, out.dtype, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_rope(p, x.dtype, out.dtype, t); });
   } catch (const Error&) {
     return false;  // dims past the tabulated pairs without freqs, or a size past 32 bits
   }

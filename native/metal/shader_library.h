@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/capabilities.h"
+#include "core/library_fallback.h"
 #include "core/pipeline_key.h"
 #include "library.h"
 #include "pipeline_archive.h"
@@ -37,27 +38,34 @@ class ShaderLibraries {
   static ShaderLibraries& for_device(id<MTLDevice> device, const Capabilities& caps);
 
   // The pipeline of `kernel` in library `stem` when it is ready. Never compiles: the encoding
-  // thread may be the JS thread. When the library or the pipeline is not made yet, throws
-  // EncodeNeedsPreparation (core/backend.h) whose `prepare` is make(stem, kernel, constants), which
-  // the stream runs on a pool thread. A library that failed to compile is not retried: throws
-  // Error(E_BACKEND) carrying the compiler's message.
+  // thread may be the JS thread. When the library or the pipeline is not made yet, or the library
+  // turned out unusable after the op was planned, throws EncodeNeedsPreparation (core/backend.h)
+  // whose `prepare` is make(stem, kernel, constants): the stream runs it on a pool thread, then
+  // encodes the op again, which plans it again (core/library_fallback.h).
   id<MTLComputePipelineState> pipeline(const std::string& stem, const std::string& kernel,
                                        const std::vector<FunctionConstant>& constants);
-  // Compiles the library on first use and makes the pipeline (tens of milliseconds each);
-  // throws as pipeline() does. Thread-safe; a second caller waits for the first.
+  // Compiles the library on first use and makes the pipeline (tens of milliseconds each).
+  // Thread-safe; a second caller waits for the first. A library that fails to compile, or whose
+  // pipeline cannot be made, is marked unusable with Metal's message (never retried), and make
+  // returns: the ops planned into it are planned one tier lower from then on.
   void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants);
+
+  // The libraries of this GPU that failed (core/library_fallback.h), for planning and dev.info.
+  const UnusableLibraries& unusable() const { return unusable_; }
 
  private:
   ShaderLibraries(id<MTLDevice> device, const Capabilities& caps);
 
   id<MTLDevice> device_;
+  OsVersion os_;  // the running macOS: which MSL versions exist (library.h compile_library)
   PipelineArchive archive_;
   std::mutex mu_;
   // The library of `stem` (compiled now when `compile`, else null while it is not made yet).
+  // Throws Error(E_BACKEND) with the compiler's message when compiling it fails.
   PipelineCache* library(const std::string& stem, bool compile);
 
   std::map<std::string, std::unique_ptr<PipelineCache>> libraries_;
-  std::map<std::string, std::string> failures_;  // stem -> compiler message
+  UnusableLibraries unusable_;
 };
 
 }  // namespace mto::metal

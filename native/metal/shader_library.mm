@@ -67,12 +67,10 @@ ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabil
 }
 
 ShaderLibraries::ShaderLibraries(id<MTLDevice> device, const Capabilities& caps)
-    : device_(device), archive_(device, default_archive_path(caps)) {}
+    : device_(device), os_(caps.os), archive_(device, default_archive_path(caps)) {}
 
 PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto failed = failures_.find(stem);
-  if (failed != failures_.end()) throw Error(code::Backend, failed->second);
   auto it = libraries_.find(stem);
   if (it != libraries_.end()) return it->second.get();
   if (!compile) return nullptr;
@@ -80,13 +78,11 @@ PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
   std::string error;
   const MslVersion version = library_msl_version(stem);
   id<MTLLibrary> library = load_precompiled(device_, stem);
-  if (!library) library = compile_library(device_, library_source(stem), version, &error);
+  if (!library) library = compile_library(device_, library_source(stem), version, os_, &error);
   if (!library) {
-    const std::string message = "compiling the Metal library shaders/" + stem + ".metal (MSL " +
-                                std::to_string(version.major) + "." + std::to_string(version.minor) +
-                                ") failed: " + error;
-    failures_[stem] = message;
-    throw Error(code::Backend, message);
+    throw Error(code::Backend, "compiling the Metal library shaders/" + stem + ".metal (MSL " +
+                                   std::to_string(version.major) + "." + std::to_string(version.minor) +
+                                   ") failed: " + error);
   }
   return libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, library, &archive_)).first->second.get();
 }
@@ -96,13 +92,23 @@ id<MTLComputePipelineState> ShaderLibraries::pipeline(const std::string& stem, c
   PipelineCache* cache = library(stem, false);
   id<MTLComputePipelineState> p = cache ? cache->find(kernel, constants) : nil;
   if (p) return p;
-  // The library is process-wide and never destroyed, so the task may outlive the backend.
+  // The library is process-wide and never destroyed, so the task may outlive the backend. For a
+  // library marked unusable since the op was planned, make() does nothing and the op is planned
+  // again, around it.
   throw EncodeNeedsPreparation{[this, stem, kernel, constants] { make(stem, kernel, constants); }};
 }
 
 void ShaderLibraries::make(const std::string& stem, const std::string& kernel,
                            const std::vector<FunctionConstant>& constants) {
-  library(stem, true)->get(kernel, constants);  // each thread-safe on its own
+  if (unusable_.contains(stem)) return;
+  try {
+    library(stem, true)->get(kernel, constants);  // each thread-safe on its own
+  } catch (const Error& e) {
+    // A compile or pipeline failure (E_BACKEND, with Metal's message): the library is not used
+    // again on this GPU, and dev.info says why. Anything else (out of memory) fails the op.
+    if (std::string(e.code()) != code::Backend) throw;
+    unusable_.mark(stem, e.what());
+  }
 }
 
 }  // namespace mto::metal

@@ -10,7 +10,7 @@ namespace mto::metal {
 bool softmax(MetalContext& ctx, const Tensor& x, const RowsParams& p, Tensor& out, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan::plan_softmax(p, x.dtype, out.dtype, ctx.tier);
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_softmax(p, x.dtype, out.dtype, t); });
   } catch (const Error&) {
     return false;  // a size past 32-bit indices: the cpu backend runs it
   }

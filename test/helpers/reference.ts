@@ -23,13 +23,16 @@ export interface AttentionDims {
  * is added to the score. The NaN rule of check_attention (native/core/ops.h): a key hidden by
  * causal, the bool mask or an additive -Infinity (any score of -Infinity) is never read; over the
  * keys a row sees, plain float arithmetic: the max propagates NaN, and every seen key multiplies its
- * V even when its weight is 0 (0 * NaN = NaN). A row that sees no key is zeros.
+ * V even when its weight is 0 (0 * NaN = NaN). A row that sees no key is zeros. sinks[h] (attention
+ * sinks): a logit of head h in every row's softmax denominator with no value; it joins the max
+ * (NaN propagates, +Infinity gives NaN through e^(inf - inf)); a row that sees no key stays zeros.
  */
 export function attentionRef(q: ArrayLike<number>, k: ArrayLike<number>, v: ArrayLike<number>,
   d: AttentionDims, opts: {
     scale?: number; causal?: boolean;
     allowed?: (b: number, h: number, i: number, j: number) => boolean;
     bias?: (b: number, h: number, i: number, j: number) => number;
+    sinks?: ArrayLike<number>;
   } = {}): Float64Array {
   const { B, Hq, Hkv, Lq, Lk, D } = d;
   const scale = opts.scale ?? 1 / Math.sqrt(D);
@@ -52,7 +55,9 @@ export function attentionRef(q: ArrayLike<number>, k: ArrayLike<number>, v: Arra
         if (s[j] > max || Number.isNaN(s[j])) max = s[j];
       }
       if (max === -Infinity) continue;  // sees no key: zeros
-      let sum = 0;
+      const sink = opts.sinks ? opts.sinks[h] : -Infinity;
+      if (sink > max || Number.isNaN(sink)) max = sink;
+      let sum = opts.sinks ? Math.exp(sink - max) : 0;
       for (let j = 0; j < Lk; j++) { if (s[j] !== -Infinity) { s[j] = Math.exp(s[j] - max); sum += s[j]; } }
       for (let j = 0; j < Lk; j++) {
         if (s[j] === -Infinity) continue;  // hidden: never read

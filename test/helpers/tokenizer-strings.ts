@@ -1,5 +1,6 @@
 // Strings the tokenizer tests compare on: hand-picked edge cases and seeded random mixtures of
 // words, whitespace runs, digits, punctuation, scripts, emoji and special-token texts.
+import { rng } from './compare';
 
 export const EDGE_CASES: readonly string[] = [
   '', ' ', '  ', '   ', '\n', '\n\n', ' \n', '\n ', ' \n\n ', '\t', '\t\t', '\r\n', '\r\n\r\n', ' \r\n x',
@@ -41,17 +42,6 @@ const POOL = [
   '<|eot_id|>', '<|begin_of_text|>', '<|tool|>', '<s>', '</s>', '<tool>', '<unk>', '<|', '|>',
 ];
 
-/** A seeded pseudo-random generator (mulberry32). */
-export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** `count` random strings of 1 to 24 pool pieces. */
 export function randomStrings(count: number, seed = 1): string[] {

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { libraryStd } from '../../scripts/embed-shaders.mjs';
+import { embeddedMslSources } from '../../scripts/msl-sources.mjs';
 import { generate } from './gen/gen_kernels.mjs';
 
 const run = promisify(execFile);
@@ -35,14 +36,15 @@ const hostFlags = [...common, '-std=c++17', '-Inative', '-Ishaders', '-Itest/msl
 // MSL 4.0 (the tensorops tier): a .metal file that includes <metal_tensor> is compiled at
 // __METAL_VERSION__=400 with the TensorOps shim. MSL 4 is C++17-based plus class-type template
 // arguments (matmul2d<matmul2d_descriptor(...), ...>), which clang accepts as C++20.
-const kernelFlags400 = kernelFlags.map((f) => f === '-std=c++14' ? '-std=c++20'
+const kernelFlagsAt = (version) => kernelFlags.map((f) => f === '-std=c++14' ? '-std=c++20'
   : f === '-Werror=c++17-extensions' ? '-Werror=c++23-extensions'
-  : f === '-D__METAL_VERSION__=310' ? '-D__METAL_VERSION__=400' : f);
+  : f === '-D__METAL_VERSION__=310' ? `-D__METAL_VERSION__=${version}` : f);
+// MSL 4.1 (the tensorops-mx tier): the same, at __METAL_VERSION__=410, where the shim also offers
+// what only the macOS 27 headers have (cooperative left inputs).
+const flagsByStd = { 'metal3.1': kernelFlags, 'metal4.0': kernelFlagsAt(400), 'metal4.1': kernelFlagsAt(410) };
 /** The flags for one generated translation unit: by the MSL version its source asks for. */
-const tensorSources = new Set();
-const flagsFor = (dest) => tensorSources.has(dest) ? kernelFlags400 : kernelFlags;
-// The same rule that gives each embedded library its MSL version (scripts/embed-shaders.mjs).
-const wantsMsl4 = (text) => libraryStd(text) !== 'metal3.1';
+const stdOf = new Map();
+const flagsFor = (dest) => flagsByStd[stdOf.get(dest) ?? 'metal3.1'];
 
 const list = (dir, ext) => readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
 /** Like list, with the files of every folder under `dir` too (paths with '/'). */
@@ -54,28 +56,55 @@ function writeIfChanged(path, text) {
   writeFileSync(path, text);
 }
 
-/** The generated translation units: one per shader library and one per planted fault. */
+/**
+ * The text of `file` with each `#include "X.metal"` replaced by X.metal's own text (a library made
+ * of another one: shaders/attention_tensorops_mx.metal), #line directives keeping every line
+ * traceable; the generator reads the kernels from this text.
+ */
+function withMetalIncludes(file) {
+  const text = readFileSync(join(root, file), 'utf8');
+  const lines = text.split('\n');
+  return lines.map((line, n) => {
+    const m = /^\s*#\s*include\s*"([^"]+\.metal)"/.exec(line);
+    if (!m) return line;
+    const inner = `${dirname(file)}/${m[1]}`;
+    return `#line 1 "${inner}"\n${withMetalIncludes(inner)}\n#line ${n + 2} "${file}"`;
+  }).join('\n');
+}
+
+/**
+ * The generated translation units: one per shader library, one per planted fault (in the library
+ * of the fault's `library`, default the stem of its `file`: the mutation applies to that file's
+ * text wherever the library includes it) and one per tier probe of native/metal/probe_sources.h.
+ */
 function generateKernels() {
   const genDir = join(buildDir, 'gen');
   mkdirSync(genDir, { recursive: true });
   const out = [];
-  // The product kernels, and the harness's own test kernels.
+  const add = (dest, text, opts, std) => {
+    stdOf.set(dest, std);
+    writeIfChanged(dest, generate(text, opts));
+    out.push(dest);
+  };
+  // The product kernels, and the harness's own test kernels. The MSL version is the one each
+  // embedded library gets (scripts/embed-shaders.mjs), from the text with its includes.
   for (const file of [...list('shaders', '.metal'), ...list('test/msl/selftest', '.metal')]) {
     const library = basename(file, '.metal');
-    const dest = join(genDir, `${library}.cc`);
-    const text = readFileSync(join(root, file), 'utf8');
-    if (wantsMsl4(text)) tensorSources.add(dest);
-    writeIfChanged(dest, generate(text, { file, library, variant: '' }));
-    out.push(dest);
+    const text = withMetalIncludes(file);
+    add(join(genDir, `${library}.cc`), text, { file, library, variant: '' }, libraryStd(text));
   }
   for (const f of faults) {
-    const library = basename(f.file, '.metal');
-    const dest = join(genDir, `${library}__${f.name}.cc`);
-    const text = readFileSync(join(root, f.file), 'utf8');
-    if (wantsMsl4(text)) tensorSources.add(dest);
-    writeIfChanged(dest, generate(text,
-      { file: f.file, library, variant: f.name, find: f.find, replace: f.replace }));
-    out.push(dest);
+    const library = f.library ?? basename(f.file, '.metal');
+    const file = `${dirname(f.file)}/${library}.metal`;
+    const text = withMetalIncludes(file);
+    add(join(genDir, `${library}__${f.name}.cc`), text,
+      { file, library, variant: f.name, find: f.find, replace: f.replace }, libraryStd(text));
+  }
+  // The probes open() compiles for each tier, at their own MSL version, as library probe_<tier>.
+  for (const m of embeddedMslSources()) {
+    const file = relative(root, join(genDir, `${m.name}.metal`));
+    writeIfChanged(join(root, file), m.text);
+    add(join(genDir, `${m.name}.cc`), m.text, { file, library: m.name, variant: '' }, m.std);
   }
   return out;
 }

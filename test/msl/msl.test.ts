@@ -142,17 +142,32 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
-  it('attention NaN rule (native/core/ops.h): NaN in q, K, V and the additive mask, NaN exactly where the cpu has it, in decode, split decode + merge and prefill on both tiers', () => {
-    const nan = [...group('attention/'), ...group('attention-tensorops/')].filter((c) => c.name.includes('/nan_'));
+  it('attention NaN rule (native/core/ops.h): NaN in q, K, V and the additive mask, NaN exactly where the cpu has it, in decode, split decode + merge and prefill on every tier', () => {
+    const nan = [...group('attention/'), ...group('attention-tensorops/'), ...group('attention-tensorops-mx/')]
+      .filter((c) => c.name.includes('/nan_'));
     expect(failures(nan)).toEqual([]);
     const has = (pred: (c: CaseResult) => boolean, what: string) => expect(nan.some(pred), what).toBe(true);
     has((c) => c.name.startsWith('attention/decode/') && !c.kernel?.includes('+'), 'one-pass decode');
     has((c) => c.name.startsWith('attention/decode/') && /\+attention_merge_/.test(c.kernel ?? ''), 'split decode');
     has((c) => c.name.startsWith('attention/prefill/'), 'simdgroup prefill');
     has((c) => c.name.startsWith('attention-tensorops/prefill/'), 'tensorops prefill');
+    has((c) => c.name.startsWith('attention-tensorops-mx/prefill/'), 'tensorops-mx prefill');
     for (const tag of ['/nan_qkv', 'm', '_vinf', '/mask_bool', '/mask_add', '/mxfp8/', '/mxfp8_e5m2/', '/causal']) {
       has((c) => tag === 'm' ? /\/nan_[qkv]*m(_|$)/.test(c.name) : c.name.includes(tag), tag);
     }
+  });
+
+  it('attention sinks (gpt-oss): one logit per head joined once where o is normalised, in one-pass decode, split decode + merge (not per split), simdgroup and tensorops prefill; NaN/-inf/+inf sinks; rows that see no key stay zeros', () => {
+    const sinks = [...group('attention/'), ...group('attention-tensorops/')].filter((c) => /\/sinks(_nonfinite)?$/.test(c.name));
+    expect(failures(sinks)).toEqual([]);
+    const has = (pred: (c: CaseResult) => boolean, what: string) => expect(sinks.some(pred), what).toBe(true);
+    has((c) => c.name.startsWith('attention/decode/') && !c.kernel?.includes('+'), 'one-pass decode');
+    has((c) => /^attention(-tensorops)?\/decode\//.test(c.name) && /\+attention_merge_/.test(c.kernel ?? ''), 'split decode');
+    has((c) => c.name.startsWith('attention/prefill/'), 'simdgroup prefill');
+    has((c) => c.name.startsWith('attention-tensorops/prefill/'), 'tensorops prefill');
+    has((c) => c.name.endsWith('/sinks_nonfinite') && c.name.startsWith('attention/prefill/'), 'non-finite sinks, simdgroup prefill');
+    has((c) => c.name.endsWith('/sinks_nonfinite') && /\+attention_merge_/.test(c.kernel ?? ''), 'non-finite sinks, split decode');
+    expect(Math.max(...sinks.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
   it('attention outputs in float16 and bfloat16 (q\'s dtype, rounded once by the kernel that stores o): one-pass decode, split decode + merge, prefill, on both tiers', () => {
@@ -235,7 +250,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
   const dtypes = ['f32', 'f16', 'bf16'];
   const worst = (cases: CaseResult[]) => Math.max(...cases.map((c) => c.worst_ratio));
 
-  it('elementwise: silu, gelu, gelu_tanh of every dtype; add, mul, swiglu of every dtype pair (float32 out for mixed), contiguous, repeated and strided broadcasts, data with 0, -0, +-1e30, +-inf, NaN: add and mul bit-exact, the others within 1e-6 (1 + |ref|) (+1 ulp for 16-bit outputs)', () => {
+  it('elementwise: silu, gelu, gelu_tanh of every dtype; add, mul, swiglu, swiglu_oai (alpha 1.702, limit 7) of every dtype pair (float32 out for mixed), contiguous, repeated and strided broadcasts, data with 0, -0, +-1e30, +-inf, NaN: add and mul bit-exact, the others within 1e-6 (1 + |ref|) (+1 ulp for 16-bit outputs)', () => {
     const cases = group('elementwise/');
     expect(failures(cases)).toEqual([]);
     expect(failures(group('plan/elementwise'))).toEqual([]);
@@ -246,7 +261,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         for (const c of mine) expect(c.kernel).toBe(`elementwise_unary_${dt}`);
       }
     }
-    for (const op of ['add', 'mul', 'swiglu']) {
+    for (const op of ['add', 'mul', 'swiglu', 'swiglu_oai']) {
       for (const a of dtypes) {
         for (const b of dtypes) {
           const mine = cases.filter((c) => c.name.startsWith(`elementwise/binary/${op}/${a}.${b}/`));
@@ -345,6 +360,23 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(failures(r.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
   });
 
+  // Apple's header says both "C = A*B + C" and mode::multiply: each kernel zeroes its cooperative
+  // destination and accumulates, so it is right under either reading of mode::multiply.
+  variants('tensorops: every matmul2d kernel is right when mode::multiply adds to its destination too (MTOH_MULTIPLY_ACCUMULATES=1)', () => {
+    const r = runDriver(['--filter', 'linear-tensorops/mxfp4/,linear-tensorops/affine4,matmul-tensorops/,linear-tensorops-mx/,' +
+      'attention-tensorops/prefill/f32/dense/d80/,attention-tensorops/prefill/f16/mxfp8/'], { MTOH_MULTIPLY_ACCUMULATES: '1' });
+    for (const prefix of ['linear-tensorops/', 'matmul-tensorops/', 'linear-tensorops-mx/', 'attention-tensorops/prefill/']) {
+      expect(r.cases.filter((c) => c.name.startsWith(prefix)).length, prefix).toBeGreaterThan(4);
+    }
+    expect(failures(r.cases), 'MTOH_MULTIPLY_ACCUMULATES=1').toEqual([]);
+    // The kernel as it was (mode::multiply into a destination never zeroed) passed only under the
+    // other reading; its planted fault fails under this one.
+    const old = (faults as Fault[]).find((f) => f.name === 'matmul_tops_multiply_unzeroed')!;
+    const before = runDriver(['--variant', old.name, '--filter', old.filter]);
+    expect(before.cases.length).toBeGreaterThan(0);
+    expect(failures(before.cases)).toEqual([]);
+  });
+
   it('tensorops attention: prefill through matmul2d (every head dim, every Lq > 8 and Lk of the edge set), decode through the vector kernel, every option, against the cpu backend', () => {
     const cases = group('attention-tensorops/');
     expect(failures(cases)).toEqual([]);
@@ -367,28 +399,47 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
   });
 
-  // Both ways of feeding P into the second matmul2d, and layouts that differ from the default seed.
-  // The threadgroup-memory branch is what macOS 26 runs, so it gets every case; the seeds a sample
-  // with every head dim, dtype and K/V format.
-  variants('tensorops attention: the threadgroup-memory branch when is_compatible_as_left_input says no, and other layout seeds', () => {
-    const all = runDriver(['--filter', 'attention-tensorops/'], { MTOH_COOP_LEFT_COMPATIBLE: '0' });
-    expect(all.cases.length).toBe(group('attention-tensorops/').length);
+  it('tensorops-mx attention: prefill with P as the P V product\'s cooperative left input (attention_tensorops_mx, MSL 4.1), every head dim, each q dtype, mxfp8 K/V, masks, NaN, against the cpu backend', () => {
+    const cases = group('attention-tensorops-mx/');
+    expect(failures(cases)).toEqual([]);
+    for (const c of cases) {
+      expect(c.kernel, c.name).toMatch(c.name.startsWith('attention-tensorops-mx/decode/') ? /^attention_decode_/ : /^attention_tensorops_prefill_/);
+    }
+    for (const D of [64, 80, 96, 128, 256]) expect(cases.some((c) => c.name.includes(`/prefill/f32/dense/d${D}/`)), `d${D}`).toBe(true);
+    for (const tag of ['/f16/', '/bf16/', '/mxfp8/', '/mxfp8_e5m2/', '/causal', '/mask_bool', '/mask_add', '/nan_', '_vinf']) {
+      expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
+    }
+    expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  // Both ways of feeding P into the second matmul2d on tensorops-mx (is_compatible_as_left_input
+  // answering no there takes the threadgroup-memory branch, which tensorops always takes), and
+  // layouts that differ from the default seed: a sample with every head dim, dtype and K/V format.
+  variants('tensorops attention: tensorops-mx\'s threadgroup-memory branch when is_compatible_as_left_input says no, and other layout seeds', () => {
+    const all = runDriver(['--filter', 'attention-tensorops-mx/'], { MTOH_COOP_LEFT_COMPATIBLE: '0' });
+    expect(all.cases.length).toBe(group('attention-tensorops-mx/').length);
     expect(failures(all.cases), 'MTOH_COOP_LEFT_COMPATIBLE=0').toEqual([]);
     const sample = ['attention-tensorops/prefill/f16/', 'attention-tensorops/prefill/bf16/', 'attention-tensorops/prefill/f32/mxfp8',
-      'attention-tensorops/prefill/f32/dense/d80/'];
+      'attention-tensorops/prefill/f32/dense/d80/', 'attention-tensorops-mx/prefill/'];
     for (const seed of ['1', '0x9e3779b9']) {
       const r = runDriver(['--filter', sample.join(',')], { MTOH_COOP_SEED: seed });
-      expect(r.cases.length).toBeGreaterThanOrEqual(30);
+      expect(r.cases.length).toBeGreaterThanOrEqual(40);
       for (const D of [64, 80, 96, 128, 256]) expect(r.cases.some((c) => c.name.includes(`/d${D}/`)), `d${D}`).toBe(true);
       expect(failures(r.cases), `MTOH_COOP_SEED=${seed}`).toEqual([]);
     }
   });
 
-  variants('tensorops attention: by default the scores go directly into the second matmul2d (a fault in the threadgroup-memory branch goes unnoticed there)', () => {
-    const fault = (faults as Fault[]).find((f) => f.name === 'tensorops_attn_fallback_no_barrier')!;
+  variants('tensorops-mx attention: by default the scores go directly into the second matmul2d (a fault in its threadgroup-memory branch goes unnoticed there)', () => {
+    const fault = (faults as Fault[]).find((f) => f.name === 'tensorops_mx_attn_fallback_no_barrier')!;
     const r = runDriver(['--variant', fault.name, '--filter', fault.filter]);
     expect(r.cases.length).toBeGreaterThan(0);
     expect(failures(r.cases)).toEqual([]);
+  });
+
+  it('tier probes (native/metal/probe_sources.h): each builds against the shim at its MSL version and runs without a report', () => {
+    const cases = group('probe/');
+    expect(cases.map((c) => c.name).sort()).toEqual(['probe/probe_simdgroup', 'probe/probe_tensorops', 'probe/probe_tensorops_mx']);
+    expect(failures(cases)).toEqual([]);
   });
 
   variants('tensorops: the layout-assuming kernel fails under other seeds too', () => {
@@ -437,7 +488,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
   });
 
   // What Metal refuses to compile, the shim refuses too.
-  const compileSnippet = (body: string) => spawnSync(compiler, ['-std=c++20', '-fsyntax-only', '-D__METAL_VERSION__=400',
+  const compileSnippet = (body: string, version = 400) => spawnSync(compiler, ['-std=c++20', '-fsyntax-only', `-D__METAL_VERSION__=${version}`,
     '-Wno-unknown-attributes', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders', '-x', 'c++', '-'], {
     cwd: root, encoding: 'utf8', input: ['#include "launch.h"', '#include <metal_stdlib>', '#include <metal_tensor>',
       '#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>', 'using namespace metal;',
@@ -459,6 +510,20 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     const good = compileSnippet(body.replace('(8, 8)', '(16, 8)').replace('reduction_operation::max)', 'reduction_operation::max, -INFINITY)'));
     expect(good.stderr).toBe('');
     expect(good.status).toBe(0);
+  });
+
+  it('tensorops shim: cooperative left inputs exist at MSL 4.1 only (absent from the macOS 26 headers), so an MSL 4.0 library cannot use them', () => {
+    const body = 'typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> tg_t; ' +
+      'matmul2d<matmul2d_descriptor(16, 32, static_cast<int>(dynamic_extent)), execution_simdgroup> qk; ' +
+      'matmul2d<matmul2d_descriptor(16, 32, 32), execution_simdgroup> pv; ' +
+      'auto s = qk.get_destination_cooperative_tensor<tg_t, tg_t, float>(); ' +
+      'if (pv.is_compatible_as_left_input<float, float, float>(s)) { auto p = pv.get_left_input_cooperative_tensor<float, float, float>(s); (void)p; }';
+    const at40 = compileSnippet(body);
+    expect(at40.status).not.toBe(0);
+    expect(at40.stderr).toContain('cooperative left inputs are not in the macOS 26 MetalPerformancePrimitives headers');
+    const at41 = compileSnippet(body, 410);
+    expect(at41.stderr).toBe('');
+    expect(at41.status).toBe(0);
   });
 
   it('tensorops shim: scale-plane operand rules (MSL 4.1) are compile errors, as in Apple\'s headers', () => {

@@ -10,6 +10,7 @@
 //                                   included) and of the float16 / bfloat16 conversions, which must
 //                                   be identical on every platform: test/native-cpu.test.ts compares
 //                                   the arm64 dump with the x86-64 one (itself oracle-tested).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -144,6 +145,47 @@ void check_linear(cpu::ThreadPool& pool, Rng& rng) {
       const std::vector<float> y = run_linear(pool, {x.get(), nullptr}, {nullptr, w.get()});
       report("linear " + std::string(format_info(f).name) + " M=" + std::to_string(M) + " N=" +
                  std::to_string(N) + " K=" + std::to_string(K),
+             y.data(), ref, 2e-5);
+    }
+  }
+}
+
+// linear with int8 activations (LinearParams::int8_activations): against x quantized by the rule
+// docs/design/API.md states, written here again (float32 d = max|x| / 127, codes rounded half to
+// even from x * (127 / max|x|)), times the float64 weights; where this build has no integer
+// kernels (dot_q8_kernels() null) the float32 path's reference instead.
+std::vector<double> int8_rule(const Tensor& x) {
+  std::vector<double> out(size_t(x.numel()));
+  const float* v = x.data<float>();
+  for (size_t b = 0; b < out.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(v[b + i]));
+    const float d = amax / 127.0f, id = amax > 0 ? 127.0f / amax : 0.0f;
+    for (size_t i = 0; i < 32; ++i) out[b + i] = double(d) * std::nearbyint(v[b + i] * id);
+  }
+  return out;
+}
+
+void check_linear_int8(cpu::ThreadPool& pool, Rng& rng) {
+  const kernels::DotKernels* q8 = kernels::dot_q8_kernels();
+  std::printf("q8: %s\n", q8 ? q8->name : "none");
+  const Format formats[] = {Format::MXFP4, Format::MXINT4, Format::MXINT8, Format::AFFINE4, Format::AFFINE8};
+  for (Format f : formats) {
+    for (int64_t M : {1, 3, 8}) {
+      const int64_t N = 37 + M, K = 32 * (9 + 2 * M);  // an odd number of blocks
+      const int block = format_info(f).affine && M == 8 ? 64 : 32;
+      const int64_t Kb = K / block * block;
+      TensorPtr wf = dense({N, Kb}, DType::Float32, rng);
+      QTensorPtr w = make_qtensor({N, Kb}, f, block);
+      cpu::quantize(pool, *wf, *w);
+      TensorPtr x = dense({M, Kb}, DType::Float32, rng);
+      LinearParams p = mto::check_linear({x.get(), nullptr}, {nullptr, w.get()}, nullptr, std::nullopt);
+      p.int8_activations = true;
+      std::vector<float> y(size_t(M * N));
+      cpu::linear(pool, {x.get(), nullptr}, {nullptr, w.get()}, nullptr, p, y.data());
+      const std::vector<double> ref = product_reference(q8 ? int8_rule(*x) : as_double(*x), reference_dequant(*w), M, N, Kb, true);
+      report("linear int8 activations " + std::string(format_info(f).name) + " M=" + std::to_string(M) + " N=" +
+                 std::to_string(N) + " K=" + std::to_string(Kb),
              y.data(), ref, 2e-5);
     }
   }
@@ -437,6 +479,7 @@ int main(int argc, char** argv) {
     check_fp8_nan_codes(pool, rng);
     check_special_scales(pool, rng);
     check_linear_dense(pool, rng);
+    check_linear_int8(pool, rng);
     check_matmul(pool, rng);
     check_attention(pool, rng);
     failures += check_thread_pool();

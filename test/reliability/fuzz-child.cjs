@@ -160,8 +160,8 @@ const calls = {
   cast: () => dev.cast(anyTensor(), chance(0.7) ? pick(DTYPES) : anyValue()),
   linear: () => sometimes(
     async () => { const M = 1 + int(12), N = 1 + int(20), K = 32 * (1 + int(3));
-      return dev.linear(dense([M, K]), await weight(N, K), chance(0.3) ? { bias: dense([N]) } : chance(0.2) ? { outDtype: pick(['float16', 'bfloat16']) } : undefined); },
-    () => dev.linear(anyTensor(), anyTensor(), anyOptions(['bias', 'outDtype']))),
+      return dev.linear(dense([M, K]), await weight(N, K), chance(0.3) ? { bias: dense([N]) } : chance(0.2) ? { outDtype: pick(['float16', 'bfloat16']) } : chance(0.3) ? { activations: 'int8' } : undefined); },
+    () => dev.linear(anyTensor(), anyTensor(), anyOptions(['bias', 'outDtype', 'activations']))),
   matmul: () => sometimes(
     () => { const M = 1 + int(9), N = 1 + int(9), K = 1 + int(40); return dev.matmul(dense([M, K]), dense([K, N])); },
     () => dev.matmul(anyTensor(), anyTensor(), chance(0.8) ? undefined : anyOptions(['transposeB']))),
@@ -198,9 +198,11 @@ const calls = {
   gather: () => sometimes(
     async () => { const V = 1 + int(40), E = 1 + int(3);
       if (chance(0.5)) return dev.embedding(await weight(V, 64), dev.tensor(Int32Array.from({ length: 3 }, () => int(V + 2) - 1), [3], 'int32'));
+      if (chance(0.3)) return dev.groupRows(dev.tensor(Int32Array.from({ length: 2 * 3 }, () => int(E + 2) - 1), [3, 2], 'int32'), E)[pick(['sizes', 'rows', 'positions'])];
       const sizes = Array.from({ length: E }, () => int(3)); const T = sizes.reduce((a, b) => a + b, 0) || 1;
       return dev.groupedLinear(dense([T, 32]), dev.quantize(dense([E, 4, 32], 'float32'), { format: 'mxfp4' }), dev.tensor(Int32Array.from(sizes), [E], 'int32')); },
-    () => (chance(0.5) ? dev.embedding(anyTensor(), anyTensor()) : dev.groupedLinear(anyTensor(), anyTensor(), anyTensor(), anyOptions(['outDtype'])))),
+    () => pick([() => dev.embedding(anyTensor(), anyTensor()), () => dev.groupRows(anyTensor(), anyValue()).rows,
+      () => dev.groupedLinear(anyTensor(), anyTensor(), anyTensor(), anyOptions(['outDtype', 'activations']))])()),
   // Empty dimensions: a 0 somewhere in otherwise consistent operands of every op family, read back.
   empty: async () => {
     const s = smallShape(); s[int(s.length)] = 0;

@@ -17,7 +17,7 @@ const LASTING = /missing|not installed|failed|error|wrote /i;
 
 export const bench: Command = {
   name: 'bench',
-  summary: 'time the cpu backend against its peers (bench/run.mjs), or a model file: bench model.gguf',
+  summary: 'time the cpu backend against its peers (bench/run.mjs), or a model: bench model.gguf (or a Hugging Face folder)',
   usage: `usage: metal-tensorops bench [--json] [--filter TEXT] [--threads N] [--quick | --smoke]
                              [--no-peer | --peer] [--out FILE] [--ggml DIR]
   runs bench/run.mjs (its options: metal-tensorops bench --help); the peers it compares with
@@ -26,7 +26,9 @@ ${BENCH_MODEL_USAGE}`,
   options: {},
   passThrough: true,
   async run({ positionals }) {
-    if (positionals[0]?.endsWith('.gguf')) return benchModel(positionals);
+    // A model: a GGUF file, or a Hugging Face folder (its config.json); anything else is the bench's own arguments.
+    const first = positionals[0];
+    if (first !== undefined && (first.endsWith('.gguf') || existsSync(join(first, 'config.json')))) return benchModel(positionals);
     const script = join(packageRoot, 'bench', 'run.mjs');
     if (!existsSync(script)) {
       console.error(`metal-tensorops bench: the benchmark is not in this installation (no ${script}); ` +

@@ -7,7 +7,7 @@ import { MODEL_OPTIONS, MODEL_USAGE, modelPath, numberOption, openModel } from '
 export const logits: Command = {
   name: 'logits',
   summary: "the next token's top log-probabilities after token ids or text (--json for scripts)",
-  usage: `usage: metal-tensorops logits <model.gguf> (--tokens 1,2,3 | --text TEXT) [--top N] [--json]
+  usage: `usage: metal-tensorops logits <model.gguf | folder> (--tokens 1,2,3 | --text TEXT) [--top N] [--json]
   --tokens IDS               comma-separated token ids
   --text TEXT                text, tokenized with the model's tokenizer (with its BOS)
   --top N                    how many tokens to list (default 20)

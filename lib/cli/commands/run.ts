@@ -1,12 +1,12 @@
-// `metal-tensorops run <model> -p "..." -n 64`: streams the model's continuation of a prompt, then
+// `metal-tensorops run <model.gguf | folder> -p "..." -n 64`: streams the model's continuation of a prompt, then
 // prints the prompt's and the generation's tokens/s (on stderr, so stdout holds only the text).
 import { DEVICE_USAGE, type Command } from '../command';
 import { MODEL_OPTIONS, MODEL_USAGE, modelPath, numberOption, openModel } from '../model-options';
 
 export const run: Command = {
   name: 'run',
-  summary: 'generate text from a GGUF model: metal-tensorops run model.gguf -p "Once upon a time" -n 64',
-  usage: `usage: metal-tensorops run <model.gguf> -p PROMPT [-n N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
+  summary: 'generate text from a model (GGUF file or Hugging Face folder): metal-tensorops run model.gguf -p "Once upon a time" -n 64',
+  usage: `usage: metal-tensorops run <model.gguf | folder> -p PROMPT [-n N] [--temperature T] [--top-k K] [--top-p P] [--seed S]
   -p, --prompt TEXT          the prompt
   -n, --tokens N             tokens to generate at most (default 64)
   --temperature T            0 (default) picks the most likely token

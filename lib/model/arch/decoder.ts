@@ -1,8 +1,9 @@
 // One forward pass of the llama family (llama, mistral, qwen2 with qkv biases, qwen3 with q/k
 // norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
-// read back except the router's choices of a mixture-of-experts layer.
+// read back.
 import type { Device } from '../../device';
 import { handleOf, natives, type Tensor } from '../../tensor';
+import type { Activations } from '../../types';
 import type { ModelConfig } from '../config';
 import type { KVCache } from '../kv-cache';
 import type { LayerWeights, ModelWeights } from '../weights';
@@ -26,6 +27,8 @@ export interface ForwardContext {
   ropeFreqs?: Tensor;
   /** The attention's scale when not 1/sqrt(D) (YaRN's magnitude correction). */
   attentionScale?: number;
+  /** linear's `activations` for every projection ('int8': llama.cpp's 8-bit activations). */
+  activations: Activations;
 }
 
 function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tensor, cache: KVCache, layer: number, at: number): Tensor {
@@ -33,7 +36,7 @@ function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tenso
   const L = h.shape[0];
   const { heads, kvHeads, headDim, eps } = config;
   const project = (wt: LayerWeights['q'], bias: Tensor | undefined, H: number, norm: Tensor | undefined) => {
-    let t = s.keep(dev.linear(h, wt, bias ? { bias } : undefined)).reshape([1, L, H, headDim]);
+    let t = s.keep(dev.linear(h, wt, { activations: c.activations, ...(bias ? { bias } : {}) })).reshape([1, L, H, headDim]);
     if (norm) t = s.keep(dev.rmsNorm(t, norm, { eps }));
     return t;
   };
@@ -50,13 +53,13 @@ function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tenso
   const o = s.keep(dev.attention(qh, keys, values, mask ? { mask, ...scale } : { causal: true, ...scale }));
   if (copies) { s.keep(keys as Tensor); s.keep(values as Tensor); }
   const merged = L === 1 ? o.reshape([1, heads * headDim]) : s.keep(dev.transpose(o, [0, 2, 1, 3])).reshape([L, heads * headDim]);
-  return s.keep(dev.linear(merged, w.o));
+  return s.keep(dev.linear(merged, w.o, { activations: c.activations }));
 }
 
 function mlp(c: ForwardContext, s: Scratch, w: LayerWeights, m: Tensor): Tensor {
-  const { dev } = c;
-  const gated = s.keep(dev.swiglu(s.keep(dev.linear(m, w.gate!)), s.keep(dev.linear(m, w.up!))));
-  return s.keep(dev.linear(gated, w.down!));
+  const { dev, activations } = c;
+  const gated = s.keep(dev.swiglu(s.keep(dev.linear(m, w.gate!, { activations })), s.keep(dev.linear(m, w.up!, { activations }))));
+  return s.keep(dev.linear(gated, w.down!, { activations }));
 }
 
 /**
@@ -82,7 +85,7 @@ export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, al
       const h = s.keep(dev.rmsNorm(x, w.attnNorm, { eps: config.eps }));
       const r = s.keep(dev.add(x, attentionBlock(c, s, w, h, cache, l, at)));
       const m = s.keep(dev.rmsNorm(r, w.ffnNorm, { eps: config.eps }));
-      const f = w.router ? await expertsForward(c, s, w, m) : mlp(c, s, w, m);
+      const f = w.router ? expertsForward(c, s, w, m) : mlp(c, s, w, m);
       const y = dev.add(r, f);
       s.dispose();
       const input = x;
@@ -92,7 +95,7 @@ export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, al
     }
     cache.advance(L);
     const last = all || L === 1 ? x : s.keep(dev.slice(x, { axis: 0, start: L - 1, end: L }));
-    return dev.linear(s.keep(dev.rmsNorm(last, weights.outputNorm, { eps: config.eps })), weights.output, { outDtype: 'float32' });
+    return dev.linear(s.keep(dev.rmsNorm(last, weights.outputNorm, { eps: config.eps })), weights.output, { outDtype: 'float32', activations: c.activations });
   } finally {
     s.dispose();
     if (!x.disposed) x.dispose();

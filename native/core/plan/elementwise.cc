@@ -10,7 +10,7 @@ namespace {
 
 using namespace util;
 
-static_assert(sizeof(ElementwiseKernelParams) == 4 * (5 + 3 * ELEMENTWISE_MAX_DIMS), "ElementwiseKernelParams layout");
+static_assert(sizeof(ElementwiseKernelParams) == 4 * (7 + 3 * ELEMENTWISE_MAX_DIMS), "ElementwiseKernelParams layout");
 
 int64_t total_of(const Broadcast& bc) {
   int64_t n = 1;
@@ -64,7 +64,8 @@ Dispatch plan_unary(UnaryOp op, DType x, DType out, const Broadcast& bc, Tier ti
   return d;
 }
 
-Dispatch plan_binary(BinaryOp op, DType a, DType b, DType out, const Broadcast& bc, Tier tier) {
+Dispatch plan_binary(BinaryOp op, DType a, DType b, DType out, const Broadcast& bc, Tier tier, float alpha,
+                     float limit) {
   require_metal(tier);
   const char* sa = float_dtype("binary", "a", a);
   const char* sb = float_dtype("binary", "b", b);
@@ -80,7 +81,12 @@ Dispatch plan_binary(BinaryOp op, DType a, DType b, DType out, const Broadcast& 
     throw Error(code::Shape, "elementwise: a broadcast without dimensions");
   }
   ElementwiseKernelParams p = {};
-  p.op = op == BinaryOp::Mul ? ELEMENTWISE_MUL : op == BinaryOp::Swiglu ? ELEMENTWISE_SWIGLU : ELEMENTWISE_ADD;
+  p.op = op == BinaryOp::Mul         ? ELEMENTWISE_MUL
+         : op == BinaryOp::Swiglu    ? ELEMENTWISE_SWIGLU
+         : op == BinaryOp::SwigluOai ? ELEMENTWISE_SWIGLU_OAI
+                                     : ELEMENTWISE_ADD;
+  p.alpha = alpha;
+  p.limit = limit;
   p.total = int32_t(total);
   p.rank = int32_t(rank);
   const bool steps = rank == 1 && bc.a_strides[0] <= 1 && bc.b_strides[0] <= 1;

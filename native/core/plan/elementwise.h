@@ -1,6 +1,8 @@
 // Dispatch plans of the elementwise ops (shaders/elementwise.metal): unary silu/gelu/gelu_tanh
 // and binary add/mul/swiglu with NumPy broadcasting (core/ops.h ElementwiseParams).
 #pragma once
+#include <limits>
+
 #include "../dispatch_plan.h"
 
 namespace mto::plan {
@@ -15,6 +17,8 @@ Dispatch plan_unary(UnaryOp op, DType x, DType out, const Broadcast& bc, Tier ti
 // takes the contiguous kernel, anything else the strided kernel (at most ELEMENTWISE_MAX_DIMS
 // merged dimensions). Throws E_DTYPE, E_SHAPE (too many dimensions or elements), E_BACKEND.
 // Slots: A, B, Y.
-Dispatch plan_binary(BinaryOp op, DType a, DType b, DType out, const Broadcast& bc, Tier tier);
+// SwigluOai reads alpha and limit (ElementwiseParams).
+Dispatch plan_binary(BinaryOp op, DType a, DType b, DType out, const Broadcast& bc, Tier tier, float alpha = 1.f,
+                     float limit = std::numeric_limits<float>::infinity());
 
 }  // namespace mto::plan

@@ -56,17 +56,26 @@ NS_ENUM(NSUInteger, MTLLanguageVersion) {
   MTLLanguageVersion4_1 MTO_SDK_MACOS(27.0) = (4 << 16) + 1,
 } MTO_SDK_MACOS(10.11);
 
+// MTLLibrary.h: the math options of macOS 15. As in Apple's header, the enums carry no
+// availability of their own; the properties do, and fastMathEnabled is deprecated from macOS 15
+// (an error at a macOS 15+ deployment target with -Werror). mathFloatingPointFunctions defaults
+// to Fast.
 NS_ENUM(NSInteger, MTLMathMode) {
   MTLMathModeSafe = 0,
   MTLMathModeRelaxed = 1,
   MTLMathModeFast = 2,
-} MTO_SDK_MACOS(15.0);
+};
+NS_ENUM(NSInteger, MTLMathFloatingPointFunctions) {
+  MTLMathFloatingPointFunctionsFast = 0,
+  MTLMathFloatingPointFunctionsPrecise = 1,
+};
 
 MTO_SDK_MACOS(10.11)
 @interface MTLCompileOptions : NSObject <NSCopying>
-@property(nullable, readwrite, copy) NSDictionary<NSString *, NSObject *> *preprocessorMacros;
+@property(nullable, readwrite, copy, nonatomic) NSDictionary<NSString *, NSObject *> *preprocessorMacros;
 @property(readwrite, nonatomic) BOOL fastMathEnabled MTO_SDK_MACOS_DEPRECATED(10.11, 15.0);
 @property(readwrite, nonatomic) MTLMathMode mathMode MTO_SDK_MACOS(15.0);
+@property(nonatomic) MTLMathFloatingPointFunctions mathFloatingPointFunctions MTO_SDK_MACOS(15.0);
 @property(readwrite, nonatomic) MTLLanguageVersion languageVersion MTO_SDK_MACOS(10.11);
 @end
 

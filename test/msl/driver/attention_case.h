@@ -34,6 +34,10 @@ struct AttnShape {
   MaskKind mask = MaskKind::None;
   std::optional<float> scale;
   int nan = 0;  // NanIn bits
+  // Attention sinks (float32 [Hq]): 0 none; 1 random logits at twice unit scale, head 0's +6 (it
+  // takes most of the weight); 2 as 1 with head 0 NaN, head 1 -inf (no sink) and, when Hq > 2,
+  // head 2 +inf (NaN rows).
+  int sinks = 0;
 };
 
 // "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]".

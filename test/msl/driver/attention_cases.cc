@@ -69,6 +69,8 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
     if (s.nan & kNanMask) n += "m";
     if (s.nan & kInfV) n += "_vinf";
   }
+  if (s.sinks == 1) n += "/sinks";
+  if (s.sinks == 2) n += "/sinks_nonfinite";
   return n;
 }
 
@@ -103,6 +105,7 @@ CaseResult run_attention_plan(const mto::plan::AttentionPlan& plan, const std::s
     }
     std::map<Arg, Bytes> merge_in = {{Arg::PartialO, a.outputs.at(Arg::PartialO)},
                                      {Arg::PartialML, a.outputs.at(Arg::PartialML)}};
+    if (inputs.count(Arg::Sinks)) merge_in[Arg::Sinks] = inputs.at(Arg::Sinks);  // the merge joins them
     PlanRun m = execute_plan(plan.passes[1], variant, merge_in, {{Arg::O, o_bytes}}, opt, pass.output_poison);
     if (!m.result.ok) {
       r.error_kind = m.result.kind;
@@ -199,10 +202,22 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
                                                      : DType::BFloat16);
   }
   const mto::Tensor* mask_ptr = s.mask == MaskKind::None ? nullptr : &mask;
-  const mto::AttentionParams ap = mto::check_attention(qo, ko, vo, s.scale, s.causal, mask_ptr);
+  mto::Tensor sinks;
+  if (s.sinks) {
+    std::vector<float> sv = normal_data(s.Hq, seed + 5, 2.0f);
+    sv[0] += 6.0f;
+    if (s.sinks == 2) {
+      sv[0] = nan;
+      if (s.Hq > 1) sv[1] = -std::numeric_limits<float>::infinity();
+      if (s.Hq > 2) sv[2] = std::numeric_limits<float>::infinity();
+    }
+    sinks = tensor(sv, {s.Hq}, DType::Float32);
+  }
+  const mto::Tensor* sinks_ptr = s.sinks ? &sinks : nullptr;
+  const mto::AttentionParams ap = mto::check_attention(qo, ko, vo, s.scale, s.causal, mask_ptr, sinks_ptr);
   std::vector<float> ref(size_t(s.B * s.Hq * s.Lq * s.D));
   mto::cpu::attention(pool, qo, ko, vo, ap, ref.data());
-  if (s.nan) {  // a NaN case must be able to tell rows (or columns) apart
+  if (s.nan || s.sinks == 2) {  // a NaN case must be able to tell rows (or columns) apart
     size_t nans = 0;
     for (float x : ref) nans += std::isnan(x) ? 1 : 0;
     if (nans == 0 || nans == ref.size()) {
@@ -225,6 +240,7 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
     inputs[Arg::VScales] = bytes_of(*vq->scales);
   }
   if (mask_ptr) inputs[Arg::Mask] = bytes_of(*mask.buffer);
+  if (sinks_ptr) inputs[Arg::Sinks] = bytes_of(*sinks.buffer);
 
   // o in the dtype check_attention gives it (q's), written by the kernels as the cpu backend
   // stores it: the float32 result rounded once.
@@ -340,9 +356,11 @@ CaseResult plan_rules() {
     const auto pp = plan::plan_attention(params(2, 2, 33, 64, 80), DType::Float16, DType::Float16, false,
                                          Format::MXFP8_E4M3, DType::Bool, tier);
     const auto& d = pp.passes[0];
+    // tensorops-mx: the library whose P V product takes P as a cooperative left input (macOS 27).
+    const char* library = tier == mto::Tier::TensorOpsMx ? "attention_tensorops_mx" : "attention_tensorops";
     if (pp.passes.size() != 1 || d.kernel != "attention_tensorops_prefill_f16_dense_d80" ||
-        d.library != "attention_tensorops" || d.tier != tier || !d.fallback_reason.empty())
-      return fail("prefill on " + tn + " should run the tensorops kernel, got " + d.library + "/" + d.kernel);
+        d.library != library || d.tier != tier || !d.fallback_reason.empty())
+      return fail("prefill on " + tn + " should run the kernel of " + library + ", got " + d.library + "/" + d.kernel);
     if (d.threadgroups[0] != 2 || d.threadgroups[1] != 2 || d.threads_per_threadgroup[0] != 64)
       return fail("tensorops prefill: 33 rows should be 2 threadgroups of 2 SIMD-groups x 16 rows");
   }
@@ -444,6 +462,19 @@ std::vector<Case> attention_cases() {
   add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
   add({2, 2, 2, 33, 300, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
   add({1, 4, 2, 7, 300, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});  // split
+  // Attention sinks (gpt-oss): one logit per head in each row's denominator, joined once where o is
+  // normalised: one-pass decode, split decode (the merge, not each split), prefill; rows that see
+  // no key stay zeros; NaN / -inf / +inf sinks.
+  add({1, 8, 2, 1, 129, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 1});
+  add({1, 4, 2, 7, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 1});
+  add({2, 4, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 1});  // split
+  add({1, 8, 2, 7, 300, 128, f16, KV::Dense, true, MaskKind::Bool, {}, 0, 1});  // split, f16
+  add({1, 4, 2, 33, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 1});
+  add({1, 2, 1, 129, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 1});  // rows with no key
+  add({1, 4, 1, 33, 129, 128, bf16, KV::E4M3, false, MaskKind::Additive, {}, 0, 1});
+  add({1, 4, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 2});  // split
+  add({1, 4, 2, 7, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
+  add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
   return cases;
 }
 

@@ -1,12 +1,13 @@
 // FlashAttention on the tensorops tier (shaders/attention_tensorops.metal for prefill, the vector
 // decode kernel of shaders/attention.metal for Lq <= 8) against the cpu backend, through
-// plan_attention(..., Tier::TensorOps): "attention-tensorops/...". Tolerances: attention_case.h.
+// plan_attention(..., Tier::TensorOps): "attention-tensorops/..."; and on the tensorops-mx tier
+// (shaders/attention_tensorops_mx.metal): "attention-tensorops-mx/...". Tolerances: attention_case.h.
 //
 // The main configuration (float32 q, dense K/V) runs every (Lq, Lk) of {33, 129, 300} x
 // {1, 7, 33, 129, 300} for every head dim, with GQA ratio, causal and mask cycling; the other
 // options (float16/bfloat16 q, mxfp8 E4M3/E5M2 K/V, bool/additive/per-head masks, scale, MQA)
 // are sampled so that each value meets several shapes. msl.test.ts runs these cases under other
-// cooperative-tensor seeds and with is_compatible_as_left_input forced to false as well.
+// cooperative-tensor seeds as well.
 #include <set>
 
 #include "attention_case.h"
@@ -79,6 +80,45 @@ std::vector<Case> attention_tensorops_cases() {
   add({2, 2, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv});  // decode: split
   add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
   add({2, 2, 2, 33, 300, 256, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
+  // Attention sinks (attention_case.h), joined once where o is normalised.
+  add({1, 4, 2, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 1});
+  add({1, 2, 1, 129, 33, 128, f16, KV::Dense, true, MaskKind::Bool, {}, 0, 1});  // rows with no key
+  add({1, 4, 2, 1, 300, 64, bf16, KV::Dense, false, MaskKind::None, {}, 0, 1});  // decode: split
+  add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
+  return cases;
+}
+
+// The tensorops-mx tier's prefill (shaders/attention_tensorops_mx.metal: P as the P V product's
+// cooperative left input where is_compatible_as_left_input allows, MSL 4.1), through
+// plan_attention(..., Tier::TensorOpsMx): "attention-tensorops-mx/...". Every head dim with the
+// edge lengths, each q dtype, mxfp8 K/V, masks, causal and NaN; msl.test.ts runs them with
+// is_compatible_as_left_input answering no as well (that library's threadgroup-memory branch).
+std::vector<Case> attention_tensorops_mx_cases() {
+  using mto::DType;
+  std::vector<Case> cases;
+  AttentionCaseList list(cases, "attention-tensorops-mx/", mto::Tier::TensorOpsMx);
+  auto add = [&](const AttnShape& s) { list.add(s); };
+  const DType f32 = DType::Float32, f16 = DType::Float16, bf16 = DType::BFloat16;
+  int n = 0;
+  for (int64_t D : {64, 80, 96, 128, 256}) {
+    const MaskKind mask = n % 3 == 0 ? MaskKind::None : n % 3 == 1 ? MaskKind::Bool : MaskKind::Additive;
+    add({1, 4, 1, 33, 129, D, f32, KV::Dense, true, mask});
+    add({1, 2, 2, 129, 33, D, f32, KV::Dense, n % 2 == 0});
+    add({1, 2, 1, 300, 7, D, f32});
+    ++n;
+  }
+  add({1, 4, 1, 33, 129, 64, f16, KV::Dense, true});
+  add({1, 2, 2, 129, 33, 80, bf16, KV::Dense, true, MaskKind::AdditiveBF16});
+  add({1, 1, 1, 33, 1, 256, f16, KV::Dense, false, MaskKind::AdditiveHalf});
+  add({1, 4, 1, 33, 129, 64, f32, KV::E4M3, true});
+  add({1, 2, 1, 129, 33, 96, f16, KV::E5M2, true, MaskKind::Bool});
+  add({2, 2, 2, 33, 7, 256, bf16, KV::E4M3});
+  add({2, 4, 1, 33, 129, 80, f32, KV::Dense, false, MaskKind::HeadKeys, 0.3f});
+  add({1, 8, 1, 7, 129, 128, f32, KV::Dense, true});  // decode: the vector kernel on this tier too
+  const int qkv = kNanQ | kNanK | kNanV;
+  add({1, 2, 1, 33, 129, 80, f32, KV::Dense, true, MaskKind::None, {}, qkv});
+  add({1, 1, 1, 129, 300, 64, f32, KV::Dense, false, MaskKind::Additive, {}, kNanV | kNanMask});
+  add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
   return cases;
 }
 

@@ -84,8 +84,10 @@ std::vector<Case> plan_cases();      // what the dispatch plans refuse
 std::vector<Case> tensorops_cases(); // the TensorOps shim (test/msl/selftest/tensorops_selftest.metal)
 std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), and plan/attention
 std::vector<Case> attention_tensorops_cases(); // the tensorops tier's attention (attention_tensorops_cases.cc)
+std::vector<Case> attention_tensorops_mx_cases(); // the tensorops-mx tier's (attention_tensorops_cases.cc)
 std::vector<Case> matmul_cases();    // dense matmul kernels (matmul_cases.cc), and plan/matmul
 std::vector<Case> linear_mx_cases(); // linear on the tensorops-mx tier (linear_mx_cases.cc)
+std::vector<Case> probe_cases();     // the tier probes of native/metal/probe_sources.h (probe_cases.cc)
 // The model ops (core/ops.h), each with its plan/... rules case.
 std::vector<Case> elementwise_cases();  // elementwise_cases.cc
 std::vector<Case> norm_cases();         // norm_cases.cc

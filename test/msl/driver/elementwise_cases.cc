@@ -29,7 +29,10 @@ const char* unary_name(mto::UnaryOp op) {
   return op == mto::UnaryOp::Silu ? "silu" : op == mto::UnaryOp::Gelu ? "gelu" : "gelu_tanh";
 }
 const char* binary_name(mto::BinaryOp op) {
-  return op == mto::BinaryOp::Add ? "add" : op == mto::BinaryOp::Mul ? "mul" : "swiglu";
+  return op == mto::BinaryOp::Add         ? "add"
+         : op == mto::BinaryOp::Mul       ? "mul"
+         : op == mto::BinaryOp::SwigluOai ? "swiglu_oai"
+                                          : "swiglu";
 }
 
 std::string shape_tag(const mto::Shape& s) {
@@ -57,15 +60,18 @@ CaseResult run_binary(mto::BinaryOp op, DType da, DType db, const mto::Shape& sa
   const uint64_t seed = seed_of(name);
   const mto::Tensor a = tensor_of(data_with_extremes(mto::shape_numel(sa), seed, 3.0f, true), sa, da);
   const mto::Tensor b = tensor_of(data_with_extremes(mto::shape_numel(sb), seed + 1, 3.0f, true), sb, db);
-  const mto::ElementwiseParams p = mto::check_binary(binary_name(op), a, b);
+  // swiglu_oai: gpt-oss's alpha and limit (the data's scale 3 and its extremes cross the limit).
+  const mto::ElementwiseParams p = op == mto::BinaryOp::SwigluOai ? mto::check_swiglu_oai(a, b, 1.702, 7.0)
+                                                                  : mto::check_binary(binary_name(op), a, b);
   mto::Tensor out = empty_tensor(p.bc.out_shape, p.out_dtype);
   mto::cpu::ThreadPool pool(1);
   mto::cpu::binary(pool, op, a, b, p, out);
   const Bytes want = bytes_of(out);
   const std::vector<float> ref = floats_of(out);
   const int64_t width = p.bc.out_shape.back();
-  const mto::plan::Dispatch plan = mto::plan::plan_binary(op, da, db, p.out_dtype, p.bc, mto::Tier::Simdgroup);
-  const bool exact = op != mto::BinaryOp::Swiglu;
+  const mto::plan::Dispatch plan =
+      mto::plan::plan_binary(op, da, db, p.out_dtype, p.bc, mto::Tier::Simdgroup, p.alpha, p.limit);
+  const bool exact = op != mto::BinaryOp::Swiglu && op != mto::BinaryOp::SwigluOai;
   return run_plan_case("binary", plan, variant, {{Arg::A, bytes_of(a)}, {Arg::B, bytes_of(b)}},
                        {{Arg::Y, out.bytes()}}, [&](const std::map<Arg, Bytes>& o) {
                          return exact ? compare_exact(o.at(Arg::Y), want, p.out_dtype, width, "y")
@@ -132,7 +138,7 @@ std::vector<Case> elementwise_cases() {
       {{37, 33}, {37, 33}}, {{1000}, {1}}, {{1}, {4099}}, {{300, 257}, {257}}, {{3, 1, 7}, {1, 5, 1}},
       {{5, 1, 3, 1}, {1, 4, 1, 2}}, {{7, 1}, {1, 1}},
   };
-  for (mto::BinaryOp op : {mto::BinaryOp::Add, mto::BinaryOp::Mul, mto::BinaryOp::Swiglu}) {
+  for (mto::BinaryOp op : {mto::BinaryOp::Add, mto::BinaryOp::Mul, mto::BinaryOp::Swiglu, mto::BinaryOp::SwigluOai}) {
     for (DType da : dtypes) {
       for (DType db : dtypes) {
         for (const auto& s : shapes) {

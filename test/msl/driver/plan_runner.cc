@@ -9,8 +9,8 @@ PlanRun execute_plan(const mto::plan::Dispatch& plan, const std::string& variant
                      const std::map<Arg, Bytes>& inputs, const std::map<Arg, size_t>& output_sizes,
                      const mtoh::RunOptions& options, unsigned char poison) {
   PlanRun run;
-  const mtoh::KernelInfo* kernel = mtoh::find_kernel(variant, plan.kernel);
-  if (!kernel || kernel->library != plan.library) {
+  const mtoh::KernelInfo* kernel = mtoh::find_kernel(plan.library, variant, plan.kernel);
+  if (!kernel) {
     run.result = {false, "binding", "no kernel '" + plan.kernel + "' in shaders/" + plan.library +
                                         ".metal" + (variant.empty() ? "" : " (variant " + variant + ")")};
     return run;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <tuple>
 
 #include "scheduler.h"
 
@@ -16,8 +17,11 @@ std::mutex& registry_mutex() {
   static std::mutex m;
   return m;
 }
-std::map<std::pair<std::string, std::string>, KernelInfo>& registry() {
-  static std::map<std::pair<std::string, std::string>, KernelInfo> r;
+// By (library, variant, host name): two libraries may define the same host name (the tensorops
+// and tensorops-mx attention libraries, the probes' `probe`), as two Metal libraries can.
+using RegistryKey = std::tuple<std::string, std::string, std::string>;
+std::map<RegistryKey, KernelInfo>& registry() {
+  static std::map<RegistryKey, KernelInfo> r;
   return r;
 }
 
@@ -27,13 +31,13 @@ RunResult binding_error(const std::string& message) { return {false, "binding", 
 
 void register_kernel(KernelInfo info) {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  const auto key = std::make_pair(info.variant, info.name);
+  const RegistryKey key{info.library, info.variant, info.name};
   registry()[key] = std::move(info);
 }
 
-const KernelInfo* find_kernel(const std::string& variant, const std::string& name) {
+const KernelInfo* find_kernel(const std::string& library, const std::string& variant, const std::string& name) {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  auto it = registry().find({variant, name});
+  auto it = registry().find(RegistryKey{library, variant, name});
   return it == registry().end() ? nullptr : &it->second;
 }
 

@@ -100,7 +100,7 @@ struct KernelRegistrar {
     register_kernel(KernelInfo{library, variant, name, &K::entry, K::buffers(), K::threadgroup_buffers()});
   }
 };
-const KernelInfo* find_kernel(const std::string& variant, const std::string& name);
+const KernelInfo* find_kernel(const std::string& library, const std::string& variant, const std::string& name);
 std::vector<const KernelInfo*> all_kernels();
 
 // ---- Running a launch.

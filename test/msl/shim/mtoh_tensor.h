@@ -313,6 +313,17 @@ inline bool left_input_compatible() {
   }();
   return yes;
 }
+// How mode::multiply treats its destination. Apple's header reads both ways: its comment says the
+// operation is C = A*B + C, the mode's name says C = A*B. MTOH_MULTIPLY_ACCUMULATES=1 takes the
+// first reading (mode::multiply adds to the destination, as multiply_accumulate does); by default
+// the second. Kernels zero their destination and use multiply_accumulate, right under both.
+inline bool multiply_accumulates() {
+  static const bool yes = [] {
+    const char* s = ::getenv("MTOH_MULTIPLY_ACCUMULATES");
+    return s && s[0] == '1';
+  }();
+  return yes;
+}
 
 // ---- Layout tables: slot t * cap + i of thread t holds element slot[...] (-1: invalid).
 

@@ -8,7 +8,8 @@
 //     right k x n: tensor extents (n, k), or (k, n) with transpose_right
 //     destination m x n: tensor extents (n, m), or a cooperative tensor
 //   Every element inside the operands' extents is computed (float accumulation); with
-//   mode::multiply_accumulate it is added to the destination. Cooperative-destination elements
+//   mode::multiply_accumulate it is added to the destination (with mode::multiply too under
+//   MTOH_MULTIPLY_ACCUMULATES=1: the header's "C = A*B + C" reading). Cooperative-destination elements
 //   outside the operands' extents are undefined (NaN here). Tensor destinations are written only
 //   inside their extents.
 //
@@ -22,7 +23,8 @@
 //   - reduce_rows without an explicit identity (compile error: the default is the sum identity
 //     0 whatever the operation);
 //   - get_left_input_cooperative_tensor(src) when is_compatible_as_left_input says no
-//     (MTOH_COOP_LEFT_COMPATIBLE=0 makes it say no).
+//     (MTOH_COOP_LEFT_COMPATIBLE=0 makes it say no);
+//   - either of them below MSL 4.1 (compile error: the macOS 26 headers do not have them).
 // Each run() is counted like a simdgroup_matrix operation (site and operands), so lanes of one
 // SIMD-group that run different matmuls, or skip one, are reported as divergence.
 #pragma once
@@ -85,6 +87,18 @@ inline float tensor_get(const TT& t, int x, int y) {
 
 }  // namespace mtoh::tops
 
+namespace mtoh::tops {
+// Cooperative left inputs (is_compatible_as_left_input, get_left_input_cooperative_tensor) are
+// missing from the macOS 26.0 and 26.1 MetalPerformancePrimitives headers and present in 27.0's
+// (docs/design/VERIFY.md): the harness offers them to MSL 4.1 translation units only, so a
+// library compiled at MSL 4.0 (macOS 26) that calls them fails to build here as it would there.
+template <class T>
+struct left_input_api : std::integral_constant<bool, (__METAL_VERSION__ >= 410)> {};
+}  // namespace mtoh::tops
+#define MTOH_LEFT_INPUT_API_MESSAGE                                                                 \
+  "cooperative left inputs are not in the macOS 26 MetalPerformancePrimitives headers: only an MSL " \
+  "4.1 library may use them (scripts/embed-shaders.mjs compiles a file that does at 4.1)"
+
 namespace mpp::tensor_ops {
 
 template <matmul2d_descriptor D, class Scope, class... Args>
@@ -123,6 +137,7 @@ class matmul2d {
   }
   template <class LE, class RE, class E, class Coord = int, class... C>
   cooperative_tensor_left_input_t<LE, RE, E, Coord> get_left_input_cooperative_tensor() const {
+    static_assert(mtoh::tops::left_input_api<LE>::value, MTOH_LEFT_INPUT_API_MESSAGE);
     static_assert(!kDynamicK, "a cooperative left input needs a static k in the descriptor");
     ST::check("get_left_input_cooperative_tensor");
     return {};
@@ -132,11 +147,13 @@ class matmul2d {
   // left input without moving data: same m x k shape, and the harness says so.
   template <class LE, class RE, class E, class SE, class SExt, class SL>
   bool is_compatible_as_left_input(const metal::cooperative_tensor<SE, SExt, SL>&) const {
+    static_assert(mtoh::tops::left_input_api<LE>::value, MTOH_LEFT_INPUT_API_MESSAGE);
     return compatible<SL>() && mtoh::tops::left_input_compatible();
   }
   template <class LE, class RE, class E, class Coord = int, class SE, class SExt, class SL>
   cooperative_tensor_left_input_t<LE, RE, E, Coord> get_left_input_cooperative_tensor(
       const metal::cooperative_tensor<SE, SExt, SL>& src) const {
+    static_assert(mtoh::tops::left_input_api<LE>::value, MTOH_LEFT_INPUT_API_MESSAGE);
     static_assert(!kDynamicK, "a cooperative left input needs a static k in the descriptor");
     ST::check("get_left_input_cooperative_tensor");
     if (!(compatible<SL>() && mtoh::tops::left_input_compatible())) {
@@ -227,7 +244,7 @@ class matmul2d {
         for (int k = 0; k < K; ++k) acc += A(m, k) * B(k, n);
         return acc;
       };
-      constexpr bool acc_mode = D.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate;
+      const bool acc_mode = D.matmul_mode == matmul2d_descriptor::mode::multiply_accumulate || multiply_accumulates();
       if constexpr (is_coop<DT>::value) {
         static_assert(DT::layout::rank == 2 && DT::layout::rows == D.m && DT::layout::cols == D.n,
                       "matmul2d::run: the destination must be this op's destination cooperative tensor");
