@@ -12,6 +12,7 @@
 // "device ops" attend the caches as they are; "layer" appends the token's K and V (quantized to
 // the caches' mxfp8 on the way) at the last position first.
 import { randomFloats } from './data.mjs';
+import { measureQueueCost } from './queue-cost.mjs';
 import { median, settle } from './timing.mjs';
 
 export const DECODE_STEP_SHAPES = {
@@ -156,6 +157,9 @@ export async function runDecodeStep(ctx) {
   }
   result.queueCallUs = { median: Number(median(queueUs).toPrecision(3)), calls: queueUs.length };
   for (const L of layers) for (const t of Object.values(L)) t.dispose();
+  await settle();
+  result.queueCost = await measureQueueCost(ctx);
+  log(`queueing a ${result.queueCost.op}: ${result.queueCost.medianUs} us median, ${result.queueCost.meanUs} us mean`);
   await settle();
   return result;
 }

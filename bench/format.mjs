@@ -137,6 +137,9 @@ export function decodeStepLines(doc) {
   return [
     `decode step: ${s.layers} layers of width ${s.d}, GQA ${s.Hq}/${s.Hkv} heads of ${s.D}, MLP ${s.ff}, ${s.weights} weights, ` +
       `${s.kvCache} KV cache of ${s.context}; JS cost of queueing an op: ${d.queueCallUs.median} us (median)`,
+    ...(d.queueCost
+      ? [`  JS cost of queueing a ${d.queueCost.op} (${d.queueCost.threads} thread): ${d.queueCost.medianUs} us median, ${d.queueCost.meanUs} us mean`]
+      : []),
     ...Object.entries(d.variants).map(([name, v]) =>
       `  ${(what[name] ?? name).padEnd(40)} ${String(v.tokensPerSecond).padStart(7)} tokens/s  ${String(v.stepMs).padStart(8)} ms a token, ${v.ops} ops` +
       (v.kernelSumMs !== null ? `  kernels ${v.kernelSumMs} ms (x${v.overKernels})  ${v.perOpOverheadUs} us an op beyond its kernel` : '')),

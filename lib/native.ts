@@ -5,43 +5,46 @@ import * as path from 'node:path';
 import { TensorOpsError } from './errors';
 import type { TypedData } from './types';
 
-export interface NativeTensorHandle {
-  readonly shape: number[];
-  readonly dtype: 'float32' | 'float16' | 'bfloat16' | 'bool';
+/**
+ * A tensor as the addon names it: an id in the environment's table of tensors
+ * (native/addon/tensor_table.h), a plain number, so that an op's output costs no native object.
+ * The id belongs to the one Tensor object holding it until that object is collected.
+ */
+export type NativeTensorHandle = number & { readonly __nativeTensor: unique symbol };
+export type NativeQTensorHandle = number & { readonly __nativeQTensor: unique symbol };
+
+/** The addon's functions over tensor ids (`binding.tensors`). */
+export interface NativeTensors {
+  /** A fresh array; a disposed tensor still reports its shape (and dtype). */
+  shape(t: NativeTensorHandle | NativeQTensorHandle): number[];
+  dtype(t: NativeTensorHandle): 'float32' | 'float16' | 'bfloat16' | 'int32' | 'bool';
+  format(q: NativeQTensorHandle): import('./types').Format;
+  blockSize(q: NativeQTensorHandle): number;
+  disposed(t: NativeTensorHandle | NativeQTensorHandle): boolean;
+  /** Bytes of storage held (0 once disposed). */
+  bytes(t: NativeTensorHandle | NativeQTensorHandle): number;
   /** undefined when ready, a Promise settled once the op writing it ran; throws its failure. */
-  whenReady(readId?: number): Promise<void> | undefined;
-  /** Registers a read at its call (a later write waits for it); endRead(id) once it is over. */
-  beginRead(): number;
-  endRead(id: number): void;
-  /** A view with another shape: the same storage and writing op. */
-  reshape(shape: readonly number[]): NativeTensorHandle;
+  whenReady(t: NativeTensorHandle | NativeQTensorHandle, readId?: number): Promise<void> | undefined;
+  /** Registers a read at its call (a later write waits for it); endRead(t, id) once it is over. */
+  beginRead(t: NativeTensorHandle | NativeQTensorHandle): number;
+  endRead(t: NativeTensorHandle | NativeQTensorHandle, readId: number): void;
+  /** A view with another shape: the same storage and writing op, a new id. */
+  reshape(t: NativeTensorHandle, shape: readonly number[]): NativeTensorHandle;
   /**
    * Copies into `out`, allocated by lib/ (host-arrays.ts says why), once ready: at once, or (1 MiB
    * and more) on libuv's thread pool, returning a Promise.
    */
-  readInto(out: TypedData, readId?: number): Promise<void> | undefined;
-  toFloat32Into(out: Float32Array, readId?: number): Promise<void> | undefined;
-  dispose(): void;
-  readonly disposed: boolean;
-  readonly bytes: number;
-}
-
-export interface NativeQTensorHandle {
-  readonly shape: number[];
-  readonly format: import('./types').Format;
-  readonly blockSize: number;
-  whenReady(readId?: number): Promise<void> | undefined;
-  /** Registers a read at its call (a later write waits for it); endRead(id) once it is over. */
-  beginRead(): number;
-  endRead(id: number): void;
+  readInto(t: NativeTensorHandle, out: TypedData, readId?: number): Promise<void> | undefined;
+  toFloat32Into(t: NativeTensorHandle, out: Float32Array, readId?: number): Promise<void> | undefined;
   /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
-  planeLengths(): { codes: number; scales: number; biases: number };
-  codesInto(out: Uint8Array, readId?: number): Promise<void> | undefined;
-  scalesInto(out: Uint8Array | Uint16Array, readId?: number): Promise<void> | undefined;
-  biasesInto(out: Uint16Array, readId?: number): Promise<void> | undefined;
-  dispose(): void;
-  readonly disposed: boolean;
-  readonly bytes: number;
+  planeLengths(q: NativeQTensorHandle): { codes: number; scales: number; biases: number };
+  codesInto(q: NativeQTensorHandle, out: Uint8Array, readId?: number): Promise<void> | undefined;
+  scalesInto(q: NativeQTensorHandle, out: Uint8Array | Uint16Array, readId?: number): Promise<void> | undefined;
+  biasesInto(q: NativeQTensorHandle, out: Uint16Array, readId?: number): Promise<void> | undefined;
+  /** Drops the storage now (queued ops keep theirs); E_DISPOSED when already disposed. */
+  dispose(t: NativeTensorHandle | NativeQTensorHandle): void;
+  /** Frees the id: only once no object can pass it again (the FinalizationRegistry). Never throws. */
+  release(t: NativeTensorHandle | NativeQTensorHandle): void;
 }
 
 type Operand = NativeTensorHandle | NativeQTensorHandle;
@@ -109,8 +112,7 @@ export interface NativeDeviceHandle {
 export interface NativeBinding {
   /** backend: 'auto' | 'metal' | 'cpu'; tier: METAL_TENSOROPS_TIER ('' = auto). */
   NativeDevice: new (threads: number, backend: string, tier: string) => NativeDeviceHandle;
-  NativeTensor: abstract new (...args: never[]) => NativeTensorHandle;
-  NativeQTensor: abstract new (...args: never[]) => NativeQTensorHandle;
+  tensors: NativeTensors;
   /**
    * Internal, for bench/ only: the machine's FMA peak and read bandwidth with `threads` threads.
    * Runs synchronously (blocks the event loop for about a second).

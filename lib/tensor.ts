@@ -1,13 +1,25 @@
-// Tensor and QuantizedTensor: thin JS objects over native handles. Storage is native memory,
-// freed by dispose() (or `using`), with a finalizer as the safety net.
+// Tensor and QuantizedTensor: thin JS objects over native tensors, which they name by a plain
+// number (an id in the addon's table: native/addon/tensor_table.h says why not a wrapped native
+// object). Storage is native memory, freed by dispose() (or `using`); a FinalizationRegistry is
+// the safety net for tensors never disposed, and frees the id once its object is collected.
 import { TensorOpsError, awaitNative, callNative } from './errors';
 import { allocateArray } from './host-arrays';
-import type { NativeQTensorHandle, NativeTensorHandle } from './native';
+import { loadBinding, type NativeQTensorHandle, type NativeTensorHandle, type NativeTensors } from './native';
 import type { AnyDType, DType, FloatDType, Format, TypedData } from './types';
 import { DTYPES, checkDType, checkShape, describe, elementCount, readOnce } from './validate';
 
-/** @internal The native handle behind a public tensor object. */
+/** @internal The native handle (id) behind a public tensor object. */
 export const handleOf = Symbol('metal-tensorops.handle');
+
+let tensorFunctions: NativeTensors | undefined;
+/** @internal The addon's functions over tensor ids. */
+export const natives = (): NativeTensors => (tensorFunctions ??= loadBinding().tensors);
+
+// An id is released only here, once nothing can pass it again: dispose() frees the storage but
+// keeps the id (so the object still reports its shape), and an id is never reused while its
+// object lives. release() never throws. Held per realm; a worker's environment that goes away
+// drops its whole table in the addon instead.
+const registry = new FinalizationRegistry<NativeTensorHandle | NativeQTensorHandle>((id) => natives().release(id));
 
 /** Dequantizes or casts through the device that made the tensor. */
 export interface TensorOwner {
@@ -28,24 +40,25 @@ export class Tensor {
   constructor(handle: NativeTensorHandle, owner: TensorOwner) {
     this[handleOf] = handle;
     this.#owner = owner;
+    registry.register(this, handle);
   }
 
   /** The dimensions (frozen). */
   get shape(): readonly number[] {
-    return (this.#shape ??= Object.freeze(this[handleOf].shape));
+    return (this.#shape ??= Object.freeze(natives().shape(this[handleOf])));
   }
 
   get dtype(): AnyDType {
-    return (this.#dtype ??= this[handleOf].dtype);
+    return (this.#dtype ??= natives().dtype(this[handleOf]));
   }
 
   get disposed(): boolean {
-    return this[handleOf].disposed;
+    return natives().disposed(this[handleOf]);
   }
 
   /** Bytes of native memory held. */
   get bytes(): number {
-    return this[handleOf].bytes;
+    return natives().bytes(this[handleOf]);
   }
 
   /**
@@ -60,7 +73,7 @@ export class Tensor {
         : this.dtype === 'bool' ? allocateArray(Uint8Array, n, 'tensor.data()')
         : this.dtype === 'int32' ? allocateArray(Int32Array, n, 'tensor.data()')
         : allocateArray(Uint16Array, n, 'tensor.data()');
-      await copied(callNative(() => h.readInto(out, id)));
+      await copied(callNative(() => natives().readInto(h, out, id)));
       return out;
     });
   }
@@ -69,7 +82,7 @@ export class Tensor {
   async toFloat32(): Promise<Float32Array> {
     return reading(this[handleOf], async (h, id) => {
       const out = allocateArray(Float32Array, elementCount(this.shape), 'tensor.toFloat32()');
-      await copied(callNative(() => h.toFloat32Into(out, id)));
+      await copied(callNative(() => natives().toFloat32Into(h, out, id)));
       return out;
     });
   }
@@ -80,7 +93,7 @@ export class Tensor {
    */
   reshape(shape: readonly number[]): Tensor {
     const dims = resolveShape(shape, elementCount(this.shape));
-    return new Tensor(callNative(() => this[handleOf].reshape(dims)), this.#owner);
+    return new Tensor(callNative(() => natives().reshape(this[handleOf], dims)), this.#owner);
   }
 
   /** A new tensor of another dtype, queued as dev.cast() (its rounding rules). */
@@ -90,7 +103,7 @@ export class Tensor {
 
   /** Frees the native memory now. Disposing twice is an error (E_DISPOSED); `using` is safe. */
   dispose(): void {
-    callNative(() => this[handleOf].dispose());
+    callNative(() => natives().dispose(this[handleOf]));
   }
 
   /** `using t = ...` (TypeScript 5.2+, or JavaScript where the runtime has `using`). */
@@ -115,24 +128,26 @@ export class QuantizedTensor {
   constructor(handle: NativeQTensorHandle, owner: TensorOwner) {
     this[handleOf] = handle;
     this.#owner = owner;
-    this.shape = Object.freeze(handle.shape);  // a fresh array from the addon on every read
-    this.format = handle.format;
-    this.blockSize = handle.blockSize;
+    registry.register(this, handle);
+    const n = natives();
+    this.shape = Object.freeze(n.shape(handle));  // a fresh array from the addon
+    this.format = n.format(handle);
+    this.blockSize = n.blockSize(handle);
   }
 
   get disposed(): boolean {
-    return this[handleOf].disposed;
+    return natives().disposed(this[handleOf]);
   }
 
   get bytes(): number {
-    return this[handleOf].bytes;
+    return natives().bytes(this[handleOf]);
   }
 
   /** The packed data plane, row-major (docs/design/API.md "Packing"). */
   async codes(): Promise<Uint8Array> {
     return reading(this[handleOf], async (h, id) => {
-      const out = allocateArray(Uint8Array, callNative(() => h.planeLengths()).codes, 'codes()');
-      await copied(callNative(() => h.codesInto(out, id)));
+      const out = allocateArray(Uint8Array, callNative(() => natives().planeLengths(h)).codes, 'codes()');
+      await copied(callNative(() => natives().codesInto(h, out, id)));
       return out;
     });
   }
@@ -140,9 +155,9 @@ export class QuantizedTensor {
   /** MX formats: E8M0 bytes, one per block. affine: float16 bits, one per group. */
   async scales(): Promise<Uint8Array | Uint16Array> {
     return reading(this[handleOf], async (h, id) => {
-      const n = callNative(() => h.planeLengths()).scales;
+      const n = callNative(() => natives().planeLengths(h)).scales;
       const out = this.format.startsWith('affine') ? allocateArray(Uint16Array, n, 'scales()') : allocateArray(Uint8Array, n, 'scales()');
-      await copied(callNative(() => h.scalesInto(out, id)));
+      await copied(callNative(() => natives().scalesInto(h, out, id)));
       return out;
     });
   }
@@ -153,8 +168,8 @@ export class QuantizedTensor {
       if (!this.format.startsWith('affine')) {
         throw new TensorOpsError('E_FORMAT', `biases() exists only for affine formats; this tensor is '${this.format}'`);
       }
-      const out = allocateArray(Uint16Array, callNative(() => h.planeLengths()).biases, 'biases()');
-      await copied(callNative(() => h.biasesInto(out, id)));
+      const out = allocateArray(Uint16Array, callNative(() => natives().planeLengths(h)).biases, 'biases()');
+      await copied(callNative(() => natives().biasesInto(h, out, id)));
       return out;
     });
   }
@@ -165,7 +180,7 @@ export class QuantizedTensor {
   }
 
   dispose(): void {
-    callNative(() => this[handleOf].dispose());
+    callNative(() => natives().dispose(this[handleOf]));
   }
 
   /** `using q = ...` (TypeScript 5.2+, or JavaScript where the runtime has `using`). */
@@ -178,28 +193,24 @@ export class QuantizedTensor {
   }
 }
 
-interface ReadableHandle {
-  readonly disposed: boolean;
-  whenReady(readId?: number): Promise<void> | undefined;
-  beginRead(): number;
-  endRead(id: number): void;
-}
-
 /**
  * Runs body(h) once the op that writes the tensor ran: E_DISPOSED for a disposed tensor, and the
  * op's failure (or its input's) for a failed one, before anything is allocated for the read. The
  * read is registered at the call, so that a write queued after it (dev.write) waits until its
  * copy is done: it sees the values of the moment it was called.
  */
-async function reading<H extends ReadableHandle, T>(h: H, body: (h: H, id: number) => Promise<T>): Promise<T> {
-  if (h.disposed) throw new TensorOpsError('E_DISPOSED', 'the tensor was disposed and cannot be read');
-  const id = callNative(() => h.beginRead());
+async function reading<H extends NativeTensorHandle | NativeQTensorHandle, T>(
+  h: H, body: (h: H, id: number) => Promise<T>,
+): Promise<T> {
+  const n = natives();
+  if (n.disposed(h)) throw new TensorOpsError('E_DISPOSED', 'the tensor was disposed and cannot be read');
+  const id = callNative(() => n.beginRead(h));
   try {
-    const wait = callNative(() => h.whenReady(id));
+    const wait = callNative(() => n.whenReady(h, id));
     if (wait) await awaitNative(() => wait);
     return await body(h, id);
   } finally {
-    h.endRead(id);
+    n.endRead(h, id);
   }
 }
 

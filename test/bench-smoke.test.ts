@@ -35,6 +35,7 @@ interface Doc {
   cases: Case[];
   decodeStep?: {
     shape: { layers: number }; opsPerToken: Record<string, number>; queueCallUs: { median: number; calls: number };
+    queueCost: { calls: number; rounds: number; medianUs: number; meanUs: number };
     variants: Record<string, { tokensPerSecond: number; stepMs: number; kernelSumMs: number; overKernels: number; perOpOverheadUs: number }>;
   };
   summary: { checksFailed: number };
@@ -134,12 +135,15 @@ describe('npm run bench -- --smoke --json', () => {
     for (const c of doc.cases.filter((x) => x.phase === 'prefill')) expect(c.streaming, c.id).toBeUndefined();
   });
 
-  it('times a decode step three ways (the whole layer on the device, its device ops queued, awaited one by one), each beside its kernels\' sum', () => {
+  it('times a decode step three ways (the whole layer on the device, its device ops queued, awaited one by one), each beside its kernels\' sum, and the JS cost of queueing an op', () => {
     const d = doc.decodeStep!;
     expect(Object.keys(d.variants)).toEqual(['layer', 'queued', 'awaited']);
     expect(d.opsPerToken).toEqual({ layer: 20 * d.shape.layers, queued: 8 * d.shape.layers, awaited: 8 * d.shape.layers });
     expect(d.queueCallUs.calls).toBe(d.opsPerToken.queued);
     expect(d.queueCallUs.median).toBeGreaterThan(0);
+    expect(d.queueCost.calls).toBe(500);
+    expect(d.queueCost.medianUs).toBeGreaterThan(0);
+    expect(d.queueCost.meanUs).toBeGreaterThan(0);
     for (const [name, v] of Object.entries(d.variants)) {
       expect(v.tokensPerSecond, name).toBeCloseTo(1e3 / v.stepMs, 0);
       expect(v.kernelSumMs, name).toBeGreaterThan(0);

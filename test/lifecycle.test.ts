@@ -1,7 +1,23 @@
-// Native memory: dispose, `using`, external-memory accounting, ops outliving their inputs.
+// Native memory: dispose, `using`, external-memory accounting, ops outliving their inputs, and
+// the safety net for tensors never disposed.
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { deviceInfo } from '../lib/backend';
+import { Device as DeviceClass } from '../lib/device';
 import { open, type Device } from '../lib/index';
+import { loadBinding, type NativeDeviceHandle } from '../lib/native';
 import { randn } from './helpers/compare';
+
+// A full collection on demand, then a few event-loop turns for FinalizationRegistry callbacks.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+async function collect(): Promise<void> {
+  for (let i = 0; i < 4; i++) {
+    gc();
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
 
 let dev: Device;
 beforeAll(async () => {
@@ -65,9 +81,12 @@ describe('lifecycle', () => {
   });
 
   it('dispose releases native memory at once: 200 MiB of tensors do not grow RSS', async () => {
+    // One input array for every tensor: 200 MiB of JS garbage would grow RSS until V8 collects it,
+    // by 10-50 MiB from one run to the next, whatever the native side does.
+    const data = new Float32Array(1 << 18);
     const before = process.memoryUsage().rss;
     for (let i = 0; i < 200; i++) {
-      const t = dev.tensor(new Float32Array(1 << 18), [1 << 18]);  // 1 MiB
+      const t = dev.tensor(data, [1 << 18]);  // 1 MiB
       const q = await dev.quantize(t, { format: 'mxfp4' });
       t.dispose();
       q.dispose();
@@ -112,5 +131,65 @@ describe('lifecycle', () => {
     const q = await dev.quantize(t, { format: 'mxint4' });
     expect(String(q)).toBe('QuantizedTensor(mxint4, [2, 32])');
     expect(q.blockSize).toBe(32);
+  });
+});
+
+describe('tensors never disposed', () => {
+  // A device whose buffer pool counters the test can read.
+  const counted = (): [NativeDeviceHandle, Device] => {
+    const native: NativeDeviceHandle = new (loadBinding().NativeDevice)(1, 'cpu', '');
+    return [native, new DeviceClass(native, deviceInfo(native.info()))];
+  };
+
+  it('have their storage freed once their objects are collected (the FinalizationRegistry)', async () => {
+    const [native, own] = counted();
+    const live = () => native.bufferStats()!.liveBytes;
+    await collect();  // the pool is the process's: earlier tests' garbage goes first
+    const before = live();
+    const n = 1 << 20;  // 4 MiB each: the page pool, which counts live bytes
+    const data = new Float32Array(n);
+    const x = own.tensor(data, [1, n]);
+    (() => {
+      for (let i = 0; i < 4; i++) own.tensor(data, [n]);  // dropped at once
+      own.add(x, x);  // an op's output, dropped too
+    })();
+    await own.synchronize();
+    expect(live() - before).toBeGreaterThanOrEqual(6 * 4 * n);
+    await collect();
+    expect(live() - before).toBe(4 * n);  // x alone: it is still held here
+    expect(await x.toFloat32()).toEqual(data);
+  });
+
+  it('a disposed tensor stays disposed and keeps its shape while others are made and collected', async () => {
+    const t = dev.tensor(randn(6, 9), [2, 3], 'float16');
+    const kept = dev.tensor(randn(6, 10), [2, 3]);
+    t.dispose();
+    for (let round = 0; round < 3; round++) {
+      (() => {
+        for (let i = 0; i < 64; i++) dev.add(kept, dev.tensor(randn(6, i), [2, 3]));
+      })();
+      await collect();
+    }
+    expect(t.disposed).toBe(true);
+    expect(t.shape).toEqual([2, 3]);
+    expect(String(t)).toBe('Tensor(float16, [2, 3], disposed)');
+    expect(() => dev.add(t, kept)).toThrow(expect.objectContaining({ code: 'E_DISPOSED' }));
+    expect(() => t.dispose()).toThrow(expect.objectContaining({ code: 'E_DISPOSED' }));
+    expect(await kept.toFloat32()).toEqual(randn(6, 10));
+  });
+});
+
+describe('a device\'s native methods', () => {
+  it('throw E_DISPOSED when one is called after its device object was collected', async () => {
+    let method: ((...args: unknown[]) => unknown) | undefined;
+    let x = 0;
+    (() => {
+      const native = new (loadBinding().NativeDevice)(1, 'cpu', '');
+      x = native.tensor(new Float32Array(4), [1, 4], 'float32');
+      method = native.linear as unknown as (...args: unknown[]) => unknown;  // kept; the device is not
+      expect(method(x, x, null, null)).toEqual(expect.any(Number));  // while it lives, it works
+    })();
+    await collect();
+    expect(() => method!(x, x, null, null)).toThrow(expect.objectContaining({ code: 'E_DISPOSED' }));
   });
 });

@@ -1,4 +1,4 @@
-// Module entry: registers the classes and functions lib/native.ts loads.
+// Module entry: registers the class and functions lib/native.ts loads.
 #include <napi.h>
 
 #include "addon_data.h"
@@ -13,12 +13,7 @@ namespace mto::addon {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
   env.SetInstanceData(data);  // freed by Node when the environment shuts down
-  Napi::Function tensor = NativeTensor::Init(env);
-  Napi::Function qtensor = NativeQTensor::Init(env);
-  data->tensor_ctor = Napi::Persistent(tensor);
-  data->qtensor_ctor = Napi::Persistent(qtensor);
-  exports.Set("NativeTensor", tensor);
-  exports.Set("NativeQTensor", qtensor);
+  exports.Set("tensors", InitTensors(env));  // functions over tensor ids (tensors.h)
   exports.Set("NativeDevice", NativeDevice::Init(env));
   InitCodecs(env, exports);
   InitRoofline(env, exports);  // internal: bench/ only

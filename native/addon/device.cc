@@ -86,31 +86,7 @@ void check_affine_groups(Napi::Env env, const TypedBytes& scales, const TypedByt
 }  // namespace
 
 Napi::Function NativeDevice::Init(Napi::Env env) {
-  return DefineClass(env, "NativeDevice",
-                     {InstanceMethod("info", &NativeDevice::Info),
-                      InstanceMethod("fallbacks", &NativeDevice::Fallbacks),
-                      InstanceMethod("bufferStats", &NativeDevice::BufferStats),
-                      InstanceMethod("tensor", &NativeDevice::Tensor),
-                      InstanceMethod("fromQuantized", &NativeDevice::FromQuantized),
-                      InstanceMethod("close", &NativeDevice::Close),
-                      InstanceMethod("synchronize", &NativeDevice::Synchronize),
-                      InstanceMethod("quantize", &NativeDevice::Quantize),
-                      InstanceMethod("dequantize", &NativeDevice::Dequantize),
-                      InstanceMethod("cast", &NativeDevice::Cast),
-                      InstanceMethod("linear", &NativeDevice::Linear),
-                      InstanceMethod("matmul", &NativeDevice::Matmul),
-                      InstanceMethod("attention", &NativeDevice::Attention),
-                      InstanceMethod("unary", &NativeDevice::Unary),
-                      InstanceMethod("binary", &NativeDevice::Binary),
-                      InstanceMethod("norm", &NativeDevice::Norm),
-                      InstanceMethod("rope", &NativeDevice::Rope),
-                      InstanceMethod("softmax", &NativeDevice::Softmax),
-                      InstanceMethod("layout", &NativeDevice::Layout),
-                      InstanceMethod("pick", &NativeDevice::Pick),
-                      InstanceMethod("embedding", &NativeDevice::Embedding),
-                      InstanceMethod("groupedLinear", &NativeDevice::GroupedLinear),
-                      InstanceMethod("groupRows", &NativeDevice::GroupRows),
-                      InstanceMethod("write", &NativeDevice::Write)});
+  return DefineClass(env, "NativeDevice", {});  // the methods: bind_methods (device_methods.cc)
 }
 
 NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeDevice>(info) {
@@ -157,9 +133,11 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
     fallback_reason_ = opened.fallback_reason;
     stream_ = Stream::make(backend_, cpu_);
   });
+  bind_methods(info.This().As<Napi::Object>());
 }
 
 NativeDevice::~NativeDevice() {
+  if (link_) link_->device = nullptr;
   if (stream_) stream_->flush();
 }
 

@@ -1,11 +1,13 @@
 // The JS handle of an opened device. It talks to the compute backend only through
 // core/backend.h: the one open() chose (metal or cpu), plus the cpu backend for ops the chosen
 // one has no kernel for, with one in-order stream (core/stream.h) over both. Construction, info,
-// tensor import and synchronize are here; the ops in ops.cc.
+// tensor import and synchronize are here; the ops in ops.cc and ops_model.cc; how JS calls them
+// in device_methods.cc.
 #pragma once
 #include <napi.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "core/backend.h"
@@ -72,7 +74,7 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   // Queues an op on the device's stream (core/stream.h) after the ops that write its inputs and
   // returns its event, which the caller gives to the op's outputs. Ops run in call order; the
   // JS thread only validates, allocates and queues.
-  EventPtr submit(Napi::Env env, double work, std::vector<EventPtr> inputs, OpStart start,
+  EventPtr submit(Napi::Env env, double work, EventList inputs, OpStart start,
                   std::vector<std::shared_ptr<ReadToken>> reads = {});
 
   // Makes sure the stream is flushed once the current JS turn ends (setImmediate), so that the
@@ -85,6 +87,17 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   StreamPtr stream_;
   std::shared_ptr<bool> flush_pending_ = std::make_shared<bool>(false);
   std::string fallback_reason_;
+
+  // device_methods.cc: the methods are own properties of the device's JS object, functions that
+  // reach the device through their data (Link) rather than napi_unwrap(this).
+  struct Link {
+    NativeDevice* device;  // null once the device is gone
+  };
+  void bind_methods(Napi::Object self);
+  template <Napi::Value (NativeDevice::*Method)(const Napi::CallbackInfo&)>
+  static Napi::Value call_bound(const Napi::CallbackInfo& info);
+  static void drop_link(napi_env env, void* data, void* hint);  // a bound function's finalizer
+  std::shared_ptr<Link> link_;
 };
 
 }  // namespace mto::addon

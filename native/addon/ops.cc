@@ -14,7 +14,11 @@
 namespace mto::addon {
 namespace {
 
-bool is_absent(Napi::Value v) { return v.IsUndefined() || v.IsNull(); }
+// One napi_typeof (IsUndefined() || IsNull() makes two): an op reads several optional arguments.
+bool is_absent(Napi::Value v) {
+  const napi_valuetype t = v.Type();
+  return t == napi_undefined || t == napi_null;
+}
 
 std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
   if (is_absent(v)) return std::nullopt;
@@ -27,6 +31,10 @@ std::optional<DType> read_optional_dtype(Napi::Value v, const char* arg) {
   return t;
 }
 
+// kMoveIntoOp: an op's operands and params move into its closure rather than being copied. A
+// copied shared_ptr is two atomic updates of a count that the pool thread also changes (it drops
+// the closures of the ops it ran), and a copied params' shape one more allocation: on the JS
+// thread, whose cost of queueing an op is what counts (PERFORMANCE.md, the decode step).
 Operand operand(const HeldOperand& h) { return Operand{h.dense.get(), h.quant.get()}; }
 EventPtr event_of(const HeldOperand& h) { return h.dense ? h.dense->ready_event() : h.quant->ready_event(); }
 
@@ -41,7 +49,7 @@ OpStart on_host_if(bool host, OpStart start) {
   };
 }
 
-EventPtr NativeDevice::submit(Napi::Env env, double work, std::vector<EventPtr> inputs,
+EventPtr NativeDevice::submit(Napi::Env env, double work, EventList inputs,
                               OpStart start, std::vector<std::shared_ptr<ReadToken>> reads) {
   auto event = std::make_shared<OpEvent>();
   stream_->submit(StreamOp{std::move(start), std::move(inputs), work, std::move(reads)}, event);
@@ -135,12 +143,16 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
                                   read_optional_dtype(info[3], "outDtype"));
     p.int8_activations = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();  // lib/ checked it
     TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    y->event = submit(env, double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)),  // K = 0: a fill
-                      {event_of(x), event_of(w), bias ? bias->ready_event() : nullptr},
-                      on_host_if(y->numel() == 0 || p.K == 0, [x, w, bias, p, y](Backend& b, Completion done) {
-                        return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
-                      }));
-    return wrap_tensor(env, y);
+    const double work = double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));  // K = 0: a fill
+    const bool host = y->numel() == 0 || p.K == 0;
+    EventList inputs{event_of(x), event_of(w), bias ? bias->ready_event() : nullptr};
+    // The operands and p move into the op (kMoveIntoOp).
+    OpStart start = on_host_if(host, [x = std::move(x), w = std::move(w), bias = std::move(bias), p = std::move(p),
+                                      y](Backend& b, Completion done) {
+      return b.linear(operand(x), operand(w), bias.get(), p, *y, std::move(done));
+    });
+    y->event = submit(env, work, std::move(inputs), std::move(start));
+    return NativeTensor::Wrap(env, std::move(y));
   });
 }
 
@@ -152,11 +164,15 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
     TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
-    c->event = submit(env, double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1)), {a->ready_event(), b->ready_event()},
-                      on_host_if(c->numel() == 0 || p.K == 0, [a, b, p, c](Backend& be, Completion done) {
-                        return be.matmul(*a, *b, p, *c, std::move(done));
-                      }));
-    return wrap_tensor(env, c);
+    const double work = double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));
+    const bool host = c->numel() == 0 || p.K == 0;
+    EventList inputs{a->ready_event(), b->ready_event()};
+    // The operands and p move into the op (kMoveIntoOp).
+    OpStart start = on_host_if(host, [a = std::move(a), b = std::move(b), p = std::move(p), c](Backend& be, Completion done) {
+      return be.matmul(*a, *b, p, *c, std::move(done));
+    });
+    c->event = submit(env, work, std::move(inputs), std::move(start));
+    return NativeTensor::Wrap(env, std::move(c));
   });
 }
 
@@ -178,15 +194,19 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get(), sinks.get());
     TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
-    o->event = submit(env, work, {event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr,
-                                  sinks ? sinks->ready_event() : nullptr},
-                      on_host_if(o->numel() == 0 || p.Lk == 0, [q, k, v, mask, sinks, p, o](Backend& b, Completion done) {
-                        AttentionParams run = p;
-                        run.mask = mask.get();
-                        run.sinks = sinks.get();
-                        return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
-                      }));
-    return wrap_tensor(env, o);
+    const bool host = o->numel() == 0 || p.Lk == 0;
+    EventList inputs{event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr,
+                     sinks ? sinks->ready_event() : nullptr};
+    // The operands and p move into the op (kMoveIntoOp).
+    OpStart start = on_host_if(host, [q = std::move(q), k = std::move(k), v = std::move(v), mask = std::move(mask),
+                                      sinks = std::move(sinks), p = std::move(p), o](Backend& b, Completion done) {
+      AttentionParams run = p;
+      run.mask = mask.get();
+      run.sinks = sinks.get();
+      return b.attention(operand(q), operand(k), operand(v), run, *o, std::move(done));
+    });
+    o->event = submit(env, work, std::move(inputs), std::move(start));
+    return NativeTensor::Wrap(env, std::move(o));
   });
 }
 

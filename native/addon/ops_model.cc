@@ -14,7 +14,11 @@
 namespace mto::addon {
 namespace {
 
-bool is_absent(Napi::Value v) { return v.IsUndefined() || v.IsNull(); }
+// One napi_typeof (IsUndefined() || IsNull() makes two): an op reads several optional arguments.
+bool is_absent(Napi::Value v) {
+  const napi_valuetype t = v.Type();
+  return t == napi_undefined || t == napi_null;
+}
 
 TensorPtr optional_tensor(Napi::Value v, const char* arg) {
   return is_absent(v) ? nullptr : NativeTensor::Get(v, arg);
@@ -307,7 +311,7 @@ Napi::Value NativeDevice::Layout(const Napi::CallbackInfo& info) {
       }
     }
     TensorPtr out = make_tensor(out_shape, srcs[0]->dtype, allocator_of(backend_));
-    std::vector<EventPtr> inputs;
+    EventList inputs;
     for (const TensorPtr& s : srcs) inputs.push_back(s->ready_event());
     // concat's empty inputs copy nothing: no part of theirs reaches a kernel.
     std::vector<TensorPtr> copied;

@@ -8,10 +8,13 @@
 #include "errors.h"
 #include "host_copy.h"
 #include "js_completion.h"
+#include "tensor_table.h"
 #include "typed_arrays.h"
 
 namespace mto::addon {
 namespace {
+
+TensorTable& table(Napi::Env env) { return addon_data(env).tensors; }
 
 // Copies `bytes` of `keep`'s storage at src into the typed array `dst` (allocated by lib/ in
 // JavaScript, of the type `expected` names, holding exactly `bytes`): undefined when done, or a
@@ -38,97 +41,7 @@ void require_ready(Napi::Env env, const EventPtr& event) {
   if (event->failure()) throw make_error(env, event->failure()->code, event->failure()->message);
 }
 
-// Runs in destructors (finalizers, also while a worker's environment is torn down): it must not
-// throw, so it calls Node-API directly and ignores a failure (the environment is going away).
-void adjust_memory(Napi::Env env, int64_t delta) {
-  int64_t total = 0;
-  if (delta) (void)napi_adjust_external_memory(env, delta, &total);
-}
-
-}  // namespace
-
-// ---- NativeTensor ----
-
-Napi::Function NativeTensor::Init(Napi::Env env) {
-  return DefineClass(env, "NativeTensor",
-                     {InstanceMethod("whenReady", &NativeTensor::WhenReady),
-                      InstanceMethod("reshape", &NativeTensor::Reshape),
-                      InstanceMethod("readInto", &NativeTensor::ReadInto),
-                      InstanceMethod("toFloat32Into", &NativeTensor::ToFloat32Into),
-                      InstanceMethod("beginRead", &NativeTensor::BeginRead),
-                      InstanceMethod("endRead", &NativeTensor::EndRead),
-                      InstanceMethod("dispose", &NativeTensor::Dispose),
-                      InstanceAccessor("disposed", &NativeTensor::Disposed, nullptr),
-                      InstanceAccessor("bytes", &NativeTensor::Bytes, nullptr),
-                      InstanceAccessor("shape", &NativeTensor::ShapeJs, nullptr),
-                      InstanceAccessor("dtype", &NativeTensor::DTypeJs, nullptr)});
-}
-
-NativeTensor::NativeTensor(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeTensor>(info) {
-  AddonData& data = addon_data(info.Env());
-  if (!data.wrapping_tensor) {
-    throw_error(info.Env(), code::Arg, "NativeTensor is created by the device (dev.tensor())");
-  }
-  tensor_ = std::move(data.wrapping_tensor);
-  shape_ = tensor_->shape;
-  dtype_ = tensor_->dtype;
-  // A view (reshape) shares its storage: the tensor it was made from reports the bytes.
-  reported_ = data.wrapping_view ? 0 : int64_t(tensor_->bytes());
-  adjust_memory(info.Env(), reported_);
-}
-
-NativeTensor::~NativeTensor() { Release(); }
-
-void NativeTensor::Release() {
-  if (!tensor_) return;
-  tensor_.reset();
-  adjust_memory(Env(), -reported_);
-  reported_ = 0;
-}
-
-Napi::Object NativeTensor::Wrap(Napi::Env env, TensorPtr t, bool view) {
-  AddonData& data = addon_data(env);
-  data.wrapping_tensor = std::move(t);
-  data.wrapping_view = view;
-  try {
-    return data.tensor_ctor.New({});  // the constructor takes wrapping_tensor
-  } catch (...) {
-    data.wrapping_tensor.reset();
-    throw;
-  }
-}
-
-Napi::Value NativeTensor::Reshape(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value {
-    TensorPtr t = Get(Value(), "tensor");
-    Shape shape = read_shape(info[0], "shape");
-    if (shape_numel(shape) != t->numel()) {
-      throw_error(env, code::Shape, "shape " + shape_string(shape) + " has " +
-                                        std::to_string(shape_numel(shape)) + " elements; the tensor " +
-                                        shape_string(t->shape) + " has " + std::to_string(t->numel()));
-    }
-    // The same storage and the same writing op: a read or an op on the view waits for it.
-    auto view = std::make_shared<Tensor>(*t);
-    view->shape = std::move(shape);
-    return Wrap(env, view, true);
-  });
-}
-
-bool NativeTensor::Is(Napi::Value v) {
-  return v.IsObject() && v.As<Napi::Object>().InstanceOf(addon_data(v.Env()).tensor_ctor.Value());
-}
-
-TensorPtr NativeTensor::Get(Napi::Value v, const char* arg) {
-  if (!Is(v)) throw_error(v.Env(), code::Arg, std::string(arg) + " must be a Tensor");
-  auto* self = ObjectWrap<NativeTensor>::Unwrap(v.As<Napi::Object>());
-  if (!self->tensor_) {
-    throw_error(v.Env(), code::Disposed, std::string(arg) + " was disposed and cannot be used");
-  }
-  return self->tensor_;
-}
-
-static napi_typedarray_type storage_array_type(DType t) {
+napi_typedarray_type storage_array_type(DType t) {
   switch (t) {
     case DType::Float32: return napi_float32_array;
     case DType::Float16:
@@ -139,28 +52,145 @@ static napi_typedarray_type storage_array_type(DType t) {
   return napi_uint8_array;
 }
 
-Napi::Value NativeTensor::WhenReady(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value { return when_done(env, reads_.ready(info, 0, Get(Value(), "tensor")->ready_event()), true); });
+// The slot info[0] names, of either kind (disposed or not); E_ARG when it names none.
+TensorSlot& slot_of(const Napi::CallbackInfo& info) {
+  TensorSlot* s = table(info.Env()).find(info.Env(), info[0]);
+  if (!s) throw_error(info.Env(), code::Arg, "tensor must be a Tensor or a QuantizedTensor");
+  return *s;
 }
 
-Napi::Value NativeTensor::ReadInto(const Napi::CallbackInfo& info) {
+// The storage of the live dense tensor info[0] names.
+TensorPtr dense_of(const Napi::CallbackInfo& info) { return NativeTensor::Get(info[0], "tensor"); }
+QTensorPtr quant_of(const Napi::CallbackInfo& info) { return NativeQTensor::Get(info[0], "tensor"); }
+
+uint32_t read_id(const Napi::CallbackInfo& info, size_t index) {
+  return info[index].IsNumber() ? info[index].As<Napi::Number>().Uint32Value() : 0;
+}
+
+// ---- both kinds ----
+
+// (id): the shape, also once disposed.
+Napi::Value ShapeOf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
-    TensorPtr t = Get(Value(), "tensor");
-    require_ready(env, reads_.ready(info, 1, t->ready_event()));
-    return copy_into(info[0], storage_array_type(t->dtype), "a typed array of the storage type",
+    TensorSlot& s = slot_of(info);
+    return shape_to_js(env, s.shape());
+  });
+}
+
+Napi::Value Disposed(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value { return Napi::Boolean::New(env, slot_of(info).disposed()); });
+}
+
+Napi::Value Bytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorSlot& s = slot_of(info);
+    return Napi::Number::New(env, double(s.dense ? s.dense->bytes() : s.quant ? s.quant->bytes() : 0));
+  });
+}
+
+// (id, readId?): undefined, a throw (the op that writes the tensor failed) or a Promise settled
+// once that op ran.
+Napi::Value WhenReady(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorSlot& s = slot_of(info);
+    const EventPtr current = s.quantized ? quant_of(info)->ready_event() : dense_of(info)->ready_event();
+    return when_done(env, s.open_reads().ready(info, 1, current), true);
+  });
+}
+
+// (id) -> readId: a read registered at its call (a later write waits for it).
+Napi::Value BeginRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorSlot& s = slot_of(info);
+    if (s.quantized) {
+      QTensorPtr q = quant_of(info);
+      return Napi::Number::New(env, s.open_reads().begin({q->codes, q->scales, q->biases}, q->ready_event()));
+    }
+    TensorPtr t = dense_of(info);
+    return Napi::Number::New(env, s.open_reads().begin({t->buffer}, t->ready_event()));
+  });
+}
+
+// (id, readId): never throws (lib/ calls it in a finally).
+Napi::Value EndRead(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  TensorSlot* s = table(env).find(env, info[0]);
+  if (s && s->reads) s->reads->end(read_id(info, 1));
+  return env.Undefined();
+}
+
+// (id): drops the storage now; E_DISPOSED when it was already.
+Napi::Value Dispose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorSlot& s = slot_of(info);
+    if (!table(env).dispose(env, s)) {
+      throw_error(env, code::Disposed, s.quantized ? "quantized tensor was already disposed" : "tensor was already disposed");
+    }
+    return env.Undefined();
+  });
+}
+
+// (id): the JS object naming id was collected (lib/'s FinalizationRegistry). Never throws.
+Napi::Value Release(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info[0].IsNumber()) table(env).release(env, info[0].As<Napi::Number>().DoubleValue());
+  return env.Undefined();
+}
+
+// ---- dense ----
+
+Napi::Value DTypeOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorSlot& s = slot_of(info);
+    if (s.quantized) throw_error(env, code::Arg, "tensor must be a Tensor");
+    return Napi::String::New(env, dtype_name(s.dense ? s.dense->dtype : s.dtype));
+  });
+}
+
+// (id, shape): a view, the same storage and writing op.
+Napi::Value Reshape(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorPtr t = dense_of(info);
+    Shape shape = read_shape(info[1], "shape");
+    if (shape_numel(shape) != t->numel()) {
+      throw_error(env, code::Shape, "shape " + shape_string(shape) + " has " +
+                                        std::to_string(shape_numel(shape)) + " elements; the tensor " +
+                                        shape_string(t->shape) + " has " + std::to_string(t->numel()));
+    }
+    // The same storage and the same writing op: a read or an op on the view waits for it.
+    auto view = std::make_shared<Tensor>(*t);
+    view->shape = std::move(shape);
+    return NativeTensor::Wrap(env, view, true);
+  });
+}
+
+// (id, out: storage-type array, readId?)
+Napi::Value ReadInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    TensorPtr t = dense_of(info);
+    require_ready(env, slot_of(info).open_reads().ready(info, 2, t->ready_event()));
+    return copy_into(info[1], storage_array_type(t->dtype), "a typed array of the storage type",
                      t->buffer, t->buffer->data(), t->bytes());
   });
 }
 
-Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
+// (id, out: Float32Array, readId?)
+Napi::Value ToFloat32Into(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
-    TensorPtr t = Get(Value(), "tensor");
-    require_ready(env, reads_.ready(info, 1, t->ready_event()));
+    TensorPtr t = dense_of(info);
+    require_ready(env, slot_of(info).open_reads().ready(info, 2, t->ready_event()));
     const size_t n = size_t(t->numel());
-    TypedBytes out = typed_bytes_of(info[0], napi_float32_array, "out", "a Float32Array");
+    TypedBytes out = typed_bytes_of(info[1], napi_float32_array, "out", "a Float32Array");
     if (out.length != n) {
       throw_error(env, code::Shape, "out has " + std::to_string(out.length) +
                                         " elements; the tensor has " + std::to_string(n));
@@ -168,173 +198,28 @@ Napi::Value NativeTensor::ToFloat32Into(const Napi::CallbackInfo& info) {
     float* to = reinterpret_cast<float*>(out.data);
     const void* from = t->buffer->data();
     const DType dtype = t->dtype;
-    return copy_to_js(env, info[0], n * sizeof(float), t->buffer,
+    return copy_to_js(env, info[1], n * sizeof(float), t->buffer,
                       [dtype, from, to, n] { to_float32(dtype, from, to, n); });
   });
 }
 
-// ---- reads in flight ----
+// ---- quantized ----
 
-HandleReads::~HandleReads() {
-  for (auto& [id, read] : open_) {
-    for (const auto& t : read.tokens) t->finish();
-  }
+Napi::Value FormatOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value { return Napi::String::New(env, format_info(quant_of(info)->format).name); });
 }
 
-uint32_t HandleReads::begin(const std::vector<BufferPtr>& buffers, EventPtr ready) {
-  Open read;
-  for (const BufferPtr& b : buffers) {
-    if (b) read.tokens.push_back(b->begin_read());
-  }
-  read.ready = std::move(ready);
-  const uint32_t id = next_++;
-  open_.emplace(id, std::move(read));
-  return id;
+Napi::Value BlockSize(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value { return Napi::Number::New(env, quant_of(info)->block); });
 }
 
-const EventPtr& HandleReads::ready(const Napi::CallbackInfo& info, size_t index, const EventPtr& current) const {
-  if (info.Length() <= index || !info[index].IsNumber()) return current;
-  auto it = open_.find(info[index].As<Napi::Number>().Uint32Value());
-  return it == open_.end() ? current : it->second.ready;
-}
-
-void HandleReads::end(uint32_t id) {
-  auto it = open_.find(id);
-  if (it == open_.end()) return;
-  for (const auto& t : it->second.tokens) t->finish();
-  open_.erase(it);
-}
-
-namespace {
-uint32_t read_id(const Napi::CallbackInfo& info) {
-  return info[0].IsNumber() ? info[0].As<Napi::Number>().Uint32Value() : 0;
-}
-}  // namespace
-
-Napi::Value NativeTensor::BeginRead(const Napi::CallbackInfo& info) {
+// (id) -> { codes, scales, biases }: elements of each plane.
+Napi::Value PlaneLengths(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
-    TensorPtr t = Get(Value(), "tensor");
-    return Napi::Number::New(env, reads_.begin({t->buffer}, t->ready_event()));
-  });
-}
-
-Napi::Value NativeTensor::EndRead(const Napi::CallbackInfo& info) {
-  reads_.end(read_id(info));
-  return info.Env().Undefined();
-}
-
-Napi::Value NativeQTensor::BeginRead(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value {
-    QTensorPtr t = Get(Value(), "tensor");
-    return Napi::Number::New(env, reads_.begin({t->codes, t->scales, t->biases}, t->ready_event()));
-  });
-}
-
-Napi::Value NativeQTensor::EndRead(const Napi::CallbackInfo& info) {
-  reads_.end(read_id(info));
-  return info.Env().Undefined();
-}
-
-Napi::Value NativeTensor::Dispose(const Napi::CallbackInfo& info) {
-  if (!tensor_) throw_error(info.Env(), code::Disposed, "tensor was already disposed");
-  Release();
-  return info.Env().Undefined();
-}
-
-Napi::Value NativeTensor::Disposed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), !tensor_);
-}
-
-Napi::Value NativeTensor::Bytes(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), double(tensor_ ? tensor_->bytes() : 0));
-}
-
-Napi::Value NativeTensor::ShapeJs(const Napi::CallbackInfo& info) {
-  return shape_to_js(info.Env(), shape_);
-}
-
-Napi::Value NativeTensor::DTypeJs(const Napi::CallbackInfo& info) {
-  return Napi::String::New(info.Env(), dtype_name(dtype_));
-}
-
-// ---- NativeQTensor ----
-
-Napi::Function NativeQTensor::Init(Napi::Env env) {
-  return DefineClass(env, "NativeQTensor",
-                     {InstanceMethod("whenReady", &NativeQTensor::WhenReady),
-                      InstanceMethod("planeLengths", &NativeQTensor::PlaneLengths),
-                      InstanceMethod("codesInto", &NativeQTensor::CodesInto),
-                      InstanceMethod("scalesInto", &NativeQTensor::ScalesInto),
-                      InstanceMethod("biasesInto", &NativeQTensor::BiasesInto),
-                      InstanceMethod("beginRead", &NativeQTensor::BeginRead),
-                      InstanceMethod("endRead", &NativeQTensor::EndRead),
-                      InstanceMethod("dispose", &NativeQTensor::Dispose),
-                      InstanceAccessor("disposed", &NativeQTensor::Disposed, nullptr),
-                      InstanceAccessor("bytes", &NativeQTensor::Bytes, nullptr),
-                      InstanceAccessor("shape", &NativeQTensor::ShapeJs, nullptr),
-                      InstanceAccessor("format", &NativeQTensor::FormatJs, nullptr),
-                      InstanceAccessor("blockSize", &NativeQTensor::BlockSize, nullptr)});
-}
-
-NativeQTensor::NativeQTensor(const Napi::CallbackInfo& info)
-    : Napi::ObjectWrap<NativeQTensor>(info) {
-  AddonData& data = addon_data(info.Env());
-  if (!data.wrapping_qtensor) {
-    throw_error(info.Env(), code::Arg,
-                "NativeQTensor is created by the device (dev.quantize(), dev.fromQuantized())");
-  }
-  tensor_ = std::move(data.wrapping_qtensor);
-  shape_ = tensor_->shape;
-  format_ = tensor_->format;
-  block_ = tensor_->block;
-  reported_ = int64_t(tensor_->bytes());
-  adjust_memory(info.Env(), reported_);
-}
-
-NativeQTensor::~NativeQTensor() { Release(); }
-
-void NativeQTensor::Release() {
-  if (!tensor_) return;
-  tensor_.reset();
-  adjust_memory(Env(), -reported_);
-  reported_ = 0;
-}
-
-Napi::Object NativeQTensor::Wrap(Napi::Env env, QTensorPtr t) {
-  AddonData& data = addon_data(env);
-  data.wrapping_qtensor = std::move(t);
-  try {
-    return data.qtensor_ctor.New({});  // the constructor takes wrapping_qtensor
-  } catch (...) {
-    data.wrapping_qtensor.reset();
-    throw;
-  }
-}
-
-bool NativeQTensor::Is(Napi::Value v) {
-  return v.IsObject() && v.As<Napi::Object>().InstanceOf(addon_data(v.Env()).qtensor_ctor.Value());
-}
-
-QTensorPtr NativeQTensor::Get(Napi::Value v, const char* arg) {
-  if (!Is(v)) throw_error(v.Env(), code::Arg, std::string(arg) + " must be a QuantizedTensor");
-  auto* self = ObjectWrap<NativeQTensor>::Unwrap(v.As<Napi::Object>());
-  if (!self->tensor_) {
-    throw_error(v.Env(), code::Disposed, std::string(arg) + " was disposed and cannot be used");
-  }
-  return self->tensor_;
-}
-
-Napi::Value NativeQTensor::WhenReady(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value { return when_done(env, reads_.ready(info, 0, Get(Value(), "tensor")->ready_event()), true); });
-}
-
-Napi::Value NativeQTensor::PlaneLengths(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  return guard(env, [&]() -> Napi::Value {
-    QTensorPtr t = Get(Value(), "tensor");
+    QTensorPtr t = quant_of(info);
     const size_t scale_elem = format_info(t->format).affine ? 2 : 1;
     Napi::Object o = Napi::Object::New(env);
     o.Set("codes", double(t->codes->bytes()));
@@ -344,78 +229,112 @@ Napi::Value NativeQTensor::PlaneLengths(const Napi::CallbackInfo& info) {
   });
 }
 
-Napi::Value NativeQTensor::CodesInto(const Napi::CallbackInfo& info) {
+// (id, out: Uint8Array, readId?)
+Napi::Value CodesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
-    QTensorPtr t = Get(Value(), "tensor");
-    require_ready(env, reads_.ready(info, 1, t->ready_event()));
-    return copy_into(info[0], napi_uint8_array, "a Uint8Array", t->codes, t->codes->data(),
+    QTensorPtr t = quant_of(info);
+    require_ready(env, slot_of(info).open_reads().ready(info, 2, t->ready_event()));
+    return copy_into(info[1], napi_uint8_array, "a Uint8Array", t->codes, t->codes->data(),
                      t->codes->bytes());
   });
 }
 
-Napi::Value NativeQTensor::ScalesInto(const Napi::CallbackInfo& info) {
+// (id, out: Uint8Array (MX) | Uint16Array (affine), readId?)
+Napi::Value ScalesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
-    QTensorPtr t = Get(Value(), "tensor");
-    require_ready(env, reads_.ready(info, 1, t->ready_event()));
+    QTensorPtr t = quant_of(info);
+    require_ready(env, slot_of(info).open_reads().ready(info, 2, t->ready_event()));
     if (format_info(t->format).affine) {
-      return copy_into(info[0], napi_uint16_array, "a Uint16Array", t->scales, t->scales->data(),
+      return copy_into(info[1], napi_uint16_array, "a Uint16Array", t->scales, t->scales->data(),
                        t->scales->bytes());
     }
-    return copy_into(info[0], napi_uint8_array, "a Uint8Array", t->scales, t->scales->data(),
+    return copy_into(info[1], napi_uint8_array, "a Uint8Array", t->scales, t->scales->data(),
                      t->scales->bytes());
   });
 }
 
-Napi::Value NativeQTensor::BiasesInto(const Napi::CallbackInfo& info) {
+// (id, out: Uint16Array, readId?)
+Napi::Value BiasesInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
-    QTensorPtr t = Get(Value(), "tensor");
-    require_ready(env, reads_.ready(info, 1, t->ready_event()));
+    QTensorPtr t = quant_of(info);
+    require_ready(env, slot_of(info).open_reads().ready(info, 2, t->ready_event()));
     if (!t->biases) throw_error(env, code::Format, "biases() exists only for affine formats");
-    return copy_into(info[0], napi_uint16_array, "a Uint16Array", t->biases, t->biases->data(),
+    return copy_into(info[1], napi_uint16_array, "a Uint16Array", t->biases, t->biases->data(),
                      t->biases->bytes());
   });
 }
 
-Napi::Value NativeQTensor::Dispose(const Napi::CallbackInfo& info) {
-  if (!tensor_) throw_error(info.Env(), code::Disposed, "quantized tensor was already disposed");
-  Release();
-  return info.Env().Undefined();
+}  // namespace
+
+Napi::Object InitTensors(Napi::Env env) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("shape", Napi::Function::New(env, ShapeOf, "shape"));
+  o.Set("disposed", Napi::Function::New(env, Disposed, "disposed"));
+  o.Set("bytes", Napi::Function::New(env, Bytes, "bytes"));
+  o.Set("whenReady", Napi::Function::New(env, WhenReady, "whenReady"));
+  o.Set("beginRead", Napi::Function::New(env, BeginRead, "beginRead"));
+  o.Set("endRead", Napi::Function::New(env, EndRead, "endRead"));
+  o.Set("dispose", Napi::Function::New(env, Dispose, "dispose"));
+  o.Set("release", Napi::Function::New(env, Release, "release"));
+  o.Set("dtype", Napi::Function::New(env, DTypeOf, "dtype"));
+  o.Set("reshape", Napi::Function::New(env, Reshape, "reshape"));
+  o.Set("readInto", Napi::Function::New(env, ReadInto, "readInto"));
+  o.Set("toFloat32Into", Napi::Function::New(env, ToFloat32Into, "toFloat32Into"));
+  o.Set("format", Napi::Function::New(env, FormatOf, "format"));
+  o.Set("blockSize", Napi::Function::New(env, BlockSize, "blockSize"));
+  o.Set("planeLengths", Napi::Function::New(env, PlaneLengths, "planeLengths"));
+  o.Set("codesInto", Napi::Function::New(env, CodesInto, "codesInto"));
+  o.Set("scalesInto", Napi::Function::New(env, ScalesInto, "scalesInto"));
+  o.Set("biasesInto", Napi::Function::New(env, BiasesInto, "biasesInto"));
+  return o;
 }
 
-Napi::Value NativeQTensor::Disposed(const Napi::CallbackInfo& info) {
-  return Napi::Boolean::New(info.Env(), !tensor_);
+// ---- ids as op operands and results ----
+
+Napi::Value NativeTensor::Wrap(Napi::Env env, TensorPtr t, bool view) {
+  return Napi::Number::New(env, table(env).add(env, std::move(t), view));
 }
 
-Napi::Value NativeQTensor::Bytes(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), double(tensor_ ? tensor_->bytes() : 0));
+bool NativeTensor::Is(Napi::Value v) {
+  TensorSlot* s = table(v.Env()).find(v.Env(), v);
+  return s && !s->quantized;
 }
 
-Napi::Value NativeQTensor::ShapeJs(const Napi::CallbackInfo& info) {
-  return shape_to_js(info.Env(), shape_);
+TensorPtr NativeTensor::Get(Napi::Value v, const char* arg) {
+  TensorSlot* s = table(v.Env()).find(v.Env(), v);
+  if (!s || s->quantized) throw_error(v.Env(), code::Arg, std::string(arg) + " must be a Tensor");
+  if (!s->dense) throw_error(v.Env(), code::Disposed, std::string(arg) + " was disposed and cannot be used");
+  return s->dense;
 }
 
-Napi::Value NativeQTensor::FormatJs(const Napi::CallbackInfo& info) {
-  return Napi::String::New(info.Env(), format_info(format_).name);
+Napi::Value NativeQTensor::Wrap(Napi::Env env, QTensorPtr t) {
+  return Napi::Number::New(env, table(env).add(env, std::move(t)));
 }
 
-Napi::Value NativeQTensor::BlockSize(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), block_);
+bool NativeQTensor::Is(Napi::Value v) {
+  TensorSlot* s = table(v.Env()).find(v.Env(), v);
+  return s && s->quantized;
+}
+
+QTensorPtr NativeQTensor::Get(Napi::Value v, const char* arg) {
+  TensorSlot* s = table(v.Env()).find(v.Env(), v);
+  if (!s || !s->quantized) throw_error(v.Env(), code::Arg, std::string(arg) + " must be a QuantizedTensor");
+  if (!s->quant) throw_error(v.Env(), code::Disposed, std::string(arg) + " was disposed and cannot be used");
+  return s->quant;
 }
 
 // ---- helpers ----
 
 HeldOperand unwrap_operand(Napi::Value v, const char* arg) {
+  TensorSlot* s = table(v.Env()).find(v.Env(), v);
+  if (!s) throw_error(v.Env(), code::Arg, std::string(arg) + " must be a Tensor or a QuantizedTensor");
+  if (s->disposed()) throw_error(v.Env(), code::Disposed, std::string(arg) + " was disposed and cannot be used");
   HeldOperand h;
-  if (NativeQTensor::Is(v)) {
-    h.quant = NativeQTensor::Get(v, arg);
-  } else if (NativeTensor::Is(v)) {
-    h.dense = NativeTensor::Get(v, arg);
-  } else {
-    throw_error(v.Env(), code::Arg, std::string(arg) + " must be a Tensor or a QuantizedTensor");
-  }
+  h.dense = s->dense;
+  h.quant = s->quant;
   return h;
 }
 

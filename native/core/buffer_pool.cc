@@ -37,7 +37,7 @@ SizeClassPool::Block SizeClassPool::acquire(size_t bytes, bool* reused) {
     auto node = it->second.back();  // most recently released of this class
     it->second.pop_back();
     Block b = *node;
-    lru_.erase(node);
+    spare_.splice(spare_.begin(), lru_, node);
     stats_.cached_bytes -= b.bytes;
     stats_.cached_blocks -= 1;
     stats_.live_bytes += b.bytes;
@@ -67,7 +67,12 @@ void SizeClassPool::release(Block b) {
     free_locked(b);
     return;
   }
-  lru_.push_front(b);
+  if (spare_.empty()) {
+    lru_.push_front(b);
+  } else {
+    lru_.splice(lru_.begin(), spare_, spare_.begin());
+    lru_.front() = b;
+  }
   by_class_[b.bytes].push_back(lru_.begin());
   stats_.cached_bytes += b.bytes;
   stats_.cached_blocks += 1;

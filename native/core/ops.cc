@@ -50,8 +50,8 @@ LinearParams check_linear(const Operand& x, const Operand& w, const Tensor* bias
                                  " for x shape " + dims(xs));
   }
   p.M = shape_rows(xs);
-  p.out_shape = Shape(xs.begin(), xs.end() - 1);
-  p.out_shape.push_back(p.N);
+  p.out_shape = Shape(xs.begin(), xs.end());  // the last dimension becomes N
+  p.out_shape.back() = p.N;
   if (bias) {
     require_float("bias", bias->dtype);
     if (bias->shape.size() != 1 || bias->shape[0] != p.N) {
@@ -91,8 +91,8 @@ MatmulParams check_matmul(const Tensor& a, const Tensor& b) {
                                  std::to_string(p.K) + "; got b shape " + dims(b.shape));
   }
   p.N = b.shape[rb - 1];
-  p.out_shape = Shape(a.shape.begin(), a.shape.end() - 1);
-  p.out_shape.push_back(p.N);
+  p.out_shape = Shape(a.shape.begin(), a.shape.end());  // the last dimension becomes N
+  p.out_shape.back() = p.N;
   p.out_dtype = a.dtype;
   return p;
 }

@@ -8,14 +8,14 @@
 namespace mto {
 namespace {
 
-FailurePtr first_failure(const std::vector<EventPtr>& inputs) {
+FailurePtr first_failure(const EventList& inputs) {
   for (const EventPtr& e : inputs) {
     if (e && e->failure()) return e->failure();
   }
   return nullptr;
 }
 
-bool all_done(const std::vector<EventPtr>& inputs) {
+bool all_done(const EventList& inputs) {
   for (const EventPtr& e : inputs) {
     if (e && !e->done()) return false;
   }
@@ -149,7 +149,7 @@ Stream::Encode Stream::try_encode(StreamOp& op, const EventPtr& event, std::func
   // The completion holds the op (and through it its operands) until the backend is done with
   // them; then it completes the event with the op's failure or its first failed input's.
   auto held = std::make_shared<OpStart>(op.start);
-  std::vector<EventPtr> inputs = op.inputs;
+  EventList inputs = op.inputs;
   Completion done = [held, inputs, event](OpStatus status) mutable {
     FailurePtr failure;
     if (!status.ok()) {

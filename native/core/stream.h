@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -62,10 +63,41 @@ using EventPtr = std::shared_ptr<OpEvent>;
 // backend has no kernel for it.
 using OpStart = std::function<bool(Backend& backend, Completion done)>;
 
+// The events an op waits for. Up to kInline are held in place (every op but a long concat), so
+// queueing an op allocates nothing for them: each allocation costs the JS thread ~0.1 us there,
+// since the op record is freed on a pool thread (PERFORMANCE.md, the decode step).
+class EventList {
+ public:
+  static constexpr size_t kInline = 4;
+  EventList() = default;
+  EventList(std::initializer_list<EventPtr> events) {
+    for (const EventPtr& e : events) push_back(e);
+  }
+  void push_back(EventPtr e) {
+    if (size_ < kInline && heap_.empty()) {
+      inline_[size_++] = std::move(e);
+      return;
+    }
+    if (heap_.empty()) {
+      for (EventPtr& in : inline_) heap_.push_back(std::move(in));
+    }
+    heap_.push_back(std::move(e));
+    ++size_;
+  }
+  size_t size() const { return size_; }
+  const EventPtr* begin() const { return heap_.empty() ? inline_ : heap_.data(); }
+  const EventPtr* end() const { return begin() + size_; }
+
+ private:
+  EventPtr inline_[kInline];
+  std::vector<EventPtr> heap_;  // all of them, once there are more than kInline
+  size_t size_ = 0;
+};
+
 struct StreamOp {
   OpStart start;
   // The events of the ops that wrote the inputs (null entries: ready from the start).
-  std::vector<EventPtr> inputs;
+  EventList inputs;
   // Multiply-adds (or elements) of the op: a tiny op on an idle stream runs inline.
   double work = 0;
   // An in-place write (dev.write): the reads of its destination that JS started before it. It

@@ -2,7 +2,7 @@
 // norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
 // read back.
 import type { Device } from '../../device';
-import { handleOf, type Tensor } from '../../tensor';
+import { handleOf, natives, type Tensor } from '../../tensor';
 import type { Activations } from '../../types';
 import type { ModelConfig } from '../config';
 import type { KVCache } from '../kv-cache';
@@ -104,5 +104,5 @@ export async function forward(c: ForwardContext, ids: Tensor, cache: KVCache, al
 
 /** Resolves once the op writing t has run (rejects with its failure). */
 function readyOf(t: Tensor): Promise<void> {
-  return Promise.resolve(t[handleOf].whenReady());
+  return Promise.resolve(natives().whenReady(t[handleOf]));
 }
