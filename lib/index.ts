@@ -1,7 +1,7 @@
 // metal-tensorops: quantized tensors, quantized matmul and FlashAttention for Node.js.
 import { backendRequest, deviceInfo } from './backend';
 import { Device } from './device';
-import { TensorOpsError, callNative } from './errors';
+import { TensorOpsError, awaitNative, callNative } from './errors';
 import { loadBinding } from './native';
 import type { OpenOptions } from './types';
 import { checkOptions, describe } from './validate';
@@ -48,6 +48,8 @@ export async function open(options: OpenOptions = {}): Promise<Device> {
   }
   const request = backendRequest(opts);
   const binding = loadBinding();
-  const native = callNative(() => new binding.NativeDevice(threads, request.backend, request.tier));
+  // The backend is chosen and made off the JS thread (Metal compiles its tier probes there).
+  const opened = await awaitNative(() => binding.openDevice(threads, request.backend, request.tier));
+  const native = callNative(() => new binding.NativeDevice(opened));
   return new Device(native, deviceInfo(native.info()));
 }

@@ -109,9 +109,18 @@ export interface NativeDeviceHandle {
   groupRows(ids: NativeTensorHandle, groups: number): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle];
 }
 
+/** What binding.openDevice resolves with: backends made, not yet owned by a device. */
+export type OpenedDeviceHandle = { readonly __opened: unique symbol };
+
 export interface NativeBinding {
-  /** backend: 'auto' | 'metal' | 'cpu'; tier: METAL_TENSOROPS_TIER ('' = auto). */
-  NativeDevice: new (threads: number, backend: string, tier: string) => NativeDeviceHandle;
+  /**
+   * Chooses and makes the backend on a pool thread (Metal's tier probes compile kernels there),
+   * resolving with a handle for `new NativeDevice(handle)`. backend: 'auto' | 'metal' | 'cpu';
+   * tier: METAL_TENSOROPS_TIER ('' = auto). The 4th argument is for tests only.
+   */
+  openDevice(threads: number, backend: string, tier: string, test?: { openDelayUs?: number }): Promise<OpenedDeviceHandle>;
+  /** From openDevice's handle; (threads, backend, tier) opens on the calling thread (tests only). */
+  NativeDevice: new (...args: [OpenedDeviceHandle] | [threads: number, backend: string, tier: string]) => NativeDeviceHandle;
   tensors: NativeTensors;
   /**
    * Internal, for bench/ only: the machine's FMA peak and read bandwidth with `threads` threads.

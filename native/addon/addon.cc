@@ -4,6 +4,7 @@
 #include "addon_data.h"
 #include "codecs.h"
 #include "device.h"
+#include "device_open.h"
 #include "internal.h"
 #include "roofline.h"
 #include "tensors.h"
@@ -15,6 +16,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(data);  // freed by Node when the environment shuts down
   exports.Set("tensors", InitTensors(env));  // functions over tensor ids (tensors.h)
   exports.Set("NativeDevice", NativeDevice::Init(env));
+  exports.Set("openDevice", Napi::Function::New(env, OpenDevice, "openDevice"));  // device_open.h
   InitCodecs(env, exports);
   InitRoofline(env, exports);  // internal: bench/ only
   exports.Set("_internal", InitInternal(env));  // tests only: native/core metal host logic

@@ -1,4 +1,5 @@
 #include "device.h"
+#include "device_open.h"
 
 #include <cstdio>
 #include <cstring>
@@ -90,6 +91,17 @@ Napi::Function NativeDevice::Init(Napi::Env env) {
 }
 
 NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeDevice>(info) {
+  // open()'s path: the backends were made on a pool thread (device_open.cc).
+  if (OpenedDevice* opened = info.Length() > 0 ? opened_device_of(info[0]) : nullptr) {
+    if (!opened->cpu) throw_error(info.Env(), code::Arg, "this opened-device handle was already used");
+    cpu_ = std::move(opened->cpu);
+    backend_ = std::move(opened->opened.backend);
+    fallback_reason_ = std::move(opened->opened.fallback_reason);
+    guard(info.Env(), [&] { stream_ = Stream::make(backend_, cpu_); });
+    bind_methods(info.This().As<Napi::Object>());
+    return;
+  }
+  // (threads, backend, tier[, test script]): opens on the JS thread (tests only).
   int threads = 0;
   if (info.Length() > 0 && info[0].IsNumber()) threads = info[0].As<Napi::Number>().Int32Value();
   TierRequest request;
