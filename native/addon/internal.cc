@@ -395,6 +395,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("hostOpTimes", Napi::Function::New(env, HostOpTimes, "hostOpTimes"));
   o.Set("asyncTestCounters", Napi::Function::New(env, AsyncTestCountersOf, "asyncTestCounters"));
   o.Set("commitPolicy", Napi::Function::New(env, CommitPolicyOf, "commitPolicy"));
+  o.Set("debouncedWrites", Napi::Function::New(env, DebouncedWrites, "debouncedWrites"));
   return o;
 }
 

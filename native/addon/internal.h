@@ -18,4 +18,6 @@ Napi::Value PlanAvoiding(const Napi::CallbackInfo& info);
 // internal_scale_plane.cc: scalePlaneLayout(format, block, shape, tier), quantizedView(q).
 Napi::Value ScalePlaneLayoutOf(const Napi::CallbackInfo& info);
 Napi::Value QuantizedView(const Napi::CallbackInfo& info);
+// internal_writer.cc: debouncedWrites(quietMs, changesAtMs, flushAtMs, endAtMs, destroyAtEnd).
+Napi::Value DebouncedWrites(const Napi::CallbackInfo& info);
 }

@@ -3,10 +3,12 @@
 #pragma once
 #import <Metal/Metal.h>
 
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "core/capabilities.h"
+#include "core/debounced_writer.h"
 
 namespace mto::metal {
 
@@ -23,15 +25,21 @@ class PipelineArchive {
 
   // nil when disabled.
   id<MTLBinaryArchive> archive() const { return archive_; }
-  // Records the pipeline `descriptor` describes and writes the archive back (to a temporary file
-  // renamed over the old one, so concurrent processes never read half a file). Failures are
-  // ignored: the archive is an optimisation.
+  // Records the pipeline `descriptor` describes; the archive file is written once a second has
+  // passed without another (a cold start compiles dozens in a burst), by a thread of its own, to
+  // a temporary file renamed over the old one (concurrent processes never read half a file).
+  // Failures are ignored: the archive is an optimisation.
   void add(MTLComputePipelineDescriptor* descriptor);
+  // Writes what add() recorded and is not yet on disk, now (ShaderLibraries does at exit).
+  void flush();
 
  private:
+  void write();
+
   std::string path_;
   id<MTLBinaryArchive> archive_ = nil;
-  std::mutex mu_;
+  std::mutex mu_;  // the archive object: add and serialize
+  std::unique_ptr<DebouncedWriter> writer_;
 };
 
 }  // namespace mto::metal

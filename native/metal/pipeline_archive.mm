@@ -62,17 +62,32 @@ PipelineArchive::PipelineArchive(id<MTLDevice> device, std::string path) : path_
       archive_ = [device newBinaryArchiveWithDescriptor:descriptor error:&err];
     }
   }
+  if (archive_) writer_ = std::make_unique<DebouncedWriter>(std::chrono::milliseconds(1000), [this] { write(); });
 }
 
 void PipelineArchive::add(MTLComputePipelineDescriptor* descriptor) {
   if (!archive_) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    @autoreleasepool {
+      NSError* err = nil;
+      if (![archive_ addComputePipelineFunctionsWithDescriptor:descriptor error:&err]) return;
+    }
+  }
+  writer_->changed();
+}
+
+void PipelineArchive::flush() {
+  if (writer_) writer_->flush();
+}
+
+void PipelineArchive::write() {
   std::lock_guard<std::mutex> lock(mu_);
   @autoreleasepool {
-    NSError* err = nil;
-    if (![archive_ addComputePipelineFunctionsWithDescriptor:descriptor error:&err]) return;
     const size_t slash = path_.rfind('/');
     if (slash == std::string::npos || !make_dirs(path_.substr(0, slash))) return;
     const std::string tmp = path_ + "." + std::to_string(::getpid()) + ".tmp";
+    NSError* err = nil;
     if ([archive_ serializeToURL:file_url(tmp) error:&err]) {
       if (std::rename(tmp.c_str(), path_.c_str()) != 0) std::remove(tmp.c_str());
     }

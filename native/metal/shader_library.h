@@ -50,6 +50,9 @@ class ShaderLibraries {
   // returns: the ops planned into it are planned one tier lower from then on.
   void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants);
 
+  // Writes the pipeline archive's pending additions now (at exit).
+  void flush_archive() { archive_.flush(); }
+
   // The libraries of this GPU that failed (core/library_fallback.h), for planning and dev.info.
   const UnusableLibraries& unusable() const { return unusable_; }
 

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include "core/backend.h"
@@ -57,11 +58,31 @@ id<MTLLibrary> load_precompiled(id<MTLDevice> device, const std::string& stem) {
 
 }  // namespace
 
-ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabilities& caps) {
-  static std::mutex mu;
+namespace {
+
+std::mutex& registry_mutex() {
+  static auto* mu = new std::mutex();  // intentionally never freed, as the registry
+  return *mu;
+}
+
+std::map<uint64_t, ShaderLibraries*>& registry() {
   static auto* all = new std::map<uint64_t, ShaderLibraries*>();  // intentionally never freed
-  std::lock_guard<std::mutex> lock(mu);
-  ShaderLibraries*& slot = (*all)[device.registryID];
+  return *all;
+}
+
+// At exit, pipelines compiled within the last second are not in the archive file yet (it is
+// written once a burst of compiles ends): write them, so that a short script leaves a warm cache.
+void flush_archives_at_exit() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (auto& entry : registry()) entry.second->flush_archive();
+}
+
+}  // namespace
+
+ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabilities& caps) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  if (registry().empty()) std::atexit(flush_archives_at_exit);
+  ShaderLibraries*& slot = registry()[device.registryID];
   if (!slot) slot = new ShaderLibraries(device, caps);
   return *slot;
 }
