@@ -24,6 +24,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const root = resolve(here, '../..');
 export const buildDir = join(here, 'build');
 export const driverPath = join(buildDir, 'msl-driver');
+export const objectListPath = join(buildDir, 'driver-objects.json');
 export const faults = JSON.parse(readFileSync(join(here, 'faults/faults.json'), 'utf8'));
 
 const cxx = process.env.MSL_CXX || 'clang++-19';
@@ -41,7 +42,7 @@ const kernelFlagsAt = (version) => kernelFlags.map((f) => f === '-std=c++14' ? '
   : f === '-D__METAL_VERSION__=310' ? `-D__METAL_VERSION__=${version}` : f);
 // MSL 4.1 (the tensorops-mx tier): the same, at __METAL_VERSION__=410, where the shim also offers
 // what only the macOS 27 headers have (cooperative left inputs).
-const flagsByStd = { 'metal3.1': kernelFlags, 'metal4.0': kernelFlagsAt(400), 'metal4.1': kernelFlagsAt(410) };
+export const flagsByStd = { 'metal3.1': kernelFlags, 'metal4.0': kernelFlagsAt(400), 'metal4.1': kernelFlagsAt(410) };
 /** The flags for one generated translation unit: by the MSL version its source asks for. */
 const stdOf = new Map();
 const flagsFor = (dest) => flagsByStd[stdOf.get(dest) ?? 'metal3.1'];
@@ -61,14 +62,14 @@ function writeIfChanged(path, text) {
  * of another one: shaders/attention_tensorops_mx.metal), #line directives keeping every line
  * traceable; the generator reads the kernels from this text.
  */
-function withMetalIncludes(file) {
-  const text = readFileSync(join(root, file), 'utf8');
+export function withMetalIncludes(file, base = root) {
+  const text = readFileSync(join(base, file), 'utf8');
   const lines = text.split('\n');
   return lines.map((line, n) => {
     const m = /^\s*#\s*include\s*"([^"]+\.metal)"/.exec(line);
     if (!m) return line;
     const inner = `${dirname(file)}/${m[1]}`;
-    return `#line 1 "${inner}"\n${withMetalIncludes(inner)}\n#line ${n + 2} "${file}"`;
+    return `#line 1 "${inner}"\n${withMetalIncludes(inner, base)}\n#line ${n + 2} "${file}"`;
   }).join('\n');
 }
 
@@ -163,6 +164,9 @@ export async function build() {
   ];
   const jobs = Number(process.env.MSL_JOBS) || availableParallelism();
   const objs = await pool(tasks, jobs);
+  // What the driver is linked from (the obj directory may hold objects of files since removed):
+  // mutants.mjs links its mutant drivers from the same list.
+  writeIfChanged(objectListPath, `${JSON.stringify(objs.map((o) => o.obj), null, 1)}\n`);
   if (objs.some((o) => o.built) || !existsSync(driverPath)) {
     await run(cxx, ['-pthread', ...objs.map((o) => o.obj), '-o', driverPath], { cwd: root, maxBuffer: 64 << 20 })
       .catch((e) => { throw new Error(`linking the MSL driver failed:\n${e.stderr || e.message}`); });

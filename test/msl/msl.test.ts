@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fullSuite } from '../helpers/suite';
 import { build, driverPath, faults, root } from './build.mjs';
+import { main as runMutants } from './mutants.mjs';
 
 interface CaseResult {
   name: string; op: string; kernel?: string; ok: boolean;
@@ -543,6 +544,16 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(good.stderr).toBe('');
     expect(good.status).toBe(0);
   });
+
+  // Mutation testing (issue #29, `npm run test:mutants`): a sample drawn with a fixed seed, each
+  // mutant run against the cases of the libraries it changes. Fails when one the committed report
+  // (mutants.json) has killed survives, or a survivor appears that the report does not list.
+  variants('a sampled set of shader mutants: none survives that test/msl/mutants.json has killed', async () => {
+    const log: string[] = [];
+    const code = await runMutants(['--sample', '8', '--seed', '20261202', '--budget', '900', '--check', '--jobs', '2'],
+      (s: string) => log.push(s), { baseReport: report });
+    expect(code, log.join('\n')).toBe(0);
+  }, 1_800_000);
 
   for (const fault of faults as Fault[]) {
     const under = fault.env ? ` under ${Object.entries(fault.env).map(([k, v]) => `${k}=${v}`).join(' ')}` : '';

@@ -88,8 +88,10 @@ std::string to_json(const CaseResult& r) {
   if (!r.ok) j += ", \"error\": {\"kind\": \"" + escape(r.error_kind) + "\", \"message\": \"" + escape(r.message) + "\"}";
   else if (!r.message.empty()) j += ", \"detected\": \"" + escape(r.message) + "\"";  // misuse cases
   j += ", \"max_abs_err\": " + num(r.compare.max_abs_err) + ", \"worst_ratio\": " + num(r.compare.worst_ratio) +
-       ", \"mismatches\": " + std::to_string(r.compare.mismatches) + ", \"ms\": " + num(r.ms) + "}";
-  return j;
+       ", \"mismatches\": " + std::to_string(r.compare.mismatches) + ", \"ms\": " + num(r.ms);
+  j += ", \"libraries\": [";
+  for (size_t i = 0; i < r.libraries.size(); ++i) j += (i ? ", \"" : "\"") + escape(r.libraries[i]) + "\"";
+  return j + "]}";
 }
 
 namespace {

@@ -39,6 +39,7 @@ struct CaseResult {
   std::string message;
   Comparison compare;
   double ms = 0;
+  std::vector<std::string> libraries;  // whose kernels the case ran (launch.h take_libraries_used)
 };
 
 struct Case {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cases.h"
+#include "launch.h"
 #include "core/error.h"
 
 namespace {
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   auto worker = [&] {
     for (size_t i; (i = next++) < cases.size();) {
       const auto start = std::chrono::steady_clock::now();
+      mtoh::take_libraries_used();  // what an earlier case on this thread left
       CaseResult r;
       try {
         r = cases[i].run(variant);
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
         r.message = e.what();
       }
       r.name = cases[i].name;
+      r.libraries = mtoh::take_libraries_used();
       r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       results[i] = std::move(r);
     }

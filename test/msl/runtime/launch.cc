@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <tuple>
 
 #include "scheduler.h"
@@ -25,19 +26,38 @@ std::map<RegistryKey, KernelInfo>& registry() {
   return r;
 }
 
+// The (library, variant) pairs that have kernels: a variant built for one library (a planted
+// fault, a mutant) leaves the other libraries' kernels as they are.
+std::set<std::pair<std::string, std::string>>& variants() {
+  static std::set<std::pair<std::string, std::string>> v;
+  return v;
+}
+
+// The libraries whose kernels this thread looked up since the last take_libraries_used().
+thread_local std::set<std::string> t_libraries_used;
+
 RunResult binding_error(const std::string& message) { return {false, "binding", message}; }
 
 }  // namespace
 
 void register_kernel(KernelInfo info) {
   std::lock_guard<std::mutex> lock(registry_mutex());
+  variants().emplace(info.library, info.variant);
   const RegistryKey key{info.library, info.variant, info.name};
   registry()[key] = std::move(info);
 }
 
+std::vector<std::string> take_libraries_used() {
+  std::vector<std::string> out(t_libraries_used.begin(), t_libraries_used.end());
+  t_libraries_used.clear();
+  return out;
+}
+
 const KernelInfo* find_kernel(const std::string& library, const std::string& variant, const std::string& name) {
   std::lock_guard<std::mutex> lock(registry_mutex());
-  auto it = registry().find(RegistryKey{library, variant, name});
+  t_libraries_used.insert(library);
+  const bool built = variant.empty() || variants().count({library, variant}) > 0;
+  auto it = registry().find(RegistryKey{library, built ? variant : std::string(), name});
   return it == registry().end() ? nullptr : &it->second;
 }
 

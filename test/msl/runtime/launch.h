@@ -100,7 +100,12 @@ struct KernelRegistrar {
     register_kernel(KernelInfo{library, variant, name, &K::entry, K::buffers(), K::threadgroup_buffers()});
   }
 };
+// The kernel `name` of `library` in `variant`; a variant with no kernels of `library` at all (it
+// was built for another library) gives the library's real kernel.
 const KernelInfo* find_kernel(const std::string& library, const std::string& variant, const std::string& name);
+// The libraries whose kernels the calling thread looked up since the last call (the driver
+// reports them per case; test/msl/mutants.mjs runs only the cases of a mutated library).
+std::vector<std::string> take_libraries_used();
 std::vector<const KernelInfo*> all_kernels();
 
 // ---- Running a launch.
