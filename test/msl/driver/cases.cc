@@ -132,7 +132,10 @@ Comparison compare_outputs(const Bytes& got_bytes, mto::DType dtype, const std::
     const double g = got[i], w = ref[i];
     const double tol = tolerance * (1.0 + std::fabs(w)) + ulp_at(dtype, std::max(std::fabs(g), std::fabs(w)));
     const double err = std::fabs(g - w);
-    const bool good = (std::isnan(g) && std::isnan(w)) || g == w || err <= tol;  // NaN = NaN, inf = inf
+    // NaN = NaN and inf = inf of the same sign; a tolerance only between finite values (an
+    // infinite reference would make it infinite, and any value would pass).
+    const bool good = (std::isnan(g) && std::isnan(w)) || g == w ||
+                      (std::isfinite(g) && std::isfinite(w) && err <= tol);
     if (std::isfinite(err)) {
       c.max_abs_err = std::max(c.max_abs_err, err);
       c.worst_ratio = std::max(c.worst_ratio, err / tol);
