@@ -59,9 +59,12 @@ struct QLinearParams {
 // groupedLinear (shaders/qlinear_grouped.metal): y[T, N] where rows [o_e, o_e + g_e) of x [T, K]
 // use expert e of w [E, N, K], g = the int32 group sizes read when the op runs. Two passes:
 // qlinear_grouped_route (one threadgroup) checks the sizes, writes the status and lists the
-// non-empty groups in slots; qlinear_grouped_decode (grid: N in decode rows x the slots) runs the
-// decode kernel's dot products on each slot's rows with its expert's planes. Decode-sized batches
-// only (T <= QLINEAR_GROUPED_MAX_T): larger ones run on the cpu for now.
+// non-empty groups in slots, each group cut into runs of at most block_rows rows (0: whole);
+// then, for quantized w and T <= QLINEAR_GROUPED_MAX_T (decode), qlinear_grouped_decode (grid: N
+// in decode rows x the slots) runs the decode kernel's dot products on each slot's rows with its
+// expert's planes; else (prefill, and dense w at any T) qlinear_grouped_gemm (grid: N in BN
+// columns x the slots) runs one BM x BN tile of qlinear_gemm's kind per slot of block_rows = BM
+// rows. Tiled slots: ceil(T / BM) + min(E, T) (each non-empty group adds at most one partial tile).
 #define QLINEAR_GROUPED_BUFFER_SIZES 7   // int32 group sizes [E]
 #define QLINEAR_GROUPED_BUFFER_SLOTS 8   // int32 [slots][4]: expert, first row, rows, 0
 #define QLINEAR_GROUPED_BUFFER_STATUS 9  // int32 [4]: QLINEAR_GROUPED_* what the route found, then
@@ -75,9 +78,10 @@ struct QLinearParams {
 
 struct QLinearGroupedParams {
   mto_i32 T, E, N, K;
-  mto_i32 group_size;  // affine group (32, 64 or 128); 32 for MX formats
-  mto_i32 slots;       // min(E, T): at most this many groups are non-empty
-  mto_i32 reserved[2];  // keeps the struct 32 bytes
+  mto_i32 group_size;  // affine group (32, 64 or 128); 32 for MX formats; unused for dense w
+  mto_i32 slots;       // decode: min(E, T), at most this many groups are non-empty; tiled: see above
+  mto_i32 block_rows;  // the most rows of one slot: 0 (decode: a whole group), or QLINEAR_GEMM_BM
+  mto_i32 reserved;    // keeps the struct 32 bytes
 };
 
 #endif  // MTO_SHADERS_QLINEAR_PARAMS_H

@@ -19,6 +19,7 @@
 #include "core/plan/softmax.h"
 #include "core/plan/embedding.h"
 #include "core/plan/grouped_linear.h"
+#include "core/plan/group_rows.h"
 #include "core/plan/pick.h"
 #include "errors.h"
 #include "internal.h"
@@ -112,7 +113,7 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
       record(rows, "copy", t, [&] { return Plans{plan::plan_copy(part, e, 32, 32, t)}; });
     }
   }
-  // argmax, topK, sample (each mode), embedding (dense and every format), groupedLinear.
+  // argmax, topK, sample (each mode), embedding (dense and every format), groupedLinear; groupRows below.
   for (Tier t : tiers) {
     for (DType x : dtypes) {
       PickParams pick;
@@ -134,15 +135,36 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
           return std::vector<plan::Dispatch>{plan::plan_embedding(emb, true, DType::Float32, f, 32, t)};
         });
         for (DType y : dtypes) {
+          for (int64_t T : {4, 100}) {  // decode, tiled
+            GroupedLinearParams g;
+            g.T = T;
+            g.E = 8;
+            g.N = 64;
+            g.K = 256;
+            record(rows, "groupedLinear", t, [&] { return plan::plan_grouped_linear(g, f, 32, x, y, t).passes; });
+          }
+        }
+      }
+    }
+  }
+  for (Tier t : tiers) {
+    for (DType w : dtypes) {  // groupedLinear with dense w: the tiled pass
+      for (DType x : dtypes) {
+        for (DType y : dtypes) {
           GroupedLinearParams g;
           g.T = 4;
           g.E = 8;
           g.N = 64;
-          g.K = 256;
-          record(rows, "groupedLinear", t, [&] { return plan::plan_grouped_linear(g, f, 32, x, y, t).passes; });
+          g.K = 100;
+          record(rows, "groupedLinear", t, [&] { return plan::plan_grouped_linear_dense(g, w, x, y, t).passes; });
         }
       }
     }
+    GroupRowsParams g;
+    g.rows = 4;
+    g.k = 2;
+    g.groups = 8;
+    record(rows, "groupRows", t, [&] { return plan::plan_group_rows(g, t).passes; });
   }
   Napi::Array out = Napi::Array::New(env, rows.size());
   uint32_t i = 0;

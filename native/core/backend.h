@@ -122,8 +122,8 @@ class Backend {
                               Completion) {
     return false;
   }
-  // groupRows: no backend has a kernel yet (the counting sort is a few microseconds of host work
-  // next to the expert matmuls it groups): the stream runs the cpu backend's once ids are ready.
+  // groupRows: the metal backend sorts on the GPU (shaders/group_rows.metal); a backend without
+  // a kernel declines and the stream runs the cpu backend's once ids are ready.
   virtual bool group_rows(const Tensor&, const GroupRowsParams&, Tensor&, Tensor&, Tensor&, Completion) { return false; }
   // Copies srcs[i] through parts[i] into dst (transpose, slice, concat, write).
   virtual bool copy(const std::vector<const Tensor*>&, const std::vector<CopyPart>&, Tensor&, Completion) {

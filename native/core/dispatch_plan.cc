@@ -113,6 +113,7 @@ const char* arg_name(Arg a) {
     case Arg::GroupSizes: return "group_sizes";
     case Arg::GroupSlots: return "group_slots";
     case Arg::Sinks: return "sinks";
+    case Arg::Rows: return "rows";
   }
   return "?";
 }

@@ -46,20 +46,23 @@ enum class Arg : uint8_t {
   O,                  // output of the dtype the plan was made for (q's)
   PartialO, PartialML,  // split decode, float32: written by the first pass, read by the merge pass
   // the model ops (core/plan/*.h): elementwise and norm/rope/softmax read X (or A, B) and write Y
-  Weight,             // norm weight [cols], any float dtype (Bias: norm bias [cols])
-  Positions,          // rope positions, int32 [L]
+  Weight,             // norm weight [cols], any float dtype (Bias: norm bias [cols]); groupedLinear's
+                      // dense w [E, N, K]
+  Positions,          // rope positions, int32 [L]; groupRows' positions output
   Freqs,              // rope frequencies, float32 [dims / 2]
   Src, Dst,           // a strided copy's source and destination (dst written in place)
-  // argmax, topK, sample, embedding, groupedLinear (plan/pick.h, plan/embedding.h,
-  // plan/grouped_linear.h)
-  Ids,         // int32 indices: picked (an output) or looked up (embedding's input)
+  // argmax, topK, sample, embedding, groupedLinear, groupRows (plan/pick.h, plan/embedding.h,
+  // plan/grouped_linear.h, plan/group_rows.h)
+  Ids,         // int32 indices: picked (an output) or looked up (embedding's and groupRows' input)
   Status,      // int32: what a kernel found wrong with its input (it cannot throw); host-read
-  GroupSizes,  // groupedLinear's int32 group sizes [E]
-  GroupSlots,  // groupedLinear's scratch: the non-empty groups, written by its first pass
+  GroupSizes,  // int32 group sizes [E]: groupedLinear's input, groupRows' output
+  GroupSlots,  // scratch written by an op's first pass: groupedLinear's non-empty groups,
+               // groupRows' per-chunk counts
   Sinks,       // attention sinks, float32 [Hq] (plan_attention)
+  Rows,        // groupRows' int32 rows output (its positions output is Positions)
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::Sinks) + 1;
+constexpr size_t kArgCount = size_t(Arg::Rows) + 1;
 const char* arg_name(Arg a);
 
 struct BufferSlot {

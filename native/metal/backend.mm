@@ -1,8 +1,8 @@
 // The metal backend behind core/backend.h: tensors in shared MTLBuffers from the size-class pool,
 // ops encoded from dispatch plans and finished from command-buffer completed handlers. Ops with
-// no Metal kernel (dequantize, cast, affine quantize, linear with dense w, argmax/topK/sample,
-// embedding, groupedLinear, shapes and dtypes the plans reject) return false and the caller runs
-// the cpu backend over the same unified-memory buffers.
+// no Metal kernel (dequantize, cast, affine quantize, linear with dense w, and the shapes and
+// dtypes the plans reject; README.md lists them) return false and the caller runs the cpu backend
+// over the same unified-memory buffers, in stream order.
 #include "backend.h"
 
 #include <algorithm>
@@ -95,7 +95,8 @@ class MetalBackend final : public Backend {
             Completion done) override {
     return metal::copy(ctx_, srcs, parts, dst, std::move(done));
   }
-  // argmax, topK, sample, embedding, groupedLinear (pick.mm, embedding.mm, linear.mm).
+  // argmax, topK, sample, embedding, groupedLinear, groupRows (pick.mm, embedding.mm, linear.mm,
+  // group_rows.mm).
   bool argmax(const Tensor& x, const PickParams& p, Tensor& ids, Completion done) override {
     return metal::argmax(ctx_, x, p, ids, std::move(done));
   }
@@ -112,6 +113,10 @@ class MetalBackend final : public Backend {
   bool grouped_linear(const Operand& x, const Operand& w, const Tensor& group_sizes, const GroupedLinearParams& p,
                       Tensor& y, Completion done) override {
     return metal::grouped_linear(ctx_, x, w, group_sizes, p, y, std::move(done));
+  }
+  bool group_rows(const Tensor& ids, const GroupRowsParams& p, Tensor& sizes, Tensor& rows, Tensor& positions,
+                  Completion done) override {
+    return metal::group_rows(ctx_, ids, p, sizes, rows, positions, std::move(done));
   }
 
  private:

@@ -56,6 +56,11 @@ class CommandStream {
   // Ends the batch's encoder and commits its command buffer (no-op when nothing is open).
   void flush();
 
+  // The most threads per threadgroup the pipeline of `d` allows on this GPU (its
+  // maxTotalThreadsPerThreadgroup), for plans that size their threadgroups from it. Never
+  // compiles: throws EncodeNeedsPreparation, as submit does, while the pipeline is not made yet.
+  uint32_t max_threads(const plan::Dispatch& d);
+
  private:
   // A batch is also committed before flush() once it holds policy_.max_ops ops or its ops bound
   // policy_.max_bytes of buffers (core/commit_policy.h), so that the GPU starts on a long chain

@@ -133,6 +133,11 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
   if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
 }
 
+uint32_t CommandStream::max_threads(const plan::Dispatch& d) {
+  const NSUInteger n = libraries_.pipeline(d.library, d.kernel, d.constants).maxTotalThreadsPerThreadgroup;
+  return n > NSUInteger(UINT32_MAX) ? UINT32_MAX : uint32_t(n);
+}
+
 Completion complete_with_status(BufferPtr status, std::function<OpStatus(const int32_t*)> read, Completion done) {
   return [status = std::move(status), read = std::move(read), done = std::move(done)](OpStatus s) {
     // Shared storage: the GPU's writes are visible here once the command buffer completed.

@@ -4,7 +4,9 @@
 // on tensorops-mx, scale-plane matmul2d above. Dense w has no Metal kernel here: plan_matmul
 // multiplies by b[K, N], not by w[N, K]^T, so the cpu backend runs it.
 // groupedLinear (a mixture of experts' linear) sits beside it, as in the cpu backend's linear.cc:
-// shaders/qlinear_grouped.metal, two passes, for quantized w and decode-sized batches.
+// shaders/qlinear_grouped.metal, two passes (route, then decode or tiles), for quantized w at any
+// number of rows and dense w of any float dtype; activations: 'int8' is computed in float32 here,
+// as for linear (docs/design/API.md: a permission, not a promise).
 #include "ops.h"
 
 #include "core/error.h"
@@ -39,20 +41,23 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
 
 bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor& group_sizes,
                     const GroupedLinearParams& p, Tensor& y, Completion done) {
-  if (!x.dense || !w.quant) return false;  // dense w: no kernel yet (as linear)
-  const QTensor& q = *w.quant;
+  if (!x.dense) return false;
+  const QTensor* q = w.quant;
   plan::GroupedLinearPlan plan;
   try {
     plan = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
-      return plan::plan_grouped_linear(p, q.format, q.block, x.dense->dtype, y.dtype, t);
+      return q ? plan::plan_grouped_linear(p, q->format, q->block, x.dense->dtype, y.dtype, t)
+               : plan::plan_grouped_linear_dense(p, w.dense->dtype, x.dense->dtype, y.dtype, t);
     });
   } catch (const Error&) {
-    return false;  // more rows than a decode batch, or no kernel for the dtype: the cpu backend runs it
+    return false;  // no kernel for the dtype or the shape (sizes past 32-bit indices): the cpu backend runs it
   }
   ArgTable args;
   using plan::Arg;
-  const bool bound = args.bind(Arg::X, x.dense->buffer.get()) && args.bind(Arg::WCodes, q.codes.get()) &&
-                     args.bind(Arg::WScales, q.scales.get()) && (!q.biases || args.bind(Arg::WBiases, q.biases.get())) &&
+  const bool weights = q ? args.bind(Arg::WCodes, q->codes.get()) && args.bind(Arg::WScales, q->scales.get()) &&
+                               (!q->biases || args.bind(Arg::WBiases, q->biases.get()))
+                         : args.bind(Arg::Weight, w.dense->buffer.get());
+  const bool bound = weights && args.bind(Arg::X, x.dense->buffer.get()) &&
                      args.bind(Arg::GroupSizes, group_sizes.buffer.get()) && args.bind(Arg::Y, y.buffer.get());
   if (!bound) return false;
   // The route pass's slots live only for this op; its status is read once the GPU is done.

@@ -63,9 +63,14 @@ bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor
 bool embedding(MetalContext& ctx, const Operand& table, const Tensor& ids, const EmbeddingParams& p, Tensor& out,
                Completion done);
 
-// linear.mm: groupedLinear for quantized w and decode-sized batches; sizes that are negative or do
-// not add up fail the op.
+// linear.mm: groupedLinear for quantized or dense w at any number of rows; sizes that are negative
+// or do not add up fail the op.
 bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor& group_sizes,
                     const GroupedLinearParams& p, Tensor& y, Completion done);
+
+// group_rows.mm: groupRows, a stable counting sort of int32 ids on the GPU; an id outside
+// [0, groups) fails the op.
+bool group_rows(MetalContext& ctx, const Tensor& ids, const GroupRowsParams& p, Tensor& sizes, Tensor& rows,
+                Tensor& positions, Completion done);
 
 }  // namespace mto::metal

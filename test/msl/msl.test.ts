@@ -9,7 +9,7 @@ import { build, driverPath, faults, root } from './build.mjs';
 import { main as runMutants } from './mutants.mjs';
 
 interface CaseResult {
-  name: string; op: string; kernel?: string; ok: boolean;
+  name: string; op: string; kernel?: string; threads?: number[]; ok: boolean;
   error?: { kind: string; message: string }; detected?: string;
   worst_ratio: number; mismatches: number;
 }
@@ -294,6 +294,11 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
         // weight (and layerNorm's bias) of a dtype other than x's
         expect(mine.some((c) => /\/w\.(f32|f16|bf16)/.test(c.name) && !c.name.includes(`/w.${dt}`)), `${kind} ${dt} mixed`).toBe(true);
       }
+      // Plans made for a pipeline that allows fewer threads than 1024 run within that limit.
+      for (const [limit, threads] of [['790', 768], ['96', 96]] as const) {
+        expect(cases.some((c) => c.name.startsWith(`norm/${kind}/`) && c.name.endsWith(`/limit${limit}`) &&
+          JSON.stringify(c.threads) === JSON.stringify([threads, 1, 1])), `${kind} limit ${limit}`).toBe(true);
+      }
     }
     expect(worst(cases)).toBeLessThanOrEqual(1);
   });
@@ -329,6 +334,11 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
       }
     }
     expect(cases.some((c) => c.name.endsWith('.C128256')), 'a vocabulary row').toBe(true);
+    // Plans made for a pipeline that allows fewer threads than 1024 run within that limit.
+    for (const [limit, threads] of [['790', 768], ['96', 96]] as const) {
+      expect(cases.some((c) => c.name.endsWith(`/limit${limit}`) && JSON.stringify(c.threads) === JSON.stringify([threads, 1, 1])),
+        `limit ${limit}`).toBe(true);
+    }
     expect(worst(cases)).toBeLessThanOrEqual(1);
   });
 
@@ -476,16 +486,36 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(cases.filter((c) => c.name.endsWith('/out_of_range')).length).toBeGreaterThanOrEqual(4);
   });
 
-  it('groupedLinear: every format, x and y dtypes, empty experts, one expert with every row, many experts, sizes that fail with the cpu backend\'s E_ARG', () => {
+  it('groupedLinear: every format through the decode and the tiled pass, dense w of every float dtype, x and y dtypes, empty experts, one expert with every row, many experts, sizes that fail with the cpu backend\'s E_ARG', () => {
     const cases = group('grouped-linear/');
     expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/grouped-linear'))).toEqual([]);
     for (const format of linearFormats) {
       expect(cases.some((c) => c.name.startsWith(`grouped-linear/${format}/`) && c.kernel?.startsWith('qlinear_grouped_route+qlinear_grouped_decode_')), format).toBe(true);
+      expect(cases.some((c) => c.name.startsWith(`grouped-linear/${format}/`) && c.name.endsWith('/tiled') &&
+        c.kernel?.startsWith('qlinear_grouped_route+qlinear_grouped_gemm_')), `${format} tiled`).toBe(true);
     }
-    for (const tag of ['/decode', '/one_expert', '/many_experts', '/max_rows', '/negative', '/short_sum', '/long_sum', '/huge_sum']) {
+    for (const w of ['f32', 'f16', 'bf16']) {
+      for (const x of ['f32', 'f16', 'bf16']) {
+        expect(cases.some((c) => c.kernel === `qlinear_grouped_route+qlinear_grouped_gemm_dense_${w}_${x}${x === 'f32' ? '' : `_o${x}`}`), `dense ${w} x ${x}`).toBe(true);
+      }
+    }
+    for (const tag of ['/decode', '/one_expert', '/many_experts', '/max_rows', '/negative', '/short_sum', '/long_sum', '/huge_sum',
+      '/tiled_dtypes', '/tiled_one_expert', '/tiled_many_experts', '/tiled_negative', '/tiled_short_sum', '/dense_tiled', '/dense_long_sum']) {
       expect(cases.some((c) => c.name.endsWith(tag)), tag).toBe(true);
     }
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);
+  });
+
+  it('groupRows: the count, scan and scatter passes sort ids as the cpu backend does, bit for bit; ids out of range fail with its E_ARG', () => {
+    const cases = group('group-rows/');
+    expect(failures(cases)).toEqual([]);
+    expect(failures(group('plan/group-rows'))).toEqual([]);
+    for (const c of cases) expect(c.kernel, c.name).toBe('group_rows_count+group_rows_scan+group_rows_scatter');
+    for (const tag of ['/G128/', '/G1000/', '/G1/', '/skewed', '/one_group', 'T1000.k3/']) {
+      expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
+    }
+    expect(cases.filter((c) => c.name.endsWith('/out_of_range')).length).toBeGreaterThanOrEqual(4);
   });
 
   // What Metal refuses to compile, the shim refuses too.

@@ -27,7 +27,7 @@ int32_t dtype_code(const char* what, std::optional<DType> t) {
 }  // namespace
 
 Dispatch plan_norm(const NormParams& p, DType x, DType y, std::optional<DType> weight, std::optional<DType> bias,
-                   Tier tier) {
+                   Tier tier, uint32_t max_threads) {
   require_metal(tier);
   const char* sx = float_suffix(x);
   if (!sx) throw Error(code::DType, std::string("the Metal norm kernel takes float32, float16 or bfloat16 x, got ") + dtype_name(x));
@@ -50,7 +50,7 @@ Dispatch plan_norm(const NormParams& p, DType x, DType y, std::optional<DType> w
   d.kernel = std::string("norm_rows_") + sx;
   d.tier = Tier::Simdgroup;
   d.threadgroups[0] = uint32_t(p.rows);
-  d.threads_per_threadgroup[0] = row_threads(p.cols, NORM_READS, NORM_MAX_THREADS);
+  d.threads_per_threadgroup[0] = row_threads(p.cols, NORM_READS, thread_cap(max_threads, NORM_MAX_THREADS, d.kernel.c_str()));
   d.buffers = {{NORM_BUFFER_X, Arg::X},
                {NORM_BUFFER_WEIGHT, weight ? Arg::Weight : Arg::Unused},
                {NORM_BUFFER_BIAS, bias ? Arg::Bias : Arg::Unused},

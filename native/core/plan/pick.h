@@ -18,7 +18,10 @@ Dispatch plan_top_k(DType x, const PickParams& p, Tier tier);
 
 // sample (check_pick plus the options in p). Throws as above, and E_ARG for options the kernel
 // does not take: top_k above PICK_MAX_K, or top_p without top_k on rows wider than PICK_MAX_K
-// (the candidates would be the whole sorted row); the cpu backend runs those.
+// (the candidates would be the whole sorted row); the cpu backend runs those, in stream order
+// (README.md lists them). Why no kernel yet: ranking more than PICK_MAX_K candidates is a sort
+// past one threadgroup's 32 KiB (a vocabulary row is 128256 wide) whose order the draw must share
+// with the cpu bit for bit; that needs a multi-pass device sort, not a larger PICK_MAX_K.
 Dispatch plan_sample(DType x, const PickParams& p, Tier tier);
 // Bytes of sample's status buffer (Arg::Status): two int32 per row.
 uint64_t sample_status_bytes(const PickParams& p);

@@ -54,4 +54,18 @@ inline uint32_t row_threads(int64_t cols, int per_thread, int max_threads) {
   return uint32_t(threads < 32 ? 32 : threads > max_threads ? max_threads : threads);
 }
 
+// The most threads a one-threadgroup-per-row plan may give a threadgroup: the kernel's own
+// bound, lowered to `pipeline_max` (the pipeline's maxTotalThreadsPerThreadgroup on this GPU,
+// which may be below 1024 for a kernel that needs many registers) in whole SIMD-groups, as MLX
+// sizes its row kernels from the pipeline. Throws E_BACKEND below one SIMD-group (the op then
+// runs on the cpu backend).
+inline int thread_cap(uint32_t pipeline_max, int kernel_max, const char* kernel) {
+  const uint32_t simds = pipeline_max / 32;
+  if (simds == 0) {
+    throw Error(code::Backend, std::string("the ") + kernel + " pipeline allows " + std::to_string(pipeline_max) +
+                                   " threads per threadgroup, less than one SIMD-group");
+  }
+  return int(simds * 32) < kernel_max ? int(simds * 32) : kernel_max;
+}
+
 }  // namespace mto::plan::util

@@ -11,7 +11,7 @@ using namespace util;
 
 static_assert(sizeof(SoftmaxKernelParams) == 8, "SoftmaxKernelParams layout");
 
-Dispatch plan_softmax(const RowsParams& p, DType x, DType y, Tier tier) {
+Dispatch plan_softmax(const RowsParams& p, DType x, DType y, Tier tier, uint32_t max_threads) {
   require_metal(tier);
   const char* sx = float_suffix(x);
   if (!sx) throw Error(code::DType, std::string("the Metal softmax kernel takes float32, float16 or bfloat16 x, got ") + dtype_name(x));
@@ -30,7 +30,7 @@ Dispatch plan_softmax(const RowsParams& p, DType x, DType y, Tier tier) {
   d.kernel = std::string("softmax_rows_") + sx;
   d.tier = Tier::Simdgroup;
   d.threadgroups[0] = uint32_t(p.rows);
-  d.threads_per_threadgroup[0] = row_threads(p.cols, SOFTMAX_READS, SOFTMAX_MAX_THREADS);
+  d.threads_per_threadgroup[0] = row_threads(p.cols, SOFTMAX_READS, thread_cap(max_threads, SOFTMAX_MAX_THREADS, d.kernel.c_str()));
   d.buffers = {{SOFTMAX_BUFFER_X, Arg::X}, {SOFTMAX_BUFFER_Y, Arg::Y}, {SOFTMAX_BUFFER_PARAMS, Arg::Params}};
   d.params = bytes_of(kp);
   return d;

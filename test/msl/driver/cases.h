@@ -99,6 +99,7 @@ std::vector<Case> layout_cases();       // layout_cases.cc: transpose, slice, co
 std::vector<Case> pick_cases();            // argmax, topK, sample (pick_cases.cc), and plan/pick
 std::vector<Case> embedding_cases();       // embedding (embedding_cases.cc)
 std::vector<Case> grouped_linear_cases();  // groupedLinear (grouped_linear_cases.cc)
+std::vector<Case> group_rows_cases();      // groupRows (group_rows_cases.cc), and plan/group-rows
 
 // One linear case (linear_cases.cc): x of dtype `x`, w quantized to f with `block`, y of dtype `y`
 // (linear's outDtype), the plan of `tier`, y against the cpu backend's y of that dtype

@@ -1,18 +1,22 @@
-// groupedLinear on the GPU (shaders/qlinear_grouped.metal: the route pass, then the decode pass)
-// against the cpu backend's grouped_linear (native/cpu/linear.cc): every format (affine with each
-// group), float32/float16/bfloat16 x, y of each of those dtypes, group sizes with empty experts,
-// one expert holding every row (several decode batches), many experts and few rows, N not a
-// multiple of the decode rows; within linear's bound, 1e-4 (1 + |ref|) (+1 unit in the last place
-// of a 16-bit y). Sizes that are negative or do not add up to T must give the cpu backend's E_ARG
-// through the status buffer.
+// groupedLinear on the GPU (shaders/qlinear_grouped.metal: the route pass, then the decode pass
+// up to 64 rows or the tiled pass above) against the cpu backend's grouped_linear
+// (native/cpu/linear.cc): every format (affine with each group) through both passes,
+// float32/float16/bfloat16 x, y of each of those dtypes, dense w of each float dtype (any K, the
+// tiled pass at every T), group sizes with empty experts, one expert holding every row (several
+// decode batches; several tiles), many experts and few rows, groups cut into partial tiles, N not
+// a multiple of the decode rows or of the tile; within linear's bound, 1e-4 (1 + |ref|) (+1 unit
+// in the last place of a 16-bit y). Sizes that are negative or do not add up to T must give the
+// cpu backend's E_ARG through the status buffer.
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "cases.h"
 #include "core/error.h"
 #include "core/plan/grouped_linear.h"
 #include "cpu/ops.h"
 #include "data.h"
+#include "model_data.h"
 
 namespace mtoh_driver {
 namespace {
@@ -41,6 +45,7 @@ struct GroupedCase {
   int64_t N, K;
   std::vector<int32_t> sizes;  // E of them
   int64_t T;
+  std::optional<DType> dense = std::nullopt;  // set: w dense of this dtype (format and block unused)
 };
 
 Comparison mismatch(const std::string& what) {
@@ -62,17 +67,21 @@ CaseResult run_case(const GroupedCase& c, const std::string& name, const std::st
     const float scale = std::ldexp(1.0f, rng.range(-4, 4));
     for (int i = 0; i < 32; ++i) wv[size_t(b * 32 + i)] *= scale;
   }
-  const mto::Tensor wd = dense(wv, {E, c.N, c.K}, DType::Float32);
+  const mto::Tensor wd = dense(wv, {E, c.N, c.K}, c.dense ? *c.dense : DType::Float32);
   mto::cpu::ThreadPool pool(1);
-  mto::QTensorPtr w = mto::make_qtensor({E, c.N, c.K}, c.format, c.block);
-  mto::cpu::quantize(pool, wd, *w);
+  mto::QTensorPtr w;
+  if (!c.dense) {
+    w = mto::make_qtensor({E, c.N, c.K}, c.format, c.block);
+    mto::cpu::quantize(pool, wd, *w);
+  }
   mto::Tensor sizes;
   sizes.shape = {E};
   sizes.dtype = DType::Int32;
   sizes.buffer = mto::make_buffer(size_t(E) * 4);
   std::memcpy(sizes.buffer->data(), c.sizes.data(), size_t(E) * 4);
 
-  const mto::Operand xo{&x, nullptr}, wo{nullptr, w.get()};
+  const mto::Operand xo{&x, nullptr};
+  const mto::Operand wo = c.dense ? mto::Operand{&wd, nullptr} : mto::Operand{nullptr, w.get()};
   const mto::GroupedLinearParams p = mto::check_grouped_linear(xo, wo, sizes, c.y);
   std::vector<float> ref(size_t(c.T * c.N));
   std::string cpu_error;
@@ -82,17 +91,22 @@ CaseResult run_case(const GroupedCase& c, const std::string& name, const std::st
     cpu_error = std::string(e.code()) + ": " + e.what();
   }
   const mto::plan::GroupedLinearPlan plan =
-      mto::plan::plan_grouped_linear(p, c.format, c.block, c.x, p.out_dtype, mto::Tier::Simdgroup);
+      c.dense ? mto::plan::plan_grouped_linear_dense(p, *c.dense, c.x, p.out_dtype, mto::Tier::Simdgroup)
+              : mto::plan::plan_grouped_linear(p, c.format, c.block, c.x, p.out_dtype, mto::Tier::Simdgroup);
 
   CaseResult r;
   r.op = "groupedLinear";
   r.kernel = plan.passes[0].kernel + "+" + plan.passes[1].kernel;
   r.grid = dims_json(plan.passes[1].threadgroups);
   r.threads = dims_json(plan.passes[1].threads_per_threadgroup);
-  std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(*x.buffer)},
-                                 {Arg::WCodes, bytes_of(*w->codes)},
-                                 {Arg::WScales, bytes_of(*w->scales)}};
-  if (w->biases) inputs[Arg::WBiases] = bytes_of(*w->biases);
+  std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(*x.buffer)}};
+  if (c.dense) {
+    inputs[Arg::Weight] = bytes_of(*wd.buffer);
+  } else {
+    inputs[Arg::WCodes] = bytes_of(*w->codes);
+    inputs[Arg::WScales] = bytes_of(*w->scales);
+    if (w->biases) inputs[Arg::WBiases] = bytes_of(*w->biases);
+  }
   const size_t y_bytes = ref.size() * mto::dtype_size(p.out_dtype);
   Bytes first_status, first_y;
   for (int i = 0; i < 2; ++i) {
@@ -147,13 +161,61 @@ CaseResult run_case(const GroupedCase& c, const std::string& name, const std::st
 
 const char* tag(DType t) { return t == DType::Float32 ? "f32" : t == DType::Float16 ? "f16" : "bf16"; }
 
+// plan/grouped-linear: which pass runs, and its slots.
+CaseResult plan_rules() {
+  namespace plan = mto::plan;
+  using mto::Format;
+  using mto::Tier;
+  const DType f32 = DType::Float32, f16 = DType::Float16;
+  auto params = [](int64_t T, int64_t E, int64_t K) {
+    mto::GroupedLinearParams p;
+    p.T = T;
+    p.E = E;
+    p.N = 37;
+    p.K = K;
+    return p;
+  };
+  auto check = [](const plan::GroupedLinearPlan& g, const std::string& kernel, uint32_t slots, uint32_t threads) {
+    const plan::Dispatch& d = g.passes.at(1);
+    if (g.passes.size() != 2 || g.passes[0].kernel != "qlinear_grouped_route" || d.kernel != kernel ||
+        d.threadgroups[1] != slots || d.threads_per_threadgroup[0] != threads || g.slots_bytes != uint64_t(slots) * 16) {
+      return "got " + d.kernel + " over " + std::to_string(d.threadgroups[1]) + " slots of " +
+             std::to_string(d.threads_per_threadgroup[0]) + " threads";
+    }
+    return std::string();
+  };
+  std::vector<std::pair<std::string, std::string>> checks = {
+      // min(E, T) slots of whole groups for decode; ceil(T / 32) + min(E, T) tiles above 64 rows.
+      {"decode, 64 rows", check(plan::plan_grouped_linear(params(64, 8, 96), Format::MXFP4, 32, f32, f32, Tier::Simdgroup),
+                                "qlinear_grouped_decode_mxfp4_f32", 8, 64)},
+      {"tiled, 65 rows", check(plan::plan_grouped_linear(params(65, 8, 96), Format::MXFP4, 32, f16, f32, Tier::TensorOps),
+                               "qlinear_grouped_gemm_mxfp4_f16", 3 + 8, 128)},
+      {"tiled, 4096 rows of 128 experts",
+       check(plan::plan_grouped_linear(params(4096, 128, 128), Format::AFFINE4, 64, f32, f16, Tier::Simdgroup),
+             "qlinear_grouped_gemm_affine4_f32_of16", 128 + 128, 128)},
+      {"dense w, 3 rows", check(plan::plan_grouped_linear_dense(params(3, 8, 45), f16, f32, DType::BFloat16, Tier::Simdgroup),
+                                "qlinear_grouped_gemm_dense_f16_f32_obf16", 1 + 3, 128)},
+      {"quantized K not a multiple of 32", model::expect_error(mto::code::Shape, [&] {
+         plan::plan_grouped_linear(params(4, 2, 45), Format::MXFP4, 32, f32, f32, Tier::Simdgroup);
+       })},
+      {"dense int32 w", model::expect_error(mto::code::DType, [&] {
+         plan::plan_grouped_linear_dense(params(4, 2, 45), DType::Int32, f32, f32, Tier::Simdgroup);
+       })},
+      {"the cpu tier", model::expect_error(mto::code::Backend, [&] {
+         plan::plan_grouped_linear_dense(params(4, 2, 45), f32, f32, f32, Tier::Cpu);
+       })},
+  };
+  return model::rule_checks(checks);
+}
+
 }  // namespace
 
 std::vector<Case> grouped_linear_cases() {
   std::vector<Case> cases;
   auto add = [&](const GroupedCase& c, const char* what) {
-    std::string name = std::string("grouped-linear/") + mto::format_info(c.format).name;
-    if (mto::format_info(c.format).affine) name += ".g" + std::to_string(c.block);
+    std::string name = std::string("grouped-linear/") + (c.dense ? std::string("dense.") + tag(*c.dense)
+                                                                   : std::string(mto::format_info(c.format).name));
+    if (!c.dense && mto::format_info(c.format).affine) name += ".g" + std::to_string(c.block);
     if (c.x != DType::Float32) name += std::string("/") + tag(c.x);
     if (c.y != DType::Float32) name += std::string("/o") + tag(c.y);
     name += "/T" + std::to_string(c.T) + "/E" + std::to_string(c.sizes.size()) + "/N" + std::to_string(c.N) + "/K" +
@@ -195,6 +257,35 @@ std::vector<Case> grouped_linear_cases() {
   add({Format::MXFP4, 32, f32, f32, 37, 96, {1, 2}, 4}, "short_sum");
   add({Format::MXINT8, 32, f32, f32, 37, 96, {3, 2, 0}, 4}, "long_sum");
   add({Format::AFFINE8, 32, f32, f32, 37, 96, {2147483647, 2147483647, 2}, 4}, "huge_sum");
+
+  // Prefill (T > 64): the tiled pass, slots of at most 32 rows of one group. Every format, groups
+  // cut into full and partial tiles around an empty expert, N past a tile edge.
+  for (const F& f : formats) add({f.f, f.block, f32, f32, 37, f.K, {37, 0, 63}, 100}, "tiled");
+  // Every x and y dtype pair on an FP, an INT and an affine format.
+  for (const F& f : {formats[4], formats[5], formats[9]}) {
+    for (DType xt : {f32, f16, bf16})
+      for (DType yt : {f32, f16, bf16}) add({f.f, f.block, xt, yt, 40, 192, {33, 0, 1, 31}, 65}, "tiled_dtypes");
+  }
+  // One expert with every row (many tiles through the same weights), many experts with a few rows
+  // each (a partial tile per group: the slot count's bound), and sizes the op must refuse.
+  add({Format::MXFP8_E4M3, 32, f16, f16, 64, 96, {0, 129, 0}, 129}, "tiled_one_expert");
+  std::vector<int32_t> spread(40, 0);
+  for (int e = 0; e < 40; e += 2) spread[size_t(e)] = e % 3 + 3;
+  int32_t spread_sum = 0;
+  for (int32_t g : spread) spread_sum += g;
+  add({Format::MXINT4, 32, bf16, f32, 33, 64, spread, spread_sum}, "tiled_many_experts");
+  add({Format::MXFP4, 32, f32, f32, 37, 96, {50, -1, 51}, 100}, "tiled_negative");
+  add({Format::AFFINE4, 64, f32, f32, 37, 128, {50, 49}, 100}, "tiled_short_sum");
+
+  // Dense w of each float dtype with each x dtype (the tiled pass at every T; K not a multiple of
+  // the 64-wide K step, nor of 32), y of each dtype, prefill sizes, and a refused size.
+  for (DType wt : {f32, f16, bf16}) {
+    for (DType xt : {f32, f16, bf16}) add({Format::MXFP4, 32, xt, xt, 37, 45, {2, 0, 3}, 5, wt}, "dense");
+    for (DType yt : {f32, f16, bf16}) add({Format::MXFP4, 32, f32, yt, 33, 70, {30, 0, 47, 0}, 77, wt}, "dense_tiled");
+  }
+  add({Format::MXFP4, 32, bf16, f32, 40, 96, {0, 0, 70, 0}, 70, f16}, "dense_one_expert");
+  add({Format::MXFP4, 32, f32, f32, 37, 45, {3, 3}, 5, f32}, "dense_long_sum");
+  cases.push_back({"plan/grouped-linear", [](const std::string&) { return plan_rules(); }});
   return cases;
 }
 

@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
   for (auto& group : {selftest_cases(), tensorops_cases(), table_cases(), plan_cases(), quantize_cases(), linear_cases(),
                        attention_cases(), attention_tensorops_cases(), attention_tensorops_mx_cases(), matmul_cases(), linear_mx_cases(), probe_cases(),
                        elementwise_cases(), norm_cases(), rope_cases(), softmax_cases(), layout_cases(),
-                       pick_cases(), embedding_cases(), grouped_linear_cases()})
+                       pick_cases(), embedding_cases(), grouped_linear_cases(), group_rows_cases()})
     for (const auto& c : group)
       if (filters.empty() || std::any_of(filters.begin(), filters.end(), [&](const std::string& f) {
             return c.name.find(f) != std::string::npos;

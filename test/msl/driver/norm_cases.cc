@@ -33,6 +33,7 @@ struct NormCase {
   int64_t rows, cols;
   bool edges = false;  // rows cycle through the edge kinds below
   double eps = 1e-5;
+  uint32_t max_threads = 1024;  // the pipeline limit the plan is made for
 };
 
 // Row r of an edge case: 0 ordinary, 1 magnitudes ~1e30, 2 ~1e-30, 3 zeros and -0, 4 one +inf,
@@ -62,6 +63,7 @@ std::string case_name(const NormCase& c) {
   n += "/R" + std::to_string(c.rows) + ".C" + std::to_string(c.cols);
   if (c.edges) n += "/edges";
   if (c.eps == 0) n += "/eps0";
+  if (c.max_threads < 1024) n += "/limit" + std::to_string(c.max_threads);
   return n;
 }
 
@@ -76,7 +78,8 @@ CaseResult run_case(const NormCase& c, const std::string& name, const std::strin
   mto::cpu::ThreadPool pool(1);
   mto::cpu::norm(pool, x, w ? &*w : nullptr, b ? &*b : nullptr, p, out);
   const std::vector<float> ref = floats_of(out);
-  const mto::plan::Dispatch plan = mto::plan::plan_norm(p, c.x, p.out_dtype, c.weight, c.bias, mto::Tier::Simdgroup);
+  const mto::plan::Dispatch plan =
+      mto::plan::plan_norm(p, c.x, p.out_dtype, c.weight, c.bias, mto::Tier::Simdgroup, c.max_threads);
   std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(x)}};
   if (w) inputs[Arg::Weight] = bytes_of(*w);
   if (b) inputs[Arg::Bias] = bytes_of(*b);
@@ -110,6 +113,19 @@ CaseResult plan_rules() {
     checks.push_back({"threads for " + std::to_string(cols) + " columns",
                       good ? "" : d.kernel + " with " + std::to_string(d.threads_per_threadgroup[0]) + " threads"});
   }
+  // A pipeline that allows fewer threads than the kernel's 1024: the plan stays within it, in
+  // whole SIMD-groups; below one SIMD-group the op is left to the cpu backend.
+  p.cols = 4099;
+  for (auto [limit, threads] : {std::pair<uint32_t, uint32_t>{4096, 1024}, {768, 768}, {790, 768}, {32, 32}}) {
+    const plan::Dispatch d = plan::plan_norm(p, f32, f32, std::nullopt, std::nullopt, Tier::Simdgroup, limit);
+    checks.push_back({"a pipeline limit of " + std::to_string(limit),
+                      d.threads_per_threadgroup[0] == threads
+                          ? ""
+                          : "planned " + std::to_string(d.threads_per_threadgroup[0]) + " threads"});
+  }
+  checks.push_back({"a pipeline limit below one SIMD-group", expect_error(mto::code::Backend, [&] {
+                      plan::plan_norm(p, f32, f32, std::nullopt, std::nullopt, Tier::Simdgroup, 16);
+                    })});
   return rule_checks(checks);
 }
 
@@ -139,6 +155,10 @@ std::vector<Case> norm_cases() {
         add({layer, x, std::nullopt, std::nullopt, 7, cols, true, 0.0});
       }
     }
+    // Plans shrunk to a pipeline's lower limit: 24 and 3 SIMD-groups over longer rows.
+    add({layer, DType::Float32, DType::Float32, std::nullopt, 7, 4099, true, 1e-5, 790});
+    add({layer, DType::Float16, DType::Float16, layer ? std::optional<DType>(DType::Float16) : std::nullopt, 3, 1000,
+         false, 1e-5, 96});
   }
   return cases;
 }

@@ -47,14 +47,16 @@ std::vector<float> softmax_data(int64_t rows, int64_t cols, uint64_t seed, bool 
   return v;
 }
 
-CaseResult run_case(DType dt, int64_t rows, int64_t cols, bool edges, const std::string& name, const std::string& variant) {
+// max_threads: the pipeline limit the plan is made for (1024: none below the kernel's own).
+CaseResult run_case(DType dt, int64_t rows, int64_t cols, bool edges, uint32_t max_threads, const std::string& name,
+                    const std::string& variant) {
   const mto::Tensor x = tensor_of(softmax_data(rows, cols, seed_of(name), edges), {rows, cols}, dt);
   const mto::RowsParams p = mto::check_softmax(x);
   mto::Tensor out = empty_tensor({rows, cols}, p.out_dtype);
   mto::cpu::ThreadPool pool(1);
   mto::cpu::softmax(pool, x, p, out);
   const std::vector<float> ref = floats_of(out);
-  const mto::plan::Dispatch plan = mto::plan::plan_softmax(p, dt, p.out_dtype, mto::Tier::Simdgroup);
+  const mto::plan::Dispatch plan = mto::plan::plan_softmax(p, dt, p.out_dtype, mto::Tier::Simdgroup, max_threads);
   return run_plan_case("softmax", plan, variant, {{Arg::X, bytes_of(x)}}, {{Arg::Y, out.bytes()}},
                        [&](const std::map<Arg, Bytes>& o) {
                          return compare_outputs(o.at(Arg::Y), p.out_dtype, ref, kTolerance, cols, "y");
@@ -78,6 +80,23 @@ CaseResult plan_rules() {
                                                 d.threadgroups[0] == 2
                                             ? ""
                                             : "got " + d.kernel});
+  // A pipeline that allows fewer threads than the kernel's 1024 (maxTotalThreadsPerThreadgroup on
+  // a GPU where the kernel needs more registers): the plan stays within it, in whole SIMD-groups.
+  for (auto [limit, threads] : {std::pair<uint32_t, uint32_t>{1024, 1024}, {4096, 1024}, {768, 768}, {790, 768},
+                                {32, 32}}) {
+    const plan::Dispatch l = plan::plan_softmax(p, f32, f32, Tier::Simdgroup, limit);
+    checks.push_back({"a pipeline limit of " + std::to_string(limit),
+                      l.threads_per_threadgroup[0] == threads
+                          ? ""
+                          : "planned " + std::to_string(l.threads_per_threadgroup[0]) + " threads"});
+  }
+  mto::RowsParams narrow = p;
+  narrow.cols = 33;
+  checks.push_back({"a short row under a pipeline limit of 96",
+                    plan::plan_softmax(narrow, f32, f32, Tier::Simdgroup, 96).threads_per_threadgroup[0] == 32 ? ""
+                                                                                                             : "not 32 threads"});
+  checks.push_back({"a pipeline limit below one SIMD-group",
+                    expect_error(mto::code::Backend, [&] { plan::plan_softmax(p, f32, f32, Tier::Simdgroup, 31); })});
   return rule_checks(checks);
 }
 
@@ -86,10 +105,10 @@ CaseResult plan_rules() {
 std::vector<Case> softmax_cases() {
   std::vector<Case> cases;
   cases.push_back({"plan/softmax", [](const std::string&) { return plan_rules(); }});
-  auto add = [&](DType dt, int64_t rows, int64_t cols, bool edges) {
+  auto add = [&](DType dt, int64_t rows, int64_t cols, bool edges, uint32_t max_threads = 1024) {
     const std::string name = std::string("softmax/") + tag(dt) + "/R" + std::to_string(rows) + ".C" + std::to_string(cols) +
-                             (edges ? "/edges" : "");
-    cases.push_back({name, [=](const std::string& v) { return run_case(dt, rows, cols, edges, name, v); }});
+                             (edges ? "/edges" : "") + (max_threads < 1024 ? "/limit" + std::to_string(max_threads) : "");
+    cases.push_back({name, [=](const std::string& v) { return run_case(dt, rows, cols, edges, max_threads, name, v); }});
   };
   for (DType dt : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {3, 7}, {37, 33}, {37, 1000}, {3, 4099}}) {
@@ -101,6 +120,9 @@ std::vector<Case> softmax_cases() {
   add(DType::Float32, 2, 128256, false);
   add(DType::BFloat16, 1, 128256, false);
   add(DType::Float32, 7, 4099, true);
+  // Plans shrunk to a pipeline's lower limit: 24 and 3 SIMD-groups over rows longer than them.
+  add(DType::Float32, 7, 4099, true, 790);
+  add(DType::BFloat16, 3, 1000, false, 96);
   return cases;
 }
 
