@@ -175,6 +175,35 @@ export function selectMutants({ files = null, match = null, sample = null, seed 
   return sample === null ? all : sampleByHash(all, sample, seed);
 }
 
+/** Merges `results` (by id) into the committed report and writes it. */
+function writeReport(report, mutants, results, equivalent, log) {
+  for (const file of new Set(mutants.map((m) => m.file))) {
+    const ofFile = enumerateMutants(file, readFileSync(join(root, file), 'utf8'));
+    const prev = report.files[file] ?? {};
+    const status = new Map();
+    for (const id of prev.killed ?? []) status.set(id, 'killed');
+    for (const id of prev.stillborn ?? []) status.set(id, 'stillborn');
+    for (const id of prev.uncovered ?? []) status.set(id, 'uncovered');
+    for (const s of prev.survived ?? []) status.set(s.id, 'survived');
+    for (const s of prev.equivalent ?? []) status.set(s.id, 'equivalent');
+    for (const m of ofFile) if (results.has(m.id)) status.set(m.id, results.get(m.id).status);
+    const pick = (st) => ofFile.filter((m) => status.get(m.id) === st);
+    const detail = (m) => ({ id: m.id, line: m.line, edit: `${m.from} -> ${m.to}`, mutated: m.mutated.trim() });
+    report.files[file] = {
+      mutants: ofFile.length,
+      run: ofFile.filter((m) => status.has(m.id)).length,
+      killed: pick('killed').map((m) => m.id),
+      stillborn: pick('stillborn').map((m) => m.id),
+      uncovered: pick('uncovered').map((m) => m.id),
+      survived: pick('survived').map(detail),
+      equivalent: pick('equivalent').map((m) => ({ ...detail(m), reason: equivalent[m.id] })),
+    };
+  }
+  report.files = Object.fromEntries(Object.entries(report.files).sort(([a], [b]) => a.localeCompare(b)));
+  writeFileSync(reportPath, `${JSON.stringify(report, null, 1)}\n`);
+  log(`updated ${reportPath}`);
+}
+
 /** `baseReport`: the base driver's report of every case when the caller has one (msl.test.ts). */
 export async function main(argv, log = (s) => process.stderr.write(`${s}\n`), { baseReport = null } = {}) {
   const opts = parseArgs(argv);
@@ -203,6 +232,8 @@ export async function main(argv, log = (s) => process.stderr.write(`${s}\n`), { 
       if (r.status === 'survived' && equivalent[m.id]) r.status = 'equivalent';
       results.set(m.id, r);
       log(`[${results.size}/${mutants.length}] ${r.status.padEnd(10)} ${m.file}:${m.line} ${m.from} -> ${m.to}${r.by ? `  (${r.by})` : ''}`);
+      // Written as results come, so a run stopped part way keeps what it found.
+      if (opts.update) writeReport(report, mutants, results, equivalent, () => {});
     }
   }));
 
@@ -211,34 +242,7 @@ export async function main(argv, log = (s) => process.stderr.write(`${s}\n`), { 
   const survivors = mutants.filter((m) => results.get(m.id)?.status === 'survived');
   log(`\n${results.size} of ${mutants.length} mutants run in ${((Date.now() - t0) / 1000).toFixed(0)} s: ${JSON.stringify(counts)}`);
   for (const m of survivors) log(`survived: ${m.file}:${m.line}  ${m.from} -> ${m.to}  ${m.mutated.trim()}  [${m.id}]`);
-
-  if (opts.update) {
-    for (const file of new Set(mutants.map((m) => m.file))) {
-      const ofFile = enumerateMutants(file, readFileSync(join(root, file), 'utf8'));
-      const prev = report.files[file] ?? {};
-      const status = new Map();
-      for (const id of prev.killed ?? []) status.set(id, 'killed');
-      for (const id of prev.stillborn ?? []) status.set(id, 'stillborn');
-      for (const id of prev.uncovered ?? []) status.set(id, 'uncovered');
-      for (const s of prev.survived ?? []) status.set(s.id, 'survived');
-      for (const s of prev.equivalent ?? []) status.set(s.id, 'equivalent');
-      for (const m of ofFile) if (results.has(m.id)) status.set(m.id, results.get(m.id).status);
-      const pick = (st) => ofFile.filter((m) => status.get(m.id) === st);
-      const detail = (m) => ({ id: m.id, line: m.line, edit: `${m.from} -> ${m.to}`, mutated: m.mutated.trim() });
-      report.files[file] = {
-        mutants: ofFile.length,
-        run: ofFile.filter((m) => status.has(m.id)).length,
-        killed: pick('killed').map((m) => m.id),
-        stillborn: pick('stillborn').map((m) => m.id),
-        uncovered: pick('uncovered').map((m) => m.id),
-        survived: pick('survived').map(detail),
-        equivalent: pick('equivalent').map((m) => ({ ...detail(m), reason: equivalent[m.id] })),
-      };
-    }
-    report.files = Object.fromEntries(Object.entries(report.files).sort(([a], [b]) => a.localeCompare(b)));
-    writeFileSync(reportPath, `${JSON.stringify(report, null, 1)}\n`);
-    log(`updated ${reportPath}`);
-  }
+  if (opts.update) writeReport(report, mutants, results, equivalent, log);
 
   if (opts.check) {
     const regressions = survivors.filter((m) => killedBefore.has(m.id));

@@ -37,19 +37,25 @@ struct NormCase {
 };
 
 // Row r of an edge case: 0 ordinary, 1 magnitudes ~1e30, 2 ~1e-30, 3 zeros and -0, 4 one +inf,
-// 5 one NaN, 6 ~1e-30 again (with eps = 0 the scale is 1e30).
+// 5 one NaN, 6 ~1e-30 again (with eps = 0 the scale is 1e30), 7 ordinary values and one ~1e30
+// (the row's largest magnitude, not its smallest, decides the prescale), 8 zeros and one ~1e-30.
 std::vector<float> norm_data(const NormCase& c, uint64_t seed) {
   std::vector<float> v = normal_data(c.rows * c.cols, seed, 2.0f);
   for (int64_t r = 0; r < c.rows; ++r) {
     float* row = v.data() + r * c.cols;
     for (int64_t i = 0; i < c.cols; ++i) row[i] += c.layer ? 3.0f : 0.0f;  // a mean to subtract
     if (!c.edges) continue;
-    switch (r % 7) {
+    switch (r % 9) {
       case 1: for (int64_t i = 0; i < c.cols; ++i) row[i] *= 1e30f; break;
       case 2: case 6: for (int64_t i = 0; i < c.cols; ++i) row[i] *= 1e-30f; break;
       case 3: for (int64_t i = 0; i < c.cols; ++i) row[i] = (i & 1) ? -0.0f : 0.0f; break;
       case 4: row[c.cols / 2] = std::numeric_limits<float>::infinity(); break;
       case 5: row[c.cols / 3] = std::numeric_limits<float>::quiet_NaN(); break;
+      case 7: row[c.cols / 2] = 3e30f; break;
+      case 8:
+        for (int64_t i = 0; i < c.cols; ++i) row[i] = 0.0f;
+        row[c.cols - 1] = -2e-30f;
+        break;
       default: break;
     }
   }
@@ -151,12 +157,12 @@ std::vector<Case> norm_cases() {
            layer ? std::optional<DType>(DType::Float16) : std::nullopt, 3, 33});
       // the edges, with eps and with eps = 0, in one SIMD-group and in several
       for (int64_t cols : {33, 1000}) {
-        add({layer, x, x, std::nullopt, 7, cols, true});
-        add({layer, x, std::nullopt, std::nullopt, 7, cols, true, 0.0});
+        add({layer, x, x, std::nullopt, 9, cols, true});
+        add({layer, x, std::nullopt, std::nullopt, 9, cols, true, 0.0});
       }
     }
     // Plans shrunk to a pipeline's lower limit: 24 and 3 SIMD-groups over longer rows.
-    add({layer, DType::Float32, DType::Float32, std::nullopt, 7, 4099, true, 1e-5, 790});
+    add({layer, DType::Float32, DType::Float32, std::nullopt, 9, 4099, true, 1e-5, 790});
     add({layer, DType::Float16, DType::Float16, layer ? std::optional<DType>(DType::Float16) : std::nullopt, 3, 1000,
          false, 1e-5, 96});
   }
