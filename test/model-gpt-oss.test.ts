@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeGgml, encodeGgml, loadModel, open, writeGguf, writeSyntheticModel, type Device, type SyntheticModelSpec } from '../lib/index';
 import { referenceLogits } from './helpers/decoder-ref';
+import { writeGptOssHfFolder } from './helpers/hf-gpt-oss';
 import { disposeLlamaCppModels, hasLlamaCpp, llamaCppDecodeProbabilities, llamaCppModel } from './helpers/llama-cpp';
 
 // Four layers (0 and 2 slide), a window of 8 over a 24-token prompt and 8 decode steps, YaRN, heads
@@ -172,6 +173,61 @@ describe('gpt-oss against a float64 forward pass', () => {
       ['tokenizer.ggml.token_type', { type: 'array', of: 'int32', value: [2, 3, 3, 1] }],
     ], []);
     await expect(loadModel(dev, path)).rejects.toMatchObject({ code: 'E_FORMAT', message: expect.stringContaining('gpt-oss.attention.sliding_window') });
+  });
+});
+
+describe('a Hugging Face gpt-oss folder (MXFP4 blocks, gate_up_proj interleaved)', () => {
+  const spec = { ...SPEC, expertType: 'MXFP4' } as const;
+  async function logitsOf(path: string): Promise<Float32Array> {
+    const model = await loadModel(dev, path, { contextSize: 64 });
+    try {
+      return await (await model.forward(PROMPT, model.createCache(), { logits: 'all' })).toFloat32();
+    } finally {
+      model.dispose();
+    }
+  }
+
+  it('gives the logits of the GGUF file holding the same weights, bit for bit; its tokenizer.json equals the GGUF tokenizer', async () => {
+    const gguf = file('hf-src');
+    writeSyntheticModel(gguf, spec);
+    const folder = join(dir, 'gpt-oss-hf');
+    await writeGptOssHfFolder(dev, folder, gguf, spec);
+    const [a, b] = [await logitsOf(folder), await logitsOf(gguf)];
+    let maxDiff = 0;
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+    expect(maxDiff).toBe(0);
+    const [hf, gg] = [await loadModel(dev, folder, { contextSize: 8 }), await loadModel(dev, gguf, { contextSize: 8 })];
+    expect(hf.config.slidingWindow).toEqual(gg.config.slidingWindow);
+    expect(hf.config.swiglu).toEqual(gg.config.swiglu);
+    for (const s of ['the quick brown fox', "It's 2024: we're testing!", '<|start|>user<|message|>hi<|end|>', 'Ünïcödé 日本語 😀']) {
+      for (const parseSpecial of [false, true]) {
+        expect(Array.from(hf.tokenizer.encode(s, { parseSpecial }))).toEqual(Array.from(gg.tokenizer.encode(s, { parseSpecial })));
+      }
+    }
+    expect([...hf.tokenizer.eogIds].sort()).toEqual([...gg.tokenizer.eogIds].sort());
+    hf.dispose();
+    gg.dispose();
+  });
+
+  it("rope_scaling truncate: false (gpt-oss's configs) leaves YaRN's correction range unrounded, as transformers", async () => {
+    const gguf = file('hf-src-trunc');
+    const kept = writeSyntheticModel(gguf, spec, true);
+    const folder = join(dir, 'gpt-oss-hf-trunc');
+    const s = SPEC.ropeScaling as { factor: number; originalContext: number };
+    await writeGptOssHfFolder(dev, folder, gguf, spec, {
+      rope_scaling: { rope_type: 'yarn', factor: s.factor, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: s.originalContext, truncate: false },
+    });
+    const decoded = new Map<string, ArrayLike<number>>();
+    for (const [name, v] of kept) decoded.set(name, name.includes('_exps.weight') ? decodeGgml('MXFP4', encodeGgml('MXFP4', v)) : v);
+    const ours = rows(await logitsOf(folder), PROMPT.length);
+    const unrounded = rows(referenceLogits({ ...spec, yarnUnrounded: true }, decoded, PROMPT), PROMPT.length);
+    const rounded = rows(referenceLogits(spec, decoded, PROMPT), PROMPT.length);
+    for (let p = 0; p < PROMPT.length; p++) {
+      expect(kl(unrounded[p], ours[p]), `position ${p}`).toBeLessThan(1e-4);
+      expect(argmax(ours[p]), `position ${p}`).toBe(argmax(unrounded[p]));
+    }
+    // The rounding matters at these sizes: the rounded range gives other distributions.
+    expect(Math.max(...rounded.map((p, i) => kl(p, ours[i])))).toBeGreaterThan(1e-4);
   });
 });
 

@@ -32,7 +32,11 @@ export interface ModelConfig {
     /** 'linear' and 'yarn' scaling: the context factor (llama.cpp's freq_scale = 1/scale). */
     scale: number;
     /** YaRN (rope.scaling.type 'yarn'): interpolation blended into extrapolation per frequency. */
-    yarn?: { originalContext: number; betaFast: number; betaSlow: number; attnFactor: number };
+    yarn?: {
+      originalContext: number; betaFast: number; betaSlow: number; attnFactor: number;
+      /** transformers' `truncate: false` (gpt-oss): the correction range is not rounded to whole pairs. */
+      unrounded?: boolean;
+    };
     /** The base of the sliding-window layers when it differs (gpt-oss's rope.freq_base_swa). */
     baseSwa?: number;
   };

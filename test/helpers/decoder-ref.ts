@@ -14,6 +14,8 @@ export interface RefSpec {
   slidingWindow?: number;
   /** YaRN as GGUF metadata declares it (beta_fast 32, beta_slow 1, attn_factor 1). */
   ropeScaling?: { type: string; factor: number; originalContext?: number };
+  /** transformers' YaRN `truncate: false`: the correction range is not rounded to whole pairs. */
+  yarnUnrounded?: boolean;
 }
 
 /** Weights by GGUF name, float values in ggml order (a weight [N, K] of ours: row n is values[n*K..]). */
@@ -44,7 +46,8 @@ function yarnOf(spec: RefSpec, D: number, base: number): Yarn | undefined {
   const r = spec.ropeScaling;
   if (!r || r.type !== 'yarn') return undefined;
   const dim = (rot: number) => (D * Math.log(r.originalContext! / (rot * 2 * Math.PI))) / (2 * Math.log(base));
-  return { scale: 1 / r.factor, low: Math.max(0, Math.floor(dim(32))), high: Math.min(D - 1, Math.ceil(dim(1))), mscale: 1 + 0.1 * Math.log(r.factor) };
+  const [low, high] = spec.yarnUnrounded ? [dim(32), dim(1)] : [Math.floor(dim(32)), Math.ceil(dim(1))];
+  return { scale: 1 / r.factor, low: Math.max(0, low), high: Math.min(D - 1, high), mscale: 1 + 0.1 * Math.log(r.factor) };
 }
 
 function rope(x: Float64Array, at: number, D: number, pos: number, base: number, neox: boolean, yarn?: Yarn): void {
