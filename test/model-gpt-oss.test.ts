@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeGgml, encodeGgml, loadModel, open, writeGguf, writeSyntheticModel, type Device, type SyntheticModelSpec } from '../lib/index';
 import { referenceLogits } from './helpers/decoder-ref';
 import { writeGptOssHfFolder } from './helpers/hf-gpt-oss';
-import { disposeLlamaCppModels, hasLlamaCpp, llamaCppDecodeProbabilities, llamaCppModel } from './helpers/llama-cpp';
+import { disposeLlamaCppModels, hasLlamaCpp, llamaCppDecodeProbabilities, llamaCppGreedy, llamaCppModel } from './helpers/llama-cpp';
 
 // Four layers (0 and 2 slide), a window of 8 over a 24-token prompt and 8 decode steps, YaRN, heads
 // of 32 (q is 128 wide over a width of 64, as gpt-oss's 64 heads of 64 over 2880), 4 experts, 2 used.
@@ -137,14 +137,23 @@ describe('gpt-oss against a float64 forward pass', () => {
     }
   });
 
-  it('decoding one token at a time equals the prefill, float16 and mxfp8 caches (sliding window in both paths)', async () => {
+  it('decoding one token at a time, or the prompt in chunks, equals one prefill; float16 and mxfp8 caches', async () => {
     const path = file('F32-decode');
     writeSyntheticModel(path, SPEC);
     for (const cacheDtype of ['float16', 'mxfp8'] as const) {
       const prefill = await ourProbabilities(path, PROMPT, [], cacheDtype);
       const decoded = await decodedProbabilities(path, PROMPT, cacheDtype);
+      // Chunks of 5 and 7 positions past the window: band masks over a slice that starts after 0.
+      const model = await loadModel(dev, path, { contextSize: 64, cacheDtype });
+      const cache = model.createCache();
+      const chunked: Float64Array[] = [];
+      for (const [a, b] of [[0, 5], [5, 12], [12, 17], [17, 24]]) {
+        chunked.push(...rows(await (await model.forward(PROMPT.slice(a, b), cache, { logits: 'all' })).toFloat32(), b - a));
+      }
+      model.dispose();
       for (let p = 0; p < PROMPT.length; p++) {
-        expect(kl(prefill[p], decoded[p]), `${cacheDtype} position ${p}`).toBeLessThan(1e-6);
+        expect(kl(prefill[p], decoded[p]), `${cacheDtype} decode, position ${p}`).toBeLessThan(1e-6);
+        expect(kl(prefill[p], chunked[p]), `${cacheDtype} chunks, position ${p}`).toBeLessThan(1e-6);
       }
     }
   });
@@ -229,6 +238,22 @@ describe('a Hugging Face gpt-oss folder (MXFP4 blocks, gate_up_proj interleaved)
     // The rounding matters at these sizes: the rounded range gives other distributions.
     expect(Math.max(...rounded.map((p, i) => kl(p, ours[i])))).toBeGreaterThan(1e-4);
   });
+
+  it('bad gpt-oss config.json fields are E_FORMAT naming them', async () => {
+    const gguf = file('hf-src-bad');
+    writeSyntheticModel(gguf, spec);
+    const cases: [Record<string, unknown>, string][] = [
+      [{ layer_types: ['sliding_attention'] }, 'layer_types'],
+      [{ sliding_window: 0 }, 'sliding_window'],
+      [{ swiglu_limit: -1 }, 'swiglu_limit'],
+      [{ num_local_experts: undefined }, 'num_local_experts'],
+    ];
+    for (const [i, [fields, name]] of cases.entries()) {
+      const folder = join(dir, `gpt-oss-hf-bad${i}`);
+      await writeGptOssHfFolder(dev, folder, gguf, spec, fields);
+      await expect(loadModel(dev, folder), name).rejects.toMatchObject({ code: 'E_FORMAT', message: expect.stringContaining(name) });
+    }
+  });
 });
 
 describe.skipIf(!hasLlamaCpp)('gpt-oss against llama.cpp on the same files', () => {
@@ -288,6 +313,19 @@ describe.skipIf(!hasLlamaCpp)('gpt-oss against llama.cpp on the same files', () 
     const wide = compare(theirs, await ourProbabilities(widePath, PROMPT, STEPS));
     figures.push(`  F32 with the window ignored: ${(wide.agree * 100).toFixed(1)}% top-1, KL max ${wide.max.toExponential(1)}`);
     expect(wide.max).toBeGreaterThan(1e-2);
+  });
+
+  it('greedy generation equals llama.cpp token for token', async () => {
+    const path = file('F32-greedy');
+    writeSyntheticModel(path, SPEC);
+    const model = await loadModel(dev, path, { contextSize: 64 });
+    const ours = await model.generate(PROMPT.slice(0, 6), { maxTokens: 24, stop: [] });
+    // llama.cpp stops at an end-of-generation token (yielding it); compare up to there.
+    const theirs = await llamaCppGreedy(path, PROMPT.slice(0, 6), 24);
+    const end = ours.findIndex((t) => model.tokenizer.eogIds.has(t));
+    model.dispose();
+    expect(theirs).toEqual(end < 0 ? ours : ours.slice(0, end + 1));
+    expect(theirs.length).toBeGreaterThanOrEqual(8);
   });
 
   it('tokenizer (gpt2 vocabulary, gpt-4o pre-tokenizer, harmony tokens): token for token as llama.cpp', async () => {
