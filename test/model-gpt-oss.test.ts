@@ -168,20 +168,25 @@ describe('gpt-oss against a float64 forward pass', () => {
     expect(Math.max(...wide.slice(8).map((q, i) => kl(q, windowed[8 + i])))).toBeGreaterThan(1e-3);
   });
 
-  it('a gpt-oss file without its sliding window is E_FORMAT naming the key', async () => {
+  it('a gpt-oss file without its sliding window, or using more experts than it has, is E_FORMAT naming the key', async () => {
     const path = file('no-window');
     const u32 = (value: number) => ({ type: 'uint32', value }) as const;
-    writeGguf(path, [
+    const meta = (extra: [string, ReturnType<typeof u32>][]) => [
       ['general.architecture', { type: 'string', value: 'gpt-oss' }],
       ['gpt-oss.embedding_length', u32(64)], ['gpt-oss.block_count', u32(2)], ['gpt-oss.attention.head_count', u32(4)],
-      ['gpt-oss.expert_feed_forward_length', u32(64)], ['gpt-oss.expert_count', u32(4)], ['gpt-oss.expert_used_count', u32(2)],
+      ['gpt-oss.expert_feed_forward_length', u32(64)], ['gpt-oss.expert_count', u32(4)],
       ['gpt-oss.attention.layer_norm_rms_epsilon', { type: 'float32', value: 1e-5 }],
       ['tokenizer.ggml.model', { type: 'string', value: 'llama' }],
       ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: ['<unk>', '<s>', '</s>', 'a'] }],
       ['tokenizer.ggml.scores', { type: 'array', of: 'float32', value: [0, 0, 0, 0] }],
       ['tokenizer.ggml.token_type', { type: 'array', of: 'int32', value: [2, 3, 3, 1] }],
-    ], []);
+      ...extra,
+    ] as Parameters<typeof writeGguf>[1];
+    writeGguf(path, meta([['gpt-oss.expert_used_count', u32(2)]]), []);
     await expect(loadModel(dev, path)).rejects.toMatchObject({ code: 'E_FORMAT', message: expect.stringContaining('gpt-oss.attention.sliding_window') });
+    const many = file('many-experts');
+    writeGguf(many, meta([['gpt-oss.attention.sliding_window', u32(8)], ['gpt-oss.expert_used_count', u32(5)]]), []);
+    await expect(loadModel(dev, many)).rejects.toMatchObject({ code: 'E_FORMAT', message: expect.stringContaining("'gpt-oss.expert_used_count' 5 is more than expert_count 4") });
   });
 });
 

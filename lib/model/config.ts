@@ -121,6 +121,9 @@ export function configFromGguf(meta: Map<string, GgufValue>, vocab: number): Mod
   const eps = num(meta, `${a}.attention.layer_norm_rms_epsilon`);
   if (!(eps > 0 && eps < 1)) throw new TensorOpsError('E_FORMAT', `attention.layer_norm_rms_epsilon must be in (0, 1); got ${eps}`);
   const oss: Partial<ReturnType<typeof gptOssParts>> = a === 'gpt-oss' ? gptOssParts(meta, layers) : {};
+  const experts = moe ? positiveInt(meta, `${a}.expert_count`, undefined, 4096) : 0;
+  const expertsUsed = moe ? positiveInt(meta, `${a}.expert_used_count`, undefined, 4096) : 0;
+  if (expertsUsed > experts) throw new TensorOpsError('E_FORMAT', `metadata '${a}.expert_used_count' ${expertsUsed} is more than expert_count ${experts}`);
   const base = num(meta, `${a}.rope.freq_base`, 10000);
   return {
     arch: a,
@@ -139,8 +142,8 @@ export function configFromGguf(meta: Map<string, GgufValue>, vocab: number): Mod
       ...(oss.baseSwa !== undefined && oss.baseSwa !== base ? { baseSwa: oss.baseSwa } : {}),
     },
     ...(oss.slidingWindow ? { slidingWindow: oss.slidingWindow, swiglu: GPT_OSS_SWIGLU } : {}),
-    experts: moe ? positiveInt(meta, `${a}.expert_count`, undefined, 4096) : 0,
-    expertsUsed: moe ? positiveInt(meta, `${a}.expert_used_count`, undefined, 4096) : 0,
+    experts,
+    expertsUsed,
     normTopK: moe,
   };
 }
