@@ -4,7 +4,7 @@ import { TensorOpsError } from '../errors';
 import type { GgufValue } from '../loaders/gguf/types';
 
 /** The architectures loadModel runs (GGUF `general.architecture`). */
-export const ARCHITECTURES = ['llama', 'mistral', 'qwen2', 'qwen3', 'qwen3moe'] as const;
+export const ARCHITECTURES = ['llama', 'mistral', 'qwen2', 'qwen3', 'qwen3moe', 'gpt-oss'] as const;
 export type Architecture = (typeof ARCHITECTURES)[number];
 
 export interface ModelConfig {
@@ -32,11 +32,27 @@ export interface ModelConfig {
     /** 'linear' and 'yarn' scaling: the context factor (llama.cpp's freq_scale = 1/scale). */
     scale: number;
     /** YaRN (rope.scaling.type 'yarn'): interpolation blended into extrapolation per frequency. */
-    yarn?: { originalContext: number; betaFast: number; betaSlow: number; attnFactor: number };
+    yarn?: {
+      originalContext: number; betaFast: number; betaSlow: number; attnFactor: number;
+      /** transformers' `truncate: false` (gpt-oss): the correction range is not rounded to whole pairs. */
+      unrounded?: boolean;
+    };
+    /** The base of the sliding-window layers when it differs (gpt-oss's rope.freq_base_swa). */
+    baseSwa?: number;
   };
+  /**
+   * Sliding-window attention (gpt-oss): on the layers marked true, the query at position p sees
+   * the keys at positions p - size < j <= p (llama.cpp's LLAMA_SWA_TYPE_STANDARD).
+   */
+  slidingWindow?: { size: number; layers: readonly boolean[] };
+  /** gpt-oss's SwiGLU in the experts (llama.cpp's swiglu_oai); else silu(gate) * up. */
+  swiglu?: { alpha: number; limit: number };
   experts: number;
   expertsUsed: number;
-  /** qwen3moe renormalises the chosen experts' weights to sum to 1. */
+  /**
+   * The chosen experts' weights sum to 1: qwen3moe renormalises the top k of the softmax, gpt-oss
+   * takes the softmax of the top k logits; both are the softmax over the k largest logits.
+   */
   normTopK: boolean;
 }
 
@@ -79,7 +95,7 @@ export function configFromGguf(meta: Map<string, GgufValue>, vocab: number): Mod
   if (heads % kvHeads !== 0) {
     throw new TensorOpsError('E_FORMAT', `attention.head_count ${heads} is not a multiple of head_count_kv ${kvHeads}`);
   }
-  const moe = a === 'qwen3moe';
+  const moe = a === 'qwen3moe' || a === 'gpt-oss';
   const ff = positiveInt(meta, moe ? `${a}.expert_feed_forward_length` : `${a}.feed_forward_length`);
   const ropeDims = positiveInt(meta, `${a}.rope.dimension_count`, headDim, headDim);
   if (ropeDims % 2 !== 0) throw new TensorOpsError('E_FORMAT', `rope.dimension_count must be even; got ${ropeDims}`);
@@ -101,25 +117,55 @@ export function configFromGguf(meta: Map<string, GgufValue>, vocab: number): Mod
       attnFactor: num(meta, `${a}.rope.scaling.attn_factor`, 1),
     };
   }
+  const layers = positiveInt(meta, `${a}.block_count`, undefined, 4096);
   const eps = num(meta, `${a}.attention.layer_norm_rms_epsilon`);
   if (!(eps > 0 && eps < 1)) throw new TensorOpsError('E_FORMAT', `attention.layer_norm_rms_epsilon must be in (0, 1); got ${eps}`);
+  const oss: Partial<ReturnType<typeof gptOssParts>> = a === 'gpt-oss' ? gptOssParts(meta, layers) : {};
+  const experts = moe ? positiveInt(meta, `${a}.expert_count`, undefined, 4096) : 0;
+  const expertsUsed = moe ? positiveInt(meta, `${a}.expert_used_count`, undefined, 4096) : 0;
+  if (expertsUsed > experts) throw new TensorOpsError('E_FORMAT', `metadata '${a}.expert_used_count' ${expertsUsed} is more than expert_count ${experts}`);
+  const base = num(meta, `${a}.rope.freq_base`, 10000);
   return {
     arch: a,
-    layers: positiveInt(meta, `${a}.block_count`, undefined, 4096),
+    layers,
     width, heads, kvHeads, headDim, ff, vocab,
     context: positiveInt(meta, `${a}.context_length`, 4096, 1 << 24),
     eps,
     rope: {
-      base: num(meta, `${a}.rope.freq_base`, 10000),
+      base,
       dims: ropeDims,
       // llama.cpp's llama_model_rope_type: LLAMA (and mistral) use the normal (interleaved)
       // pairing on weights converted for it; the qwen families use neox.
       style: a === 'llama' || a === 'mistral' ? 'interleaved' : 'neox',
       scale,
       ...(yarn ? { yarn } : {}),
+      ...(oss.baseSwa !== undefined && oss.baseSwa !== base ? { baseSwa: oss.baseSwa } : {}),
     },
-    experts: moe ? positiveInt(meta, `${a}.expert_count`, undefined, 4096) : 0,
-    expertsUsed: moe ? positiveInt(meta, `${a}.expert_used_count`, undefined, 4096) : 0,
+    ...(oss.slidingWindow ? { slidingWindow: oss.slidingWindow, swiglu: GPT_OSS_SWIGLU } : {}),
+    experts,
+    expertsUsed,
     normTopK: moe,
   };
+}
+
+/** gpt-oss's SwiGLU constants (llama.cpp's build_moe_ffn, LLM_FFN_SWIGLU_OAI_MOE). */
+const GPT_OSS_SWIGLU = { alpha: 1.702, limit: 7 };
+
+/**
+ * gpt-oss's sliding window, as llama.cpp's llama_model_openai_moe reads it: the window
+ * (attention.sliding_window, required) and the period of the pattern (sliding_window_pattern,
+ * default 2): layer l slides when l % period < period - 1, so with 2 the even layers slide and the
+ * odd ones see everything. rope.freq_base_swa, when given, is the sliding layers' RoPE base.
+ */
+function gptOssParts(meta: Map<string, GgufValue>, layers: number): { slidingWindow: NonNullable<ModelConfig['slidingWindow']>; baseSwa?: number } {
+  const size = positiveInt(meta, 'gpt-oss.attention.sliding_window', undefined, 1 << 24);
+  const period = num(meta, 'gpt-oss.attention.sliding_window_pattern', 2);
+  if (!Number.isInteger(period) || period < 0 || period > 4096) {
+    throw new TensorOpsError('E_FORMAT', `metadata 'gpt-oss.attention.sliding_window_pattern' must be an integer from 0 to 4096; got ${period}`);
+  }
+  // llama_hparams::set_swa_pattern: a period of 0 makes every layer slide.
+  const slides = Array.from({ length: layers }, (_, l) => period === 0 || l % period < period - 1);
+  const baseSwa = meta.has('gpt-oss.rope.freq_base_swa') ? num(meta, 'gpt-oss.rope.freq_base_swa') : undefined;
+  if (baseSwa !== undefined && !(baseSwa > 0)) throw new TensorOpsError('E_FORMAT', `metadata 'gpt-oss.rope.freq_base_swa' must be positive; got ${baseSwa}`);
+  return { slidingWindow: { size, layers: slides }, ...(baseSwa !== undefined ? { baseSwa } : {}) };
 }

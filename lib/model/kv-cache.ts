@@ -26,7 +26,8 @@ export class KVCache {
   readonly #dev: Device;
   readonly #keys: Stored[] = [];
   readonly #values: Stored[] = [];
-  #mask: { at: number; L: number; t: Tensor } | null = null;
+  /** The masks of the forward at (at, L), by kind; disposed when the next forward asks for others. */
+  #masks: { at: number; L: number; byKey: Map<string, Tensor> } | null = null;
 
   constructor(dev: Device, config: ModelConfig, capacity: number, dtype: CacheDtype = 'float16') {
     if (!Number.isInteger(capacity) || capacity < 1 || capacity > config.context) {
@@ -73,11 +74,13 @@ export class KVCache {
   /**
    * @internal
    * Writes one layer's new keys and values (float32 [1, L, Hkv, D], after RoPE) at position `at`
-   * and returns what attention reads: the keys and values of positions [0, at + L) as copies the
+   * and returns what attention reads: the keys and values of positions [lo, at + L) as copies the
    * caller disposes (`copies`), or, when the cache is full or mxfp8 (no slice of a quantized
-   * tensor), the cache's own tensors with a `mask` saying which positions each query sees.
+   * tensor), the cache's own tensors; with a `mask` saying which positions each query sees where
+   * bottom-right causal alignment alone does not. `window` (a sliding-window layer): the query at
+   * position p sees only keys p - window < j <= p, so lo is the first key the first query sees.
    */
-  append(layer: number, k: Tensor, v: Tensor, at: number): { keys: Stored; values: Stored; copies: boolean; mask?: Tensor } {
+  append(layer: number, k: Tensor, v: Tensor, at: number, window?: number): { keys: Stored; values: Stored; copies: boolean; mask?: Tensor } {
     const dev = this.#dev;
     const L = k.shape[1];
     // [1, L, Hkv, D] -> [1, Hkv, L, D] in the cache's dtype, written at `at`; what this made is
@@ -91,21 +94,43 @@ export class KVCache {
     };
     put(this.#keys[layer], k);
     put(this.#values[layer], v);
-    const full = at + L === this.capacity;
-    if (full) return { keys: this.#keys[layer], values: this.#values[layer], copies: false };
-    if (this.dtype === 'mxfp8') return { keys: this.#keys[layer], values: this.#values[layer], copies: false, mask: this.#visible(at, L) };
-    const seen = (c: Stored) => dev.slice(c as Tensor, { axis: 2, start: 0, end: at + L });
-    return { keys: seen(this.#keys[layer]), values: seen(this.#values[layer]), copies: true };
+    const end = at + L;
+    const lo = window === undefined ? 0 : Math.max(0, at + 1 - window);
+    // The last query's window starts after lo: some query sees fewer keys than causal alignment gives.
+    const band = window !== undefined && end - window > lo;
+    const own = { keys: this.#keys[layer], values: this.#values[layer], copies: false };
+    if (this.dtype === 'mxfp8') {
+      // The whole cache: a mask of what each query sees (none needed when it is full and nothing slides).
+      if (window === undefined && end === this.capacity) return own;
+      return { ...own, mask: this.#visible(at, L, 0, this.capacity, window) };
+    }
+    if (lo === 0 && end === this.capacity) return band ? { ...own, mask: this.#visible(at, L, 0, end, window) } : own;
+    const seen = (c: Stored) => dev.slice(c as Tensor, { axis: 2, start: lo, end });
+    return { keys: seen(this.#keys[layer]), values: seen(this.#values[layer]), copies: true, ...(band ? { mask: this.#visible(at, L, lo, end, window) } : {}) };
   }
 
-  /** bool [1, 1, L, capacity]: query i (position at + i) sees keys 0..at + i. One per forward. */
-  #visible(at: number, L: number): Tensor {
-    if (this.#mask && this.#mask.at === at && this.#mask.L === L) return this.#mask.t;
-    this.#mask?.t.dispose();
-    const m = new Uint8Array(L * this.capacity);
-    for (let i = 0; i < L; i++) m.fill(1, i * this.capacity, i * this.capacity + at + i + 1);
-    const t = this.#dev.tensor(m, [1, 1, L, this.capacity], 'bool');
-    this.#mask = { at, L, t };
+  /**
+   * bool [1, 1, L, hi - lo] over the cache positions [lo, hi): query i (position at + i) sees keys
+   * at + i - window < j <= at + i (no lower bound without a window). Made once per forward and kind.
+   */
+  #visible(at: number, L: number, lo: number, hi: number, window: number | undefined): Tensor {
+    if (this.#masks && (this.#masks.at !== at || this.#masks.L !== L)) {
+      for (const t of this.#masks.byKey.values()) t.dispose();
+      this.#masks = null;
+    }
+    this.#masks ??= { at, L, byKey: new Map() };
+    const key = `${lo},${hi},${window ?? ''}`;
+    const known = this.#masks.byKey.get(key);
+    if (known) return known;
+    const n = hi - lo;
+    const m = new Uint8Array(L * n);
+    for (let i = 0; i < L; i++) {
+      const p = at + i;
+      const first = window === undefined ? 0 : Math.max(0, p - window + 1);
+      m.fill(1, i * n + Math.max(first - lo, 0), i * n + Math.max(p + 1 - lo, 0));
+    }
+    const t = this.#dev.tensor(m, [1, 1, L, n], 'bool');
+    this.#masks.byKey.set(key, t);
     return t;
   }
 
@@ -114,8 +139,8 @@ export class KVCache {
 
   dispose(): void {
     for (const t of [...this.#keys, ...this.#values]) if (!t.disposed) t.dispose();
-    this.#mask?.t.dispose();
-    this.#mask = null;
+    for (const t of this.#masks?.byKey.values() ?? []) t.dispose();
+    this.#masks = null;
     this.#keys.length = 0;
     this.#values.length = 0;
   }

@@ -118,11 +118,17 @@ export async function loadModel(dev: Device, path: string, options: LoadModelOpt
   const { tensors, conversions, label } = await source.load();
   try {
     const weights = modelWeights(config, tensors, label);
+    // attention takes its sinks as float32 (a file may store them as float16 or bfloat16).
+    for (const l of weights.layers) if (l.sinks && l.sinks.dtype !== 'float32') l.sinks = dev.cast(l.sinks, 'float32');
     // A tensor of the file no role took (none should be) is freed now rather than held by nothing.
     const used = new Set<unknown>([weights.embedding, weights.outputNorm, weights.output, weights.ropeFactors, ...weights.layers.flatMap((l) => Object.values(l))]);
     for (const t of tensors.values()) if (!used.has(t)) t.dispose();
     const { freqs: ropeFreqs, attentionScale } = await ropeFrequencies(dev, config, weights.ropeFactors);
-    const model = new Model(dev, config, weights, { ropeFreqs, attentionScale, contextSize, cacheDtype: opts.cacheDtype, activations, endTokens: [...tokenizer.eogIds] });
+    // gpt-oss's sliding layers may rotate with a base of their own (rope.freq_base_swa).
+    const swaBase = config.rope.baseSwa;
+    const ropeFreqsSwa = swaBase === undefined ? undefined
+      : (await ropeFrequencies(dev, { ...config, rope: { ...config.rope, base: swaBase } }, weights.ropeFactors)).freqs;
+    const model = new Model(dev, config, weights, { ropeFreqs, ropeFreqsSwa, attentionScale, contextSize, cacheDtype: opts.cacheDtype, activations, endTokens: [...tokenizer.eogIds] });
     return Object.assign(model, { tokenizer, conversions }) as Model & LoadedModel;
   } catch (err) {
     for (const t of tensors.values()) if (!t.disposed) t.dispose();

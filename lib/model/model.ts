@@ -62,11 +62,11 @@ export class Model {
   #disposed = false;
 
   /** @internal Use loadModel(). */
-  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; attentionScale?: number; contextSize: number; cacheDtype?: CacheDtype; activations?: Activations; endTokens: number[] }) {
+  constructor(dev: Device, config: ModelConfig, weights: ModelWeights, options: { ropeFreqs?: Tensor; ropeFreqsSwa?: Tensor; attentionScale?: number; contextSize: number; cacheDtype?: CacheDtype; activations?: Activations; endTokens: number[] }) {
     this.config = config;
     this.endTokens = Object.freeze([...options.endTokens]);
     this.activations = options.activations ?? 'float32';
-    this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs, attentionScale: options.attentionScale, activations: this.activations };
+    this.#ctx = { dev, config, weights, ropeFreqs: options.ropeFreqs, ropeFreqsSwa: options.ropeFreqsSwa, attentionScale: options.attentionScale, activations: this.activations };
     this.#contextSize = options.contextSize;
     this.#cacheDtype = options.cacheDtype ?? 'float16';
   }
@@ -173,7 +173,7 @@ export class Model {
     this.#disposed = true;
     const w = this.#ctx.weights;
     const seen = new Set<unknown>();
-    const all = [w.embedding, w.outputNorm, w.output, w.ropeFactors, this.#ctx.ropeFreqs,
+    const all = [w.embedding, w.outputNorm, w.output, w.ropeFactors, this.#ctx.ropeFreqs, this.#ctx.ropeFreqsSwa,
       ...w.layers.flatMap((l) => Object.values(l))];
     for (const t of all) {
       if (t && !seen.has(t) && !t.disposed) { seen.add(t); t.dispose(); }

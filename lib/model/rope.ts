@@ -46,8 +46,10 @@ export async function ropeFrequencies(dev: Device, config: ModelConfig, factors:
   // YaRN's correction dims (the pair indices where interpolation starts and ends), as llama.cpp's
   // ggml_rope_yarn_corr_dims: the pair whose wavelength turns n_rot times over the original context.
   const corrDim = (rotations: number) => (dims * Math.log(yarn!.originalContext / (rotations * 2 * Math.PI))) / (2 * Math.log(base));
-  const low = yarn ? Math.max(0, Math.floor(corrDim(yarn.betaFast))) : 0;
-  const high = yarn ? Math.min(dims - 1, Math.ceil(corrDim(yarn.betaSlow))) : 0;
+  // (transformers rounds them too unless the config says truncate: false; llama.cpp always does.)
+  const round = (v: number, f: (x: number) => number) => (yarn!.unrounded ? v : f(v));
+  const low = yarn ? Math.max(0, round(corrDim(yarn.betaFast), Math.floor)) : 0;
+  const high = yarn ? Math.min(dims - 1, round(corrDim(yarn.betaSlow), Math.ceil)) : 0;
   const freqs = new Float32Array(half);
   for (let i = 0; i < half; i++) {
     const f = Math.pow(base, (-2 * i) / dims) / divisors[i];

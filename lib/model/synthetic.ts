@@ -1,13 +1,15 @@
 // Random-weight model files with published models' shapes: what the tests and the bench load
 // (no weights can be downloaded where they run). The weights are scaled like a trained model's
 // (rows of norm ~1 after each projection) so activations and logits stay in a realistic range,
-// and the vocabulary is a SentencePiece ('llama') one llama.cpp loads.
+// and the vocabulary is a SentencePiece ('llama') one llama.cpp loads (gpt-oss: a byte-level BPE
+// one, synthetic-bpe.ts).
 import { writeGguf, type GgufWriteTensor, type GgufWriteValue } from '../loaders/gguf/write';
 import { encodeGgml, type GgmlEncodable } from '../loaders/gguf/blocks';
 import { llama3RopeDivisors } from './rope';
+import { syntheticBpeMetadata } from './synthetic-bpe';
 
 export interface SyntheticModelSpec {
-  arch: 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe';
+  arch: 'llama' | 'qwen2' | 'qwen3' | 'qwen3moe' | 'gpt-oss';
   vocab: number;
   width: number;
   layers: number;
@@ -15,7 +17,7 @@ export interface SyntheticModelSpec {
   kvHeads: number;
   /** Default width / heads. */
   headDim?: number;
-  /** MLP width (qwen3moe: each expert's). */
+  /** MLP width (qwen3moe, gpt-oss: each expert's). */
   ff: number;
   experts?: number;
   expertsUsed?: number;
@@ -28,6 +30,10 @@ export interface SyntheticModelSpec {
   ropeScaling?: { type: 'linear'; factor: number } | { type: 'yarn'; factor: number; originalContext: number } | { type: 'llama3'; factor: number; lowFreqFactor: number; highFreqFactor: number; originalContext: number };
   /** The type of the 2-D weights (norms and biases stay F32, as llama.cpp's quantizer keeps them). */
   type: GgmlEncodable;
+  /** The experts' type (default `type`; gpt-oss publishes MXFP4 experts beside 16-bit attention). */
+  expertType?: GgmlEncodable;
+  /** gpt-oss: the sliding window of its even layers (default 128, the published models'). */
+  slidingWindow?: number;
   seed?: number;
 }
 
@@ -85,7 +91,7 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     });
   };
   const weight = (name: string, inner: number, outer: number, experts = 0, gain = 1) =>
-    add(name, experts ? [inner, outer, experts] : [inner, outer], gain / Math.sqrt(inner), 0, spec.type);
+    add(name, experts ? [inner, outer, experts] : [inner, outer], gain / Math.sqrt(inner), 0, experts ? spec.expertType ?? spec.type : spec.type);
   const norm = (name: string, n: number) => add(name, [n], 0.1, 1);
 
   // Logits with a standard deviation of about 4, as trained models' (peaked next-token distributions).
@@ -96,7 +102,7 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     weight(`${b}.attn_q.weight`, width, heads * headDim);
     weight(`${b}.attn_k.weight`, width, kvHeads * headDim);
     weight(`${b}.attn_v.weight`, width, kvHeads * headDim);
-    if (arch === 'qwen2') {
+    if (arch === 'qwen2' || arch === 'gpt-oss') {
       add(`${b}.attn_q.bias`, [heads * headDim], 0.1);
       add(`${b}.attn_k.bias`, [kvHeads * headDim], 0.1);
       add(`${b}.attn_v.bias`, [kvHeads * headDim], 0.1);
@@ -106,6 +112,22 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
       norm(`${b}.attn_k_norm.weight`, headDim);
     }
     weight(`${b}.attn_output.weight`, heads * headDim, width);
+    if (arch === 'gpt-oss') {
+      add(`${b}.attn_output.bias`, [width], 0.1);
+      // Sinks of about the scores' size, so that they take a real share of each row's softmax.
+      add(`${b}.attn_sinks.weight`, [heads], 1);
+      norm(`${b}.post_attention_norm.weight`, width);
+      const E = spec.experts ?? 8;
+      add(`${b}.ffn_gate_inp.weight`, [width, E], 1 / Math.sqrt(width));
+      add(`${b}.ffn_gate_inp.bias`, [E], 0.5);
+      weight(`${b}.ffn_gate_exps.weight`, width, ff, E);
+      weight(`${b}.ffn_up_exps.weight`, width, ff, E);
+      weight(`${b}.ffn_down_exps.weight`, ff, width, E);
+      add(`${b}.ffn_gate_exps.bias`, [ff, E], 0.1);
+      add(`${b}.ffn_up_exps.bias`, [ff, E], 0.1);
+      add(`${b}.ffn_down_exps.bias`, [width, E], 0.1);
+      continue;
+    }
     norm(`${b}.ffn_norm.weight`, width);
     if (arch === 'qwen3moe') {
       const E = spec.experts ?? 8;
@@ -130,6 +152,16 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
   const u32 = (value: number): GgufWriteValue => ({ type: 'uint32', value });
   const f32 = (value: number): GgufWriteValue => ({ type: 'float32', value });
   const v = syntheticVocabulary(vocab);
+  const spm: [string, GgufWriteValue][] = [
+    ['tokenizer.ggml.model', { type: 'string', value: 'llama' }],
+    ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: v.tokens }],
+    ['tokenizer.ggml.scores', { type: 'array', of: 'float32', value: v.scores }],
+    ['tokenizer.ggml.token_type', { type: 'array', of: 'int32', value: v.types }],
+    ['tokenizer.ggml.unknown_token_id', u32(0)],
+    ['tokenizer.ggml.bos_token_id', u32(1)],
+    ['tokenizer.ggml.eos_token_id', u32(2)],
+    ['tokenizer.ggml.add_bos_token', { type: 'bool', value: true }],
+  ];
   const meta: [string, GgufWriteValue][] = [
     ['general.architecture', { type: 'string', value: arch }],
     ['general.name', { type: 'string', value: `synthetic-${arch}` }],
@@ -144,20 +176,14 @@ export function writeSyntheticModel(path: string, spec: SyntheticModelSpec, keep
     [`${arch}.rope.dimension_count`, u32(headDim)],
     [`${arch}.rope.freq_base`, f32(spec.ropeBase ?? 10000)],
     [`${arch}.attention.layer_norm_rms_epsilon`, f32(spec.eps ?? 1e-6)],
-    ['tokenizer.ggml.model', { type: 'string', value: 'llama' }],
-    ['tokenizer.ggml.tokens', { type: 'array', of: 'string', value: v.tokens }],
-    ['tokenizer.ggml.scores', { type: 'array', of: 'float32', value: v.scores }],
-    ['tokenizer.ggml.token_type', { type: 'array', of: 'int32', value: v.types }],
-    ['tokenizer.ggml.unknown_token_id', u32(0)],
-    ['tokenizer.ggml.bos_token_id', u32(1)],
-    ['tokenizer.ggml.eos_token_id', u32(2)],
-    ['tokenizer.ggml.add_bos_token', { type: 'bool', value: true }],
+    ...(arch === 'gpt-oss' ? syntheticBpeMetadata(vocab) : spm),
   ];
   if (spec.ropeScaling?.type === 'linear' || spec.ropeScaling?.type === 'yarn') {
     meta.push([`${arch}.rope.scaling.type`, { type: 'string', value: spec.ropeScaling.type }], [`${arch}.rope.scaling.factor`, f32(spec.ropeScaling.factor)]);
   }
   if (spec.ropeScaling?.type === 'yarn') meta.push([`${arch}.rope.scaling.original_context_length`, u32(spec.ropeScaling.originalContext)]);
-  if (arch === 'qwen3moe') {
+  if (arch === 'gpt-oss') meta.push([`${arch}.attention.sliding_window`, u32(spec.slidingWindow ?? 128)]);
+  if (arch === 'qwen3moe' || arch === 'gpt-oss') {
     meta.push([`${arch}.expert_count`, u32(spec.experts ?? 8)], [`${arch}.expert_used_count`, u32(spec.expertsUsed ?? 2)],
       [`${arch}.expert_feed_forward_length`, u32(ff)]);
   }

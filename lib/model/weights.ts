@@ -13,12 +13,19 @@ export interface LayerWeights {
   q: Weight; k: Weight; v: Weight; o: Weight;
   qBias?: Tensor; kBias?: Tensor; vBias?: Tensor;
   qNorm?: Tensor; kNorm?: Tensor;
+  /** gpt-oss: the output projection's bias and the attention sinks (float32 [heads]). */
+  oBias?: Tensor;
+  sinks?: Tensor;
+  /** The norm before the MLP (gpt-oss's post_attention_norm plays this role). */
   ffnNorm: Tensor;
   /** Dense MLP. */
   gate?: Weight; up?: Weight; down?: Weight;
   /** Mixture of experts: the router [E, width] (MLX quantizes it too) and the stacked experts [E, N, K]. */
   router?: Weight;
   gateExperts?: Weight; upExperts?: Weight; downExperts?: Weight;
+  /** gpt-oss: the router's bias [E] and each expert's biases, [E, ff] (gate, up) and [E, width] (down). */
+  routerBias?: Tensor;
+  gateExpertsBias?: Tensor; upExpertsBias?: Tensor; downExpertsBias?: Tensor;
 }
 
 export interface ModelWeights {
@@ -50,6 +57,7 @@ export function modelWeights(config: ModelConfig, tensors: Map<string, Weight>, 
   const dense = (name: string, shape: number[]) => get(name, shape, true) as Tensor;
   const optional = (name: string, shape: number[]) => (tensors.has(name) ? dense(name, shape) : undefined);
   const { width, heads, kvHeads, headDim, ff, vocab, experts } = config;
+  const oss = config.arch === 'gpt-oss';
   const layers: LayerWeights[] = [];
   for (let l = 0; l < config.layers; l++) {
     const b = `blk.${l}`;
@@ -64,8 +72,19 @@ export function modelWeights(config: ModelConfig, tensors: Map<string, Weight>, 
       vBias: optional(`${b}.attn_v.bias`, [kvHeads * headDim]),
       qNorm: optional(`${b}.attn_q_norm.weight`, [headDim]),
       kNorm: optional(`${b}.attn_k_norm.weight`, [headDim]),
-      ffnNorm: dense(`${b}.ffn_norm.weight`, [width]),
+      // gpt-oss normalises the residual before its experts with what llama.cpp calls
+      // attn_post_norm (GGUF post_attention_norm): the llama family's ffn_norm by another name.
+      ffnNorm: dense(oss ? `${b}.post_attention_norm.weight` : `${b}.ffn_norm.weight`, [width]),
     };
+    if (oss) {
+      // Required, as llama.cpp's llama_model_openai_moe creates them.
+      layer.oBias = dense(`${b}.attn_output.bias`, [width]);
+      layer.sinks = dense(`${b}.attn_sinks.weight`, [heads]);
+      layer.routerBias = dense(`${b}.ffn_gate_inp.bias`, [experts]);
+      layer.gateExpertsBias = dense(`${b}.ffn_gate_exps.bias`, [experts, ff]);
+      layer.upExpertsBias = dense(`${b}.ffn_up_exps.bias`, [experts, ff]);
+      layer.downExpertsBias = dense(`${b}.ffn_down_exps.bias`, [experts, width]);
+    }
     if (experts > 0) {
       layer.router = get(`${b}.ffn_gate_inp.weight`, [experts, width]);
       layer.gateExperts = get(`${b}.ffn_gate_exps.weight`, [experts, ff, width]);

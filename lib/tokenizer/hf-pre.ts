@@ -16,6 +16,8 @@ const PATTERNS: ReadonlyMap<string, string> = new Map([
   [CONTRACTIONS + String.raw`|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*` + TAIL, 'qwen2'],
   [CONTRACTIONS + String.raw`|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*` + TAIL, 'qwen35'],
   [String.raw`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*` + TAIL, 'tekken'],
+  // o200k (gpt-4o, gpt-oss): tekken's letter runs, each with an optional contraction.
+  [String.raw`[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+` + CONTRACTIONS + String.raw`?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*` + CONTRACTIONS + String.raw`?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*` + TAIL, 'gpt-4o'],
   [GPT2, 'gpt-2'],
 ]);
 

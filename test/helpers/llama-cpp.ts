@@ -104,3 +104,26 @@ export async function llamaCppGreedy(path: string, prompt: readonly number[], n:
     return out;
   });
 }
+
+/**
+ * llama.cpp's next-token probabilities over a prompt (one batch, row p: after prompt[0..p]) and
+ * then over `steps` decoded one token per call on the same sequence (row prompt.length + i: after
+ * steps[i]): prefill and decode, as its KV cache (sliding-window layers included) runs them.
+ */
+export async function llamaCppDecodeProbabilities(path: string, prompt: readonly number[], steps: readonly number[], vocab: number): Promise<Float64Array[]> {
+  return withContext(path, async (seq) => {
+    const rows: Float64Array[] = [];
+    const take = (res: Awaited<ReturnType<ContextSequence['controlledEvaluate']>>) => {
+      for (const r of res) {
+        const probs = r?.next?.probabilities;
+        if (!probs) throw new Error(`llama.cpp gave no probabilities at position ${rows.length}`);
+        const row = new Float64Array(vocab);
+        for (const [id, pr] of probs) row[id] = pr;
+        rows.push(row);
+      }
+    };
+    take(await seq.controlledEvaluate(prompt.map((t) => [t, { generateNext: { probabilities: true } }])));
+    for (const t of steps) take(await seq.controlledEvaluate([[t, { generateNext: { probabilities: true } }]]));
+    return rows;
+  });
+}

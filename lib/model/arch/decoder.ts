@@ -1,6 +1,6 @@
 // One forward pass of the llama family (llama, mistral, qwen2 with qkv biases, qwen3 with q/k
-// norms) and qwen3moe, as llama.cpp's graphs compute them: every op queued on the device, nothing
-// read back.
+// norms), qwen3moe and gpt-oss (biases, attention sinks, sliding-window layers, experts with
+// biases), as llama.cpp's graphs compute them: every op queued on the device, nothing read back.
 import type { Device } from '../../device';
 import { handleOf, natives, type Tensor } from '../../tensor';
 import type { Activations } from '../../types';
@@ -25,6 +25,8 @@ export interface ForwardContext {
   weights: ModelWeights;
   /** float32 [rope.dims / 2] inverse frequencies when the model scales RoPE; else base is used. */
   ropeFreqs?: Tensor;
+  /** The sliding-window layers' table when they have a base of their own (rope.baseSwa). */
+  ropeFreqsSwa?: Tensor;
   /** The attention's scale when not 1/sqrt(D) (YaRN's magnitude correction). */
   attentionScale?: number;
   /** linear's `activations` for every projection ('int8': llama.cpp's 8-bit activations). */
@@ -40,20 +42,26 @@ function attentionBlock(c: ForwardContext, s: Scratch, w: LayerWeights, h: Tenso
     if (norm) t = s.keep(dev.rmsNorm(t, norm, { eps }));
     return t;
   };
+  const sliding = config.slidingWindow?.layers[layer] === true;
+  const ownBase = sliding && config.rope.baseSwa !== undefined;
+  const freqs = ownBase ? c.ropeFreqsSwa : c.ropeFreqs;
   const rope = (t: Tensor) => s.keep(dev.rope(t, {
     offset: at, layout: 'blhd', dims: config.rope.dims, style: config.rope.style,
-    ...(c.ropeFreqs ? { freqs: c.ropeFreqs } : { base: config.rope.base }),
+    ...(freqs ? { freqs } : { base: ownBase ? config.rope.baseSwa! : config.rope.base }),
   }));
   const q = rope(project(w.q, w.qBias, heads, w.qNorm));
   const k = rope(project(w.k, w.kBias, kvHeads, w.kNorm));
   const v = project(w.v, w.vBias, kvHeads, undefined);
-  const { keys, values, copies, mask } = cache.append(layer, k, v, at);
+  const { keys, values, copies, mask } = cache.append(layer, k, v, at, sliding ? config.slidingWindow!.size : undefined);
   const qh = L === 1 ? q.reshape([1, heads, 1, headDim]) : s.keep(dev.transpose(q, [0, 2, 1, 3]));
-  const scale = c.attentionScale === undefined ? {} : { scale: c.attentionScale };
-  const o = s.keep(dev.attention(qh, keys, values, mask ? { mask, ...scale } : { causal: true, ...scale }));
+  const extra = {
+    ...(c.attentionScale === undefined ? {} : { scale: c.attentionScale }),
+    ...(w.sinks ? { sinks: w.sinks } : {}),
+  };
+  const o = s.keep(dev.attention(qh, keys, values, mask ? { mask, ...extra } : { causal: true, ...extra }));
   if (copies) { s.keep(keys as Tensor); s.keep(values as Tensor); }
   const merged = L === 1 ? o.reshape([1, heads * headDim]) : s.keep(dev.transpose(o, [0, 2, 1, 3])).reshape([L, heads * headDim]);
-  return s.keep(dev.linear(merged, w.o, { activations: c.activations }));
+  return s.keep(dev.linear(merged, w.o, { activations: c.activations, ...(w.oBias ? { bias: w.oBias } : {}) }));
 }
 
 function mlp(c: ForwardContext, s: Scratch, w: LayerWeights, m: Tensor): Tensor {

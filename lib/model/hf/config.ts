@@ -8,11 +8,11 @@ import { llama3RopeDivisors } from '../rope';
 
 /** config.json's model_type, and the class names of its `architectures`, for each of ours. */
 const MODEL_TYPES: Readonly<Record<string, Architecture>> = {
-  llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', qwen3_moe: 'qwen3moe',
+  llama: 'llama', mistral: 'mistral', qwen2: 'qwen2', qwen3: 'qwen3', qwen3_moe: 'qwen3moe', gpt_oss: 'gpt-oss',
 };
 const CLASSES: Readonly<Record<string, Architecture>> = {
   LlamaForCausalLM: 'llama', MistralForCausalLM: 'mistral', Qwen2ForCausalLM: 'qwen2', Qwen3ForCausalLM: 'qwen3',
-  Qwen3MoeForCausalLM: 'qwen3moe',
+  Qwen3MoeForCausalLM: 'qwen3moe', GptOssForCausalLM: 'gpt-oss',
 };
 
 export interface HfConfig {
@@ -66,7 +66,7 @@ function architectureOf(json: Record<string, unknown>, f: Fields): Architecture 
 }
 
 /** rope_scaling (or transformers 5's rope_parameters) as our scale, YaRN parameters or llama3 divisors. */
-function ropeScaling(json: Record<string, unknown>, f: Fields, base: number, dims: number, context: number):
+function ropeScaling(json: Record<string, unknown>, f: Fields, base: number, dims: number, context: number, oss: boolean):
   { scale: number; yarn?: ModelConfig['rope']['yarn']; divisors?: Float32Array } {
   const key = json.rope_scaling !== undefined && json.rope_scaling !== null ? 'rope_scaling' : 'rope_parameters';
   const s = json[key];
@@ -79,7 +79,8 @@ function ropeScaling(json: Record<string, unknown>, f: Fields, base: number, dim
   if (type === 'linear') return { scale: factor };
   if (type === 'yarn') {
     if (s.mscale !== undefined || s.mscale_all_dim !== undefined) throw f.fail(key, 'has mscale / mscale_all_dim (DeepSeek\'s YaRN variant), which is not supported');
-    if (s.truncate === false) throw f.fail(`${key}.truncate`, 'false is not supported (the correction dims are whole pairs, as llama.cpp has them)');
+    // gpt-oss's configs say truncate: false (transformers then leaves the correction range unrounded).
+    if (s.truncate === false && !oss) throw f.fail(`${key}.truncate`, 'false is not supported (the correction dims are whole pairs, as llama.cpp has them)');
     // transformers' default magnitude correction is 0.1 ln(factor) + 1, ours times attnFactor.
     const attention = f.num(s, 'attention_factor', 1 + 0.1 * Math.log(factor), `${key}.attention_factor`);
     return {
@@ -89,6 +90,7 @@ function ropeScaling(json: Record<string, unknown>, f: Fields, base: number, dim
         betaFast: f.num(s, 'beta_fast', 32, `${key}.beta_fast`),
         betaSlow: f.num(s, 'beta_slow', 1, `${key}.beta_slow`),
         attnFactor: attention / (1 + 0.1 * Math.log(factor)),
+        ...(s.truncate === false ? { unrounded: true } : {}),
       },
     };
   }
@@ -111,8 +113,10 @@ export function configFromHf(json: Record<string, unknown>, file: string): HfCon
   const act = json.hidden_act ?? json.hidden_activation;
   if (act !== undefined && act !== 'silu') throw f.fail('hidden_act', `${describe(act)} is not supported (the MLP is SwiGLU: 'silu')`);
   const q = json.quantization_config;
-  if (isObject(q) && q.quant_method !== undefined && q.quant_method !== 'fp8') {
-    throw f.fail('quantization_config.quant_method', `${describe(q.quant_method)} is not supported; MLX's quantization and FP8 weights with block scales are`);
+  const oss = arch === 'gpt-oss';
+  // gpt-oss's published experts are MXFP4 blocks and scales (quant_method 'mxfp4'), read as mxfp4.
+  if (isObject(q) && q.quant_method !== undefined && q.quant_method !== 'fp8' && !(oss && q.quant_method === 'mxfp4')) {
+    throw f.fail('quantization_config.quant_method', `${describe(q.quant_method)} is not supported; MLX's quantization, FP8 weights with block scales and gpt-oss's MXFP4 are`);
   }
   const width = f.int(json, 'hidden_size');
   const heads = f.int(json, 'num_attention_heads', undefined, 4096);
@@ -127,12 +131,12 @@ export function configFromHf(json: Record<string, unknown>, file: string): HfCon
   const context = f.int(json, 'max_position_embeddings', 4096);
   const base = f.num(json, 'rope_theta', isObject(json.rope_parameters) ? f.num(json.rope_parameters, 'rope_theta', 10000, 'rope_parameters.rope_theta') : 10000);
   if (!(base > 1)) throw f.fail('rope_theta', `must be greater than 1; got ${base}`);
-  const { scale, yarn, divisors } = ropeScaling(json, f, base, ropeDims, context);
+  const { scale, yarn, divisors } = ropeScaling(json, f, base, ropeDims, context, oss);
   if (yarn && ropeDims !== headDim) throw f.fail('rope_scaling', `YaRN with partial rotary dimensions (${ropeDims} of ${headDim}) is not supported`);
   const eps = f.num(json, 'rms_norm_eps', 1e-6);
   if (!(eps > 0 && eps < 1)) throw f.fail('rms_norm_eps', `must be in (0, 1); got ${eps}`);
-  const moe = arch === 'qwen3moe';
-  if (moe) {
+  const moe = arch === 'qwen3moe' || oss;
+  if (arch === 'qwen3moe') {
     if (json.norm_topk_prob !== true) throw f.fail('norm_topk_prob', `${describe(json.norm_topk_prob)} is not supported: the experts' weights are renormalised over the chosen ones (true)`);
     if (Array.isArray(json.mlp_only_layers) && json.mlp_only_layers.length > 0) throw f.fail('mlp_only_layers', 'must be empty (every layer a mixture of experts)');
     if (f.int(json, 'decoder_sparse_step', 1) !== 1) throw f.fail('decoder_sparse_step', 'must be 1 (every layer a mixture of experts)');
@@ -143,17 +147,40 @@ export function configFromHf(json: Record<string, unknown>, file: string): HfCon
     arch,
     layers: f.int(json, 'num_hidden_layers', undefined, 4096),
     width, heads, kvHeads, headDim,
-    ff: f.int(json, moe ? 'moe_intermediate_size' : 'intermediate_size'),
+    ff: f.int(json, arch === 'qwen3moe' ? 'moe_intermediate_size' : 'intermediate_size'),
     vocab: f.int(json, 'vocab_size'),
     context,
     eps,
     // Hugging Face checkpoints keep q/k as trained: rotate_half pairs (i, i + dims/2) for every
     // architecture here (llama.cpp's converter permutes llama's rows for adjacent pairs instead).
     rope: { base, dims: ropeDims, style: 'neox', scale, ...(yarn ? { yarn } : {}) },
-    experts: moe ? f.int(json, 'num_experts', undefined, 4096) : 0,
-    expertsUsed: moe ? f.int(json, 'num_experts_per_tok', undefined, 4096) : 0,
+    experts: moe ? f.int(json, oss ? 'num_local_experts' : 'num_experts', undefined, 4096) : 0,
+    expertsUsed: moe ? f.int(json, oss && json.num_experts_per_tok === undefined ? 'experts_per_token' : 'num_experts_per_tok', undefined, 4096) : 0,
     normTopK: moe,
+    ...(oss ? gptOssFields(json, f, f.int(json, 'num_hidden_layers', undefined, 4096)) : {}),
   };
   if (moe && config.expertsUsed > config.experts) throw f.fail('num_experts_per_tok', `${config.expertsUsed} is more than num_experts ${config.experts}`);
   return { config, ...(tied !== undefined ? { tied } : {}), ...(divisors ? { ropeDivisors: divisors } : {}) };
+}
+
+/**
+ * gpt-oss's sliding window (sliding_window, on the layers layer_types names 'sliding_attention';
+ * without layer_types, the even layers, as llama.cpp's pattern) and its SwiGLU (alpha 1.702,
+ * swiglu_limit, default 7).
+ */
+function gptOssFields(json: Record<string, unknown>, f: Fields, layers: number): Pick<ModelConfig, 'slidingWindow' | 'swiglu'> {
+  const size = f.int(json, 'sliding_window', undefined, 1 << 24);
+  const types = json.layer_types;
+  let slides: boolean[];
+  if (types === undefined || types === null) {
+    slides = Array.from({ length: layers }, (_, l) => l % 2 === 0);
+  } else {
+    if (!Array.isArray(types) || types.length !== layers || !types.every((t) => t === 'sliding_attention' || t === 'full_attention')) {
+      throw f.fail('layer_types', `must list 'sliding_attention' or 'full_attention' for each of the ${layers} layers; got ${describe(types)}`);
+    }
+    slides = types.map((t) => t === 'sliding_attention');
+  }
+  const limit = f.num(json, 'swiglu_limit', 7);
+  if (!(limit > 0)) throw f.fail('swiglu_limit', `must be positive; got ${limit}`);
+  return { slidingWindow: { size, layers: slides }, swiglu: { alpha: 1.702, limit } };
 }

@@ -26,8 +26,11 @@ export interface HfFolder {
   tokenizer: Tokenizer;
   /** llama3 RoPE scaling's divisors, when config.json asks for it. */
   ropeDivisors?: Float32Array;
-  /** The file's tensors to load (their names as loadSafetensors gives them) -> GGUF name, and expert index. */
-  roles: Map<string, { name: string; expert?: number }>;
+  /**
+   * The file's tensors to load (their names as loadSafetensors gives them) -> GGUF name, and expert
+   * index; or gpt-oss's interleaved gate_up_proj, split into the two GGUF names of `split`.
+   */
+  roles: Map<string, { name: string; expert?: number; split?: readonly [string, string] }>;
 }
 
 /** What loadHfWeights returns. */
@@ -56,10 +59,19 @@ function inFolder<T>(dir: string, read: () => T): T {
   }
 }
 
-/** A safetensors tensor that belongs to another (an MLX layer's scales/biases, an FP8 weight's scales): its owner's name. */
+/**
+ * A safetensors tensor that belongs to another (an MLX layer's scales/biases, an FP8 weight's
+ * scales, an MXFP4 `x_blocks`' `x_scales`): its owner's name.
+ */
 function ownerOf(name: string, names: ReadonlySet<string>): string | undefined {
-  const owner = name.replace(/\.(scales|biases)$/, '.weight').replace(/_scale(_inv)?$/, '');
+  const owner = name.replace(/\.(scales|biases)$/, '.weight').replace(/_scale(_inv)?$/, '').replace(/_scales$/, '_blocks');
   return owner !== name && names.has(owner) ? owner : undefined;
+}
+
+/** The name loadSafetensors gives a tensor: gpt-oss's MXFP4 `x_blocks` (with `x_scales`) loads as `x`. */
+function loadedName(name: string, names: ReadonlySet<string>): string {
+  const base = name.replace(/_blocks$/, '');
+  return base !== name && names.has(`${base}_scales`) ? base : name;
 }
 
 /** Reads config.json, the tokenizer files and the weights' headers; E_FORMAT naming what is missing or wrong. */
@@ -79,25 +91,29 @@ export async function readHfFolder(dir: string): Promise<HfFolder> {
   }
   const { tensors } = await inspectSafetensors(dir);
   const all = new Set(tensors.map((t) => t.name));
-  const roles = new Map<string, { name: string; expert?: number }>();
+  const roles: HfFolder['roles'] = new Map();
   const unknown: string[] = [];
   const moe = config.experts > 0;
-  for (const name of all) {
-    if (ownerOf(name, all) !== undefined) continue;
-    const role = hfTensorRole(name, config.layers, moe);
-    if (role.kind === 'weight') {
+  const oss = config.arch === 'gpt-oss';
+  for (const file of all) {
+    if (ownerOf(file, all) !== undefined) continue;
+    const name = loadedName(file, all);
+    const role = hfTensorRole(name, config.layers, moe, oss);
+    if (role.kind === 'interleaved') {
+      roles.set(name, { name: role.names[0], split: role.names });
+    } else if (role.kind === 'weight') {
       // A tied model's logits use the embedding: a saved lm_head copy is left unread.
       if (role.name !== 'output.weight' || tied !== true) roles.set(name, { name: role.name });
     } else if (role.kind === 'expert' && role.expert < config.experts) {
       roles.set(name, { name: role.name, expert: role.expert });
     } else if (role.kind !== 'ignored') {
-      unknown.push(name);
+      unknown.push(file);
     }
   }
   if (unknown.length) {
     throw formatError(`'${dir}': tensor${unknown.length > 1 ? 's' : ''} ${unknown.slice(0, 3).map((n) => `'${n}'`).join(', ')}` +
       `${unknown.length > 3 ? ` and ${unknown.length - 3} more` : ''} ${unknown.length > 1 ? 'are' : 'is'} not ${config.arch} weights ` +
-      `(config.json's ${config.layers} layers${moe ? `, ${config.experts} experts` : ''}); loadModel reads ${expectedNames(moe).join(', ')}`);
+      `(config.json's ${config.layers} layers${moe ? `, ${config.experts} experts` : ''}); loadModel reads ${expectedNames(moe, oss).join(', ')}`);
   }
   if (tied === false && ![...roles.values()].some((r) => r.name === 'output.weight')) {
     throw formatError(`'${dir}': config.json's tie_word_embeddings is false, but the folder has no tensor 'lm_head.weight'`);
@@ -138,7 +154,15 @@ export async function loadHfWeights(dev: Device, folder: HfFolder, onProgress?: 
   try {
     for (const [hf, t] of loaded.tensors) {
       const role = roles.get(hf)!;
-      if (role.expert === undefined) {
+      if (role.split) {
+        const [a, b] = await inFolder(dir, () => splitInterleaved(dev, t, hf));
+        t.dispose();
+        for (const [name, part] of [[role.split[0], a], [role.split[1], b]] as const) {
+          if (tensors.has(name)) { part.dispose(); throw formatError(`'${dir}': tensor '${hf}' and '${fileName.get(name)}' are both ${hfTensorName(name)}`); }
+          tensors.set(name, part);
+          fileName.set(name, hf);
+        }
+      } else if (role.expert === undefined) {
         if (tensors.has(role.name) || experts.has(role.name)) throw formatError(`'${dir}': tensors '${fileName.get(role.name) ?? hf}' and '${hf}' are both ${hfTensorName(role.name)}`);
         tensors.set(role.name, t);
         fileName.set(role.name, hf);
@@ -164,4 +188,38 @@ export async function loadHfWeights(dev: Device, folder: HfFolder, onProgress?: 
     conversions: loaded.report.conversions.filter((c) => !c.exact),
     label: (name) => fileName.get(name) ?? hfTensorName(name),
   };
+}
+
+/**
+ * gpt-oss's gate_up_proj [E, 2N, K] (mxfp4) or its bias [E, 2N]: gate is rows 2i, up rows 2i + 1
+ * (transformers' gate_up[..., ::2] and [..., 1::2]; llama.cpp's converter splits them the same
+ * way). A bias splits on the host; mxfp4 codes and scales are copied row by row (whole 32-blocks,
+ * so exact), as no op selects every other row of a quantized tensor.
+ */
+async function splitInterleaved(dev: Device, t: Weight, name: string): Promise<[Weight, Weight]> {
+  const shape = t.shape;
+  if (t instanceof Tensor) {
+    if (shape.length !== 2 || shape[1] % 2 !== 0) throw formatError(`tensor '${name}' must be [experts, 2 * intermediate_size]; got [${shape.join(', ')}]`);
+    // Small (a bias): split on the host, as float32 (every float16/bfloat16 value is exact there).
+    const [E, N2] = shape;
+    const v = await t.toFloat32();
+    const half = (at: number) => dev.tensor(Float32Array.from({ length: (E * N2) / 2 }, (_, i) => v[2 * i + at]), [E, N2 / 2]);
+    return [half(0), half(1)];
+  }
+  if (t.format !== 'mxfp4' || shape.length !== 3 || shape[1] % 2 !== 0) {
+    throw formatError(`tensor '${name}' must be MXFP4 blocks [experts, 2 * intermediate_size, hidden_size]; got ${t.format} [${shape.join(', ')}] (dense gate_up_proj layouts are not read)`);
+  }
+  const [E, N2, K] = shape;
+  const codes = await t.codes(), scales = await t.scales();
+  const rowCodes = K / 2, rowScales = K / 32;
+  const part = (at: number) => {
+    const c = new Uint8Array((E * N2 / 2) * rowCodes), s = new Uint8Array((E * N2 / 2) * rowScales);
+    for (let r = 0; r < E * N2 / 2; r++) {
+      const from = 2 * r + at;
+      c.set(codes.subarray(from * rowCodes, (from + 1) * rowCodes), r * rowCodes);
+      s.set(scales.subarray(from * rowScales, (from + 1) * rowScales), r * rowScales);
+    }
+    return dev.fromQuantized({ format: 'mxfp4', shape: [E, N2 / 2, K], codes: c, scales: s });
+  };
+  return [part(0), part(1)];
 }

@@ -27,6 +27,24 @@ const MOE: Readonly<Record<string, string>> = {
   'mlp.switch_mlp.up_proj.weight': 'ffn_up_exps.weight',
   'mlp.switch_mlp.down_proj.weight': 'ffn_down_exps.weight',
 };
+/**
+ * gpt-oss (transformers' GptOss): biases, sinks, the router and the experts as one stacked tensor
+ * each (MXFP4 `_blocks`/`_scales` pairs, loaded as mxfp4 under the name without the suffix).
+ * gate_up_proj holds gate and up interleaved row by row: it splits in two (OSS_SPLIT).
+ */
+const OSS: Readonly<Record<string, string>> = {
+  'self_attn.o_proj.bias': 'attn_output.bias',
+  'self_attn.sinks': 'attn_sinks.weight',
+  'post_attention_layernorm.weight': 'post_attention_norm.weight',
+  'mlp.router.weight': 'ffn_gate_inp.weight',
+  'mlp.router.bias': 'ffn_gate_inp.bias',
+  'mlp.experts.down_proj': 'ffn_down_exps.weight',
+  'mlp.experts.down_proj_bias': 'ffn_down_exps.bias',
+};
+const OSS_SPLIT: Readonly<Record<string, readonly [string, string]>> = {
+  'mlp.experts.gate_up_proj': ['ffn_gate_exps.weight', 'ffn_up_exps.weight'],
+  'mlp.experts.gate_up_proj_bias': ['ffn_gate_exps.bias', 'ffn_up_exps.bias'],
+};
 const GLOBAL: Readonly<Record<string, string>> = {
   'model.embed_tokens.weight': 'token_embd.weight',
   'model.norm.weight': 'output_norm.weight',
@@ -38,19 +56,27 @@ export type HfTensorRole =
   | { kind: 'weight'; name: string }
   /** One expert of a qwen3moe layer (transformers keeps them apart): stacked into `name` at `expert`. */
   | { kind: 'expert'; name: string; expert: number }
+  /** gpt-oss's gate_up_proj (and its bias): rows 2i are `names[0]`'s row i, rows 2i + 1 `names[1]`'s. */
+  | { kind: 'interleaved'; names: readonly [string, string] }
   /** Not a weight (older llama checkpoints' rotary_emb.inv_freq buffers). */
   | { kind: 'ignored' }
   | { kind: 'unknown' };
 
-const own = (table: Readonly<Record<string, string>>, key: string) => Object.prototype.hasOwnProperty.call(table, key);
+const own = (table: object, key: string) => Object.prototype.hasOwnProperty.call(table, key);
 
-/** The role of tensor `hf` in a model of `layers` layers, dense MLP or mixture of experts. */
-export function hfTensorRole(hf: string, layers: number, moe: boolean): HfTensorRole {
+/** The role of tensor `hf` in a model of `layers` layers, dense MLP or mixture of experts (gpt-oss's: `oss`). */
+export function hfTensorRole(hf: string, layers: number, moe: boolean, oss = false): HfTensorRole {
   if (own(GLOBAL, hf)) return { kind: 'weight', name: GLOBAL[hf] };
   const m = /^model\.layers\.(\d+)\.(.+)$/.exec(hf);
   if (!m || Number(m[1]) >= layers || String(Number(m[1])) !== m[1]) return { kind: 'unknown' };
   const [, l, rest] = m;
   if (rest.endsWith('rotary_emb.inv_freq')) return { kind: 'ignored' };
+  if (oss) {
+    if (own(OSS, rest)) return { kind: 'weight', name: `blk.${l}.${OSS[rest]}` };
+    if (own(OSS_SPLIT, rest)) return { kind: 'interleaved', names: [`blk.${l}.${OSS_SPLIT[rest][0]}`, `blk.${l}.${OSS_SPLIT[rest][1]}`] };
+    if (own(LAYER, rest)) return { kind: 'weight', name: `blk.${l}.${LAYER[rest]}` };
+    return { kind: 'unknown' };
+  }
   if (own(LAYER, rest)) return { kind: 'weight', name: `blk.${l}.${LAYER[rest]}` };
   if (!moe && own(DENSE_MLP, rest)) return { kind: 'weight', name: `blk.${l}.${DENSE_MLP[rest]}` };
   if (moe && own(MOE, rest)) return { kind: 'weight', name: `blk.${l}.${MOE[rest]}` };
@@ -67,6 +93,8 @@ export function hfTensorName(gguf: string): string {
   const [, l, rest] = m;
   const x = /^ffn_(gate|up|down)_exps\.weight$/.exec(rest);
   if (x) return `model.layers.${l}.mlp.experts.*.${x[1]}_proj.weight`;
+  for (const [hf, g] of Object.entries(OSS)) if (g === rest) return `model.layers.${l}.${hf}`;
+  for (const [hf, [gate, up]] of Object.entries(OSS_SPLIT)) if (rest === gate || rest === up) return `model.layers.${l}.${hf}`;
   for (const table of [LAYER, DENSE_MLP, MOE]) {
     for (const [hf, g] of Object.entries(table)) if (g === rest) return `model.layers.${l}.${hf}`;
   }
@@ -74,7 +102,8 @@ export function hfTensorName(gguf: string): string {
 }
 
 /** The HF names a model of this kind reads, per layer (for the message naming an unknown tensor). */
-export function expectedNames(moe: boolean): string[] {
+export function expectedNames(moe: boolean, oss = false): string[] {
+  if (oss) return [...Object.keys(GLOBAL), ...[...Object.keys(LAYER), ...Object.keys(OSS), ...Object.keys(OSS_SPLIT)].map((k) => `model.layers.N.${k}`)];
   return [
     ...Object.keys(GLOBAL),
     ...[...Object.keys(LAYER), ...Object.keys(moe ? MOE : DENSE_MLP), ...(moe ? ['mlp.experts.E.{gate,up,down}_proj.weight'] : [])]
