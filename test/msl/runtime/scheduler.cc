@@ -1,6 +1,8 @@
 // Threadgroup execution: fibers, rendezvous resolution and the divergence checks (scheduler.h).
 #include "scheduler.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -191,6 +193,15 @@ bool ThreadgroupRunner::check_matrix_uniform(const std::vector<uint32_t>& lanes,
   return true;
 }
 
+// The reverse pass runs SIMD-group by SIMD-group (see run) unless MTOH_SCHEDULE=lockstep.
+static bool simd_major_schedule() {
+  static const bool on = [] {
+    const char* v = std::getenv("MTOH_SCHEDULE");
+    return !(v && std::string(v) == "lockstep");
+  }();
+  return on;
+}
+
 // Resolves SIMD-group `s` if all its live lanes wait at SIMD-group rendezvous. Returns false on error.
 bool ThreadgroupRunner::resolve_simdgroup(uint32_t s, bool* progressed) {
   const uint32_t first = s * kSimdWidth, last = std::min(threads_, first + kSimdWidth);
@@ -349,15 +360,36 @@ RunResult ThreadgroupRunner::run(const uint32_t group[3]) {
   prepare_fault_handling();
   if (sigsetjmp(trap.jump, 1) == 0) {
     arm_fault_trap(&trap);
+    const bool simd_major = launch_.options.reverse_order && simd_major_schedule();
     for (;;) {
       bool all_done = true;
-      for (uint32_t k = 0; k < threads_ && !failed_; ++k) {
-        const uint32_t l = launch_.options.reverse_order ? threads_ - 1 - k : k;
-        if (lanes_[l].wait == Wait::Runnable) {
-          running_ = l;
-          context_switch(&scheduler_, &lanes_[l].ctx);
+      if (simd_major) {
+        // SIMD-groups one at a time, the last first: each runs, its own rendezvous resolved at
+        // once, until it waits at a threadgroup barrier or returns. One SIMD-group then gets as
+        // far ahead of the others as the barriers allow, which the lockstep order below never
+        // lets happen (a SIMD-group overwriting a threadgroup slot that another has yet to read).
+        for (uint32_t g = simdgroups_; g-- > 0 && !failed_;) {
+          const uint32_t first = g * kSimdWidth, last = std::min(threads_, first + kSimdWidth);
+          for (bool progressed = true; progressed && !failed_;) {
+            for (uint32_t l = last; l-- > first && !failed_;) {
+              if (lanes_[l].wait != Wait::Runnable) continue;
+              running_ = l;
+              context_switch(&scheduler_, &lanes_[l].ctx);
+            }
+            progressed = false;
+            if (!failed_ && !resolve_simdgroup(g, &progressed)) break;
+          }
         }
-        all_done = all_done && lanes_[l].wait == Wait::Done;
+        for (uint32_t l = 0; l < threads_; ++l) all_done = all_done && lanes_[l].wait == Wait::Done;
+      } else {
+        for (uint32_t k = 0; k < threads_ && !failed_; ++k) {
+          const uint32_t l = launch_.options.reverse_order ? threads_ - 1 - k : k;
+          if (lanes_[l].wait == Wait::Runnable) {
+            running_ = l;
+            context_switch(&scheduler_, &lanes_[l].ctx);
+          }
+          all_done = all_done && lanes_[l].wait == Wait::Done;
+        }
       }
       if (failed_) break;
       if (all_done) {
