@@ -11,6 +11,7 @@ import { decodeGgml, encodeGgml, loadModel, open, writeGguf, writeSyntheticModel
 import { referenceLogits } from './helpers/decoder-ref';
 import { writeGptOssHfFolder } from './helpers/hf-gpt-oss';
 import { disposeLlamaCppModels, hasLlamaCpp, llamaCppDecodeProbabilities, llamaCppGreedy, llamaCppModel } from './helpers/llama-cpp';
+import { argmax, kl, softmax } from './helpers/distributions';
 
 // Four layers (0 and 2 slide), a window of 8 over a 24-token prompt and 8 decode steps, YaRN, heads
 // of 32 (q is 128 wide over a width of 64, as gpt-oss's 64 heads of 64 over 2880), 4 experts, 2 used.
@@ -36,20 +37,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function softmax(row: ArrayLike<number>): Float64Array {
-  let m = -Infinity;
-  for (let i = 0; i < row.length; i++) m = Math.max(m, row[i]);
-  const p = Float64Array.from(row, (x) => Math.exp(x - m));
-  const z = p.reduce((a, b) => a + b, 0);
-  return p.map((x) => x / z);
-}
-/** KL(p || q): p the reference distribution. */
-function kl(p: Float64Array, q: Float64Array): number {
-  let s = 0;
-  for (let i = 0; i < p.length; i++) if (p[i] > 0) s += p[i] * Math.log(p[i] / Math.max(q[i], 1e-300));
-  return s;
-}
-const argmax = (r: ArrayLike<number>) => { let b = 0; for (let i = 1; i < r.length; i++) if (r[i] > r[b]) b = i; return b; };
 const rows = (logits: Float32Array | Float64Array, n: number) => Array.from({ length: n }, (_, p) => softmax(logits.subarray(p * V, (p + 1) * V)));
 
 /** Our distributions after each prompt prefix (one forward), then after each decoded step. */

@@ -15,6 +15,7 @@ import { hfTokenizerJson, type HfTokenizerLayout } from './helpers/hf-tokenizer'
 import { rng } from './helpers/compare';
 import { EDGE_CASES, randomStrings } from './helpers/tokenizer-strings';
 import { BPE_USER_DEFINED, bpeVocabulary, spmVocabulary, writeTokenizerGguf } from './helpers/tokenizer-vocab';
+import { argmax, softmax } from './helpers/distributions';
 
 type Arch = SyntheticModelSpec['arch'];
 const spec = (arch: Arch, type: SyntheticModelSpec['type'], extra: Partial<SyntheticModelSpec> = {}): SyntheticModelSpec => ({
@@ -58,7 +59,6 @@ async function logitsOf(path: string, ids: readonly number[] = PROMPT): Promise<
   }
 }
 
-const argmax = (r: ArrayLike<number>) => { let b = 0; for (let i = 1; i < r.length; i++) if (r[i] > r[b]) b = i; return b; };
 
 /** Largest |a - b| and the positions whose top token differs. */
 function compare(a: ArrayLike<number>, b: ArrayLike<number>): { maxDiff: number; topDiffer: number[] } {
@@ -72,13 +72,6 @@ function compare(a: ArrayLike<number>, b: ArrayLike<number>): { maxDiff: number;
   return { maxDiff, topDiffer };
 }
 
-function softmax(row: ArrayLike<number>): Float64Array {
-  let m = -Infinity;
-  for (let i = 0; i < row.length; i++) m = Math.max(m, row[i]);
-  const p = Float64Array.from(row, (x) => Math.exp(x - m));
-  const z = p.reduce((a, b) => a + b, 0);
-  return p.map((x) => x / z);
-}
 
 /** Against the float64 reference (its weights the folder's values): KL < 1e-4 and the same top token at every position, as test/model.test.ts asks. */
 function expectNear(ours: Float32Array, ref: Float64Array): void {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TensorOpsError, decodeGgml, encodeGgml, loadModel, open, writeGguf, writeSyntheticModel, type Device, type SyntheticModelSpec } from '../lib/index';
 import { referenceLogits } from './helpers/decoder-ref';
 import { disposeLlamaCppModels, hasLlamaCpp, llamaCppGreedy, llamaCppProbabilities } from './helpers/llama-cpp';
+import { argmax, kl, softmax } from './helpers/distributions';
 
 const ARCHS = ['llama', 'qwen2', 'qwen3', 'qwen3moe'] as const;
 const spec = (arch: (typeof ARCHS)[number], type: SyntheticModelSpec['type']): SyntheticModelSpec => ({
@@ -31,20 +32,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function softmax(row: ArrayLike<number>): Float64Array {
-  let m = -Infinity;
-  for (let i = 0; i < row.length; i++) m = Math.max(m, row[i]);
-  const p = Float64Array.from(row, (x) => Math.exp(x - m));
-  const z = p.reduce((a, b) => a + b, 0);
-  return p.map((x) => x / z);
-}
-/** KL(p || q): p the reference distribution. */
-function kl(p: Float64Array, q: Float64Array): number {
-  let s = 0;
-  for (let i = 0; i < p.length; i++) if (p[i] > 0) s += p[i] * Math.log(p[i] / Math.max(q[i], 1e-300));
-  return s;
-}
-const argmax = (r: ArrayLike<number>) => { let b = 0; for (let i = 1; i < r.length; i++) if (r[i] > r[b]) b = i; return b; };
 
 async function ourProbabilities(path: string, ids: readonly number[]): Promise<Float64Array[]> {
   const model = await loadModel(dev, path, { contextSize: 256 });
