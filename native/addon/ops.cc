@@ -142,7 +142,7 @@ Napi::Value NativeDevice::Linear(const Napi::CallbackInfo& info) {
     LinearParams p = check_linear(operand(x), operand(w), bias.get(),
                                   read_optional_dtype(info[3], "outDtype"));
     p.int8_activations = info[4].IsBoolean() && info[4].As<Napi::Boolean>().Value();  // lib/ checked it
-    TensorPtr y = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
+    TensorPtr y = make_tensor(std::move(p.out_shape), p.out_dtype, allocator_of(backend_));
     const double work = double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));  // K = 0: a fill
     const bool host = y->numel() == 0 || p.K == 0;
     EventList inputs{event_of(x), event_of(w), bias ? bias->ready_event() : nullptr};
@@ -163,7 +163,7 @@ Napi::Value NativeDevice::Matmul(const Napi::CallbackInfo& info) {
     TensorPtr a = NativeTensor::Get(info[0], "a");
     TensorPtr b = NativeTensor::Get(info[1], "b");
     MatmulParams p = check_matmul(*a, *b);
-    TensorPtr c = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
+    TensorPtr c = make_tensor(std::move(p.out_shape), p.out_dtype, allocator_of(backend_));
     const double work = double(p.batch) * double(p.M) * double(p.N) * double(std::max<int64_t>(p.K, 1));
     const bool host = c->numel() == 0 || p.K == 0;
     EventList inputs{a->ready_event(), b->ready_event()};
@@ -192,7 +192,7 @@ Napi::Value NativeDevice::Attention(const Napi::CallbackInfo& info) {
     TensorPtr mask = is_absent(info[5]) ? nullptr : NativeTensor::Get(info[5], "mask");
     TensorPtr sinks = is_absent(info[6]) ? nullptr : NativeTensor::Get(info[6], "sinks");
     AttentionParams p = check_attention(operand(q), operand(k), operand(v), scale, causal, mask.get(), sinks.get());
-    TensorPtr o = make_tensor(p.out_shape, p.out_dtype, allocator_of(backend_));
+    TensorPtr o = make_tensor(std::move(p.out_shape), p.out_dtype, allocator_of(backend_));
     const double work = double(p.B) * double(p.Hq) * double(p.Lq) * double(std::max<int64_t>(p.Lk, 1)) * double(p.D);
     const bool host = o->numel() == 0 || p.Lk == 0;
     EventList inputs{event_of(q), event_of(k), event_of(v), mask ? mask->ready_event() : nullptr,

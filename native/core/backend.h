@@ -132,9 +132,12 @@ class Backend {
 };
 using BackendPtr = std::shared_ptr<Backend>;
 
-// Backend::allocate as an Allocator (core/tensor.h) that keeps the backend alive.
+// Backend::allocate as an Allocator (core/tensor.h), for make_tensor/make_qtensor, which call it
+// before they return: the caller's BackendPtr keeps the backend alive meanwhile. A raw pointer,
+// not a copy of the shared_ptr: a lambda holding one is too big for std::function's inline
+// storage, so each op's output cost the JS thread a malloc and two atomic count updates.
 inline Allocator allocator_of(const BackendPtr& b) {
-  return [b](size_t bytes) { return b->allocate(bytes); };
+  return [backend = b.get()](size_t bytes) { return backend->allocate(bytes); };
 }
 
 // The cpu backend with `threads` worker threads (0: one per hardware thread).

@@ -22,7 +22,7 @@ struct Operand {
 // y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]); x's leading dims are folded into M.
 struct LinearParams {
   int64_t M = 0, N = 0, K = 0;
-  Shape out_shape;  // x.shape[:-1] + [N]
+  Shape out_shape;  // x.shape[:-1] + [N]; moved into y when queued (addon/ops.cc): read y.shape
   DType out_dtype = DType::Float32;
   // x may be quantized to int8 per block of 32 (linear's `activations: 'int8'`): backends with
   // integer dot-product kernels for w's format do for a few rows of x (cpu: kernels/dot.h
@@ -36,7 +36,7 @@ LinearParams check_linear(const Operand& x, const Operand& w, const Tensor* bias
 struct MatmulParams {
   int64_t batch = 1, M = 0, N = 0, K = 0;
   bool b_batched = false;
-  Shape out_shape;
+  Shape out_shape;  // moved into c when queued (addon/ops.cc): read c.shape
   DType out_dtype = DType::Float32;
 };
 MatmulParams check_matmul(const Tensor& a, const Tensor& b);
@@ -65,7 +65,7 @@ struct AttentionParams {
   // that sees no key is still zeros.
   const Tensor* sinks = nullptr;
   DType out_dtype = DType::Float32;
-  Shape out_shape;
+  Shape out_shape;  // moved into o when queued (addon/ops.cc): read o.shape
 };
 AttentionParams check_attention(const Operand& q, const Operand& k, const Operand& v,
                                 std::optional<float> scale, bool causal, const Tensor* mask,

@@ -156,9 +156,13 @@ QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator
 }
 
 TensorPtr make_tensor(const Shape& shape, DType dtype, const Allocator& alloc) {
+  return make_tensor(Shape(shape), dtype, alloc);
+}
+
+TensorPtr make_tensor(Shape&& shape, DType dtype, const Allocator& alloc) {
   check_shape(shape, "the tensor's shape");
   auto t = std::make_shared<Tensor>();
-  t->shape = shape;
+  t->shape = std::move(shape);
   t->dtype = dtype;
   t->buffer = alloc(t->bytes());
   return t;

@@ -162,5 +162,7 @@ QTensorPtr make_qtensor(const Shape& shape, Format f, int block, const Allocator
 // A dense tensor with storage from `alloc`; throws E_SHAPE before allocating when the shape is
 // too large (an op's output shape combines its inputs' dimensions, so it can overflow alone).
 TensorPtr make_tensor(const Shape& shape, DType dtype, const Allocator& alloc);
+// The same, taking the shape over (an op's out_shape: one allocation fewer on the JS thread).
+TensorPtr make_tensor(Shape&& shape, DType dtype, const Allocator& alloc);
 
 }  // namespace mto
