@@ -1,6 +1,7 @@
 // Rotary position embedding (core/ops.h RopeParams). The angle of each (position, pair) is worked
-// out in double, so that long positions keep float32 accuracy (pos * inv_freq in float32 is off by
-// ~pos * 2^-24 radians: 0.006 at position 100,000); the cosine and sine table is kept for the next
+// out in fixed-point turns (core/rope_turns.h), exact at every int32 position (pos * inv_freq in
+// float32 is off by ~pos * 2^-24 radians: 0.006 at position 100,000; in double by |pos * f| *
+// 2^-53, 2e-5 at position 2^31 for an explicit frequency of 93); the cosine and sine table is kept for the next
 // op with the same positions and frequencies (a model's q and k, and every layer, share it: made
 // afresh it cost 1 to 5 ms for 2048 positions, as much as rotating the 64 MiB of a layer's q).
 // Float32 rows are rotated straight from x into the output (other dtypes through a float32 row);
@@ -13,6 +14,7 @@
 #include <mutex>
 #include <vector>
 
+#include "../core/rope_turns.h"
 #include "gemm.h"
 #include "simd.h"
 #include "ops.h"
@@ -63,14 +65,17 @@ std::shared_ptr<const Table> table_for(ThreadPool& pool, const Tensor* positions
   t->c.resize(size_t(p.L * w));
   t->s.resize(size_t(p.L * w));
   Table& tt = *t;
+  // Each frequency in fixed-point turns (core/rope_turns.h: exact angles at every int32 position).
+  std::vector<uint64_t> turns(size_t(std::max<int64_t>(half, 0)));
+  for (int64_t i = 0; i < half; ++i) turns[size_t(i)] = rope_turns(tt.inv[size_t(i)]);
   // L * half double sines and cosines (~5 ms for 2048 x 64 on one core): on every pool thread.
   pool.parallel_for(p.L, std::max<int64_t>(1, 256 / std::max<int64_t>(half, 1)), [&](int64_t l0, int64_t l1) {
     for (int64_t l = l0; l < l1; ++l) {
-      const double ps = tt.positions.empty() ? double(tt.offset + l) : double(tt.positions[size_t(l)]);
+      const int64_t ps = tt.positions.empty() ? tt.offset + l : int64_t(tt.positions[size_t(l)]);
       float* c = &tt.c[size_t(l * w)];
       float* s = &tt.s[size_t(l * w)];
       for (int64_t i = 0; i < half; ++i) {
-        const double a = ps * tt.inv[size_t(i)];
+        const double a = rope_angle(ps, turns[size_t(i)]);
         const float ca = float(std::cos(a)), sa = float(std::sin(a));
         if (tt.neox) {
           c[i] = ca;

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "../../../shaders/rope_params.h"
+#include "../rope_turns.h"
 #include "plan_util.h"
 
 namespace mto::plan {
@@ -51,10 +52,8 @@ Dispatch plan_rope(const RopeParams& p, DType x, DType y, Tier tier) {
   if (!p.has_freqs) {
     // The cpu backend's inverse frequencies (native/cpu/rope.cc), in turns per position: only
     // the fraction matters (a whole turn per position adds nothing), kept to 64 bits.
-    const double two_pi = 6.283185307179586476925;
     for (int64_t i = 0; i < half; ++i) {
-      const double turns = std::pow(p.base, -2.0 * double(i) / double(p.dims)) / two_pi;
-      const uint64_t fixed = uint64_t((turns - std::floor(turns)) * 18446744073709551616.0);
+      const uint64_t fixed = rope_turns(std::pow(p.base, -2.0 * double(i) / double(p.dims)));
       kp.turns_lo[i] = int32_t(uint32_t(fixed));
       kp.turns_hi[i] = int32_t(uint32_t(fixed >> 32));
     }

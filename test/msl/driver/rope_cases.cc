@@ -73,8 +73,9 @@ CaseResult run_case(const RopeCase& c, const std::string& name, const std::strin
   if (c.freqs) {
     Rng rng(seed + 2);
     std::vector<float> f(size_t(c.dims / 2));
-    // Radians per position, some above 1.
-    for (auto& v : f) v = rng.uniform() * 1.5f;
+    // Radians per position, some above 1; every fourth above pi in magnitude (either sign), where
+    // the reduction of f / (2 pi) to a fraction of a turn has whole turns to drop.
+    for (size_t i = 0; i < f.size(); ++i) f[i] = i % 4 == 3 ? (rng.uniform() * 90.0f + 3.5f) * (i % 8 == 3 ? 1.0f : -1.0f) : rng.uniform() * 1.5f;
     freqs = tensor_of(f, {c.dims / 2}, DType::Float32);
   }
   const mto::RopeParams p = mto::check_rope(x, positions ? &*positions : nullptr, freqs ? &*freqs : nullptr, c.blhd,
