@@ -44,6 +44,8 @@ class MetalBackend final : public Backend {
     i.has_gpu_fields = true;
     i.unified_memory = caps_.unified_memory;
     i.recommended_working_set = caps_.recommended_working_set;
+    i.os_version = os_version_string(caps_.os);
+    i.os_source = caps_.os_source;
     i.fallbacks = ctx_.unusable.list();
     return i;
   }
