@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "metal4_path.h"
 #include "metal_constants.h"
 #include "objc_strings.h"
 
@@ -60,7 +61,8 @@ Capabilities query_capabilities(id<MTLDevice> device) {
   if (!device) return caps;
   // What the framework answers, whatever version it claims (core/tiers.cc gates on both). A
   // selector is asked for, not sent, so no availability applies here.
-  caps.metal4_api = [device respondsToSelector:@selector(newMTL4CommandQueue)] &&
+  // A build whose SDK predates Metal 4 has no Metal 4 path to use (metal4_path.h).
+  caps.metal4_api = MTO_HAVE_METAL4 && [device respondsToSelector:@selector(newMTL4CommandQueue)] &&
                     [device respondsToSelector:@selector(newCommandAllocator)] &&
                     [device respondsToSelector:@selector(newArgumentTableWithDescriptor:error:)] &&
                     [device respondsToSelector:@selector(newResidencySetWithDescriptor:error:)];
