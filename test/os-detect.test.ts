@@ -17,6 +17,7 @@ interface Caps {
 interface Choice { backend: string; tier: string; neuralAccelerators: boolean; fallbackReason?: string; probed: string[] }
 interface Internal {
   detectOs(r: Readings): Detection;
+  commandPath(caps: Caps, tier: string, build: { sdkMetal4: boolean; available26: boolean }): string;
   selectTier(caps: Caps, request?: { backend?: string; tier?: string }): Choice;
 }
 
@@ -142,5 +143,29 @@ describe('the tier decision that follows (native/core/tiers.cc)', () => {
       backend: 'metal', tier: 'simdgroup', neuralAccelerators: false, probed: ['simdgroup'],
       fallbackReason: "tensorops: needs macOS 26.2 or later (this is macOS 15.5); the GPU's neural accelerators stay unused",
     });
+  });
+});
+
+describe('the command path that follows (native/core/command_path.cc)', () => {
+  const built = { sdkMetal4: true, available26: true };
+  const on262 = m5({ processInfo: '26.2.0', productVersion: '26.2' });
+  const compat = m5({ processInfo: '16.0.0', productVersion: '26.2' });
+
+  it('the TensorOps tiers encode through Metal 4, simdgroup through Metal 3', () => {
+    expect(internal.commandPath(on262, 'tensorops', built)).toBe('metal4');
+    expect(internal.commandPath(m5({ processInfo: '27.0.0' }), 'tensorops-mx', built)).toBe('metal4');
+    expect(internal.commandPath(on262, 'simdgroup', built)).toBe('metal3');
+  });
+
+  it('@available saying no in a process shown 16.0: Metal 4 past the compatibility version, as the detection read 26.2', () => {
+    expect(internal.commandPath(compat, 'tensorops', { sdkMetal4: true, available26: false })).toBe('metal4-past-compat');
+    // Nothing read 26 or later: no Metal 4 message is sent on @available's "no".
+    expect(internal.commandPath(m5({ processInfo: '15.5.0' }, { metal4Api: true }), 'tensorops',
+      { sdkMetal4: true, available26: false })).toBe('metal3');
+  });
+
+  it('Metal 3 where the build or the framework has no Metal 4, whatever the version says', () => {
+    expect(internal.commandPath(on262, 'tensorops', { sdkMetal4: false, available26: true })).toBe('metal3');
+    expect(internal.commandPath(m5({ processInfo: '26.2.0' }, { metal4Api: false }), 'tensorops', built)).toBe('metal3');
   });
 });

@@ -12,6 +12,7 @@
 
 #include "core/buffer_pool.h"
 #include "core/capabilities.h"
+#include "core/command_path.h"
 #include "core/error.h"
 #include "core/os_detect.h"
 #include "core/pipeline_key.h"
@@ -177,6 +178,22 @@ Napi::Value DetectOs(const Napi::CallbackInfo& info) {
     o.Set("source", d.source);
     o.Set("compatSeen", d.compat_seen);
     return o;
+  });
+}
+
+// commandPath(caps, tier, { sdkMetal4, available26 }) -> "metal3" | "metal4" | "metal4-past-compat"
+Napi::Value CommandPathOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    const Capabilities caps = read_caps(info[0]);
+    Tier t;
+    if (!info[1].IsString() || !parse_tier(info[1].As<Napi::String>().Utf8Value(), &t)) {
+      throw Error(code::Arg, "tier must be a tier name");
+    }
+    if (!info[2].IsObject()) throw Error(code::Arg, "build must be an object");
+    Napi::Object b = info[2].As<Napi::Object>();
+    return Napi::String::New(env, command_path_name(command_path_for(caps, t, bool_field(b, "sdkMetal4"),
+                                                                     bool_field(b, "available26"))));
   });
 }
 
@@ -431,6 +448,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("selectTier", Napi::Function::New(env, SelectTier, "selectTier"));
   o.Set("describeCaps", Napi::Function::New(env, DescribeCaps, "describeCaps"));
   o.Set("detectOs", Napi::Function::New(env, DetectOs, "detectOs"));
+  o.Set("commandPath", Napi::Function::New(env, CommandPathOf, "commandPath"));
   o.Set("mslVersion", Napi::Function::New(env, MslVersionOf, "mslVersion"));
   o.Set("sizeClass", Napi::Function::New(env, SizeClass, "sizeClass"));
   o.Set("poolRun", Napi::Function::New(env, PoolRun, "poolRun"));

@@ -47,8 +47,8 @@ class BatchEncoder {
 // The Metal 3 path (encode_metal3.mm).
 std::unique_ptr<BatchEncoder> make_metal3_encoder(id<MTLDevice> device);
 
-// The path for `tier` on this machine: Metal 4 for the TensorOps tiers where caps.metal4_api
-// (device.mm), Metal 3 otherwise. `residency` receives the pool's buffers (buffers.h) and, on
+// The path for `tier` on this machine, as core/command_path.h decides it: Metal 4 for the
+// TensorOps tiers where this build and the framework have it (caps.metal4_api), Metal 3 otherwise. `residency` receives the pool's buffers (buffers.h) and, on
 // the Metal 4 path, becomes the device's residency set. Throws Error(E_BACKEND).
 std::unique_ptr<BatchEncoder> make_batch_encoder(id<MTLDevice> device, const Capabilities& caps, Tier tier,
                                                  std::shared_ptr<ResidencyTracker> residency);
