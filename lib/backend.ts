@@ -39,6 +39,8 @@ export interface NativeInfo {
   gpuFamily?: string;
   unifiedMemory?: boolean;
   recommendedWorkingSetBytes?: number;
+  macosVersion?: string;
+  macosVersionFrom?: string;
   fallbackReason?: string;
   fallbacks?: LibraryFallback[];
   threads: number;
@@ -58,6 +60,10 @@ export function deviceInfo(native: NativeInfo): DeviceInfo {
   if (native.unifiedMemory !== undefined) info.unifiedMemory = native.unifiedMemory;
   if (native.recommendedWorkingSetBytes !== undefined) {
     info.recommendedWorkingSetBytes = native.recommendedWorkingSetBytes;
+  }
+  if (native.macosVersion !== undefined) {
+    info.macosVersion = native.macosVersion;
+    info.macosVersionFrom = native.macosVersionFrom ?? '';
   }
   if (native.fallbackReason) info.fallbackReason = native.fallbackReason;
   if (native.fallbacks && native.fallbacks.length > 0) {

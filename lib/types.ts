@@ -44,6 +44,18 @@ export interface DeviceInfo {
   arch: string;
   unifiedMemory?: boolean;
   recommendedWorkingSetBytes?: number;
+  /**
+   * metal: the macOS version the tiers were decided on ('26.2'). A process linked against an
+   * older SDK (Node's release binaries) may be shown a compatibility version (macOS 26 as 16.0),
+   * so the backend reads several sources and sees through it; `os` stays Node's own answer.
+   */
+  macosVersion?: string;
+  /**
+   * metal: where `macosVersion` came from: 'kern.osproductversion', 'NSProcessInfo',
+   * 'NSProcessInfo 16.0.0 (a compatibility version) read as 26.0', or
+   * 'kern.osrelease 25.2.0 (Darwin 25: macOS 26, minor unknown)'.
+   */
+  macosVersionFrom?: string;
   /** cpu backend: threads of its pool, used by each op. */
   threads?: number;
   /** Why a faster backend or tier was not used, when one was asked for or could exist. */

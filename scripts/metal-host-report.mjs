@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // macOS only: builds the Metal host code (native/metal/*.mm with the backend-neutral core it
 // uses) into a small program with Apple's toolchain, runs it, and prints what this Mac really
-// offers as JSON: the Capabilities record device.mm fills, every tier's probe result (each probe
+// offers as JSON: the Capabilities record device.mm fills (with the OS version's source and
+// which Metal 4 and scale-plane APIs the framework answers to), every tier's probe result (each probe
 // kernel compiled by Metal at run time), and the tier select_tier picks. The macOS workflow runs
 // it so that the host code is compiled and executed by Apple's tools, not only type-checked.
 //
@@ -64,12 +65,14 @@ int main() {
     }
     std::printf("{\n  \"device\": {\"hasDevice\": %s, \"name\": %s, \"architecture\": %s, \"gpuFamily\": %s, "
                 "\"metal4Family\": %s, \"neuralAcceleratorHardware\": %s, \"unifiedMemory\": %s, "
-                "\"recommendedWorkingSetBytes\": %llu},\n  \"os\": %s,\n  \"rosetta\": %s,\n"
+                "\"recommendedWorkingSetBytes\": %llu, \"metal4Api\": %s, \"scalePlaneApi\": %s},\n"
+                "  \"os\": %s,\n  \"osFrom\": %s,\n  \"rosetta\": %s,\n"
                 "  \"probes\": {%s},\n  \"choice\": %s\n}\n",
                 caps.has_device ? "true" : "false", q(caps.device_name).c_str(), q(caps.architecture).c_str(),
                 q(gpu_family_name(caps)).c_str(), caps.metal4_family ? "true" : "false",
                 gpu_has_neural_accelerators(caps) ? "true" : "false", caps.unified_memory ? "true" : "false",
-                static_cast<unsigned long long>(caps.recommended_working_set), q(os_version_string(caps.os)).c_str(),
+                static_cast<unsigned long long>(caps.recommended_working_set), caps.metal4_api ? "true" : "false",
+                caps.scale_plane_api ? "true" : "false", q(os_version_string(caps.os)).c_str(), q(caps.os_source).c_str(),
                 caps.rosetta ? "true" : "false", probes.c_str(), choice.c_str());
   }
   return 0;
@@ -87,7 +90,7 @@ function main(argv) {
   // The capability and probe half of native/metal (what this report exercises); the rest of
   // the metal backend is built and run as part of the addon by npm ci and the test step.
   const mm = ['device.mm', 'library.mm', 'pipeline_archive.mm', 'probe.mm'].map((f) => join(root, 'native', 'metal', f));
-  const core = ['capabilities.cc', 'tiers.cc', 'pipeline_key.cc'].map((f) => join(root, 'native', 'core', f));
+  const core = ['capabilities.cc', 'os_detect.cc', 'tiers.cc', 'pipeline_key.cc'].map((f) => join(root, 'native', 'core', f));
   const exe = join(work, 'metal-host-report');
   const args = [
     'clang++', '-std=c++17', '-O1', '-fexceptions', '-mmacosx-version-min=14.0',

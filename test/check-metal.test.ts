@@ -1,7 +1,8 @@
 // `npm run check:metal` must pass on the real native/metal sources and must bite: a copy with a
 // selector that does not exist, a copy with a macOS-26-only API outside `@available` and a copy
 // with an API deprecated since the deployment target (at the newest target) fail with the
-// compiler's message. Without this, a passing check would prove nothing.
+// compiler's message; so do copies of the Metal 4 command path with a wrong argument-table
+// selector or a missing guard. Without this, a passing check would prove nothing.
 // Needs clang-19 and Debian's arm64 cross headers (.ci/run installs them); a missing toolchain
 // fails the full suite (npm run test:all) and skips this one in the quick suite. On macOS it is skipped (and counted as skipped):
 // there Apple's own clang compiles the real files against the real SDK (npm ci), and
@@ -126,6 +127,67 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
   it("type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)", () => {
     const file = editedCopy('sdk-26', (s) => `#define __MAC_OS_X_VERSION_MAX_ALLOWED 260000\n${s}`, 'qtensor.mm');
     const r = checkMetal(file);
+    expect(r.status, r.output).toBe(0);
+  });
+
+  // The Metal 4 command path (encode_metal4.mm, batch_encoder.mm, os_gate.mm).
+  const tensorBinding = '[table_ setResource:t.gpuResourceID atBufferIndex:index];';
+
+  it('fails on a wrong argument-table selector (a tensor bound with setResource:atIndex:)', () => {
+    const file = editedCopy('argument-table-selector', (s) => s.replace(tensorBinding,
+      '[table_ setResource:t.gpuResourceID atIndex:index];'), 'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'setResource:atIndex:'/);
+  });
+
+  it('fails on a buffer bound to the argument table by its MTLBuffer instead of its gpuAddress', () => {
+    const file = editedCopy('argument-table-address', (s) => s.replace(
+      '[table_ setAddress:buffer.gpuAddress atIndex:index];', '[table_ setAddress:buffer atIndex:index];'),
+    'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/cannot initialize a parameter of type 'MTLGPUAddress'|incompatible pointer to integer conversion/);
+  });
+
+  it('fails on the Metal 4 path reached without @available (an unguarded macOS 26 call)', () => {
+    const file = editedCopy('metal4-unguarded', (s) => s.replace(
+      '    if (@available(macOS 26.0, *)) return make_metal4_encoder(device, std::move(residency));',
+      '    return make_metal4_encoder(device, std::move(residency));'), 'batch_encoder.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'make_metal4_encoder' is only available on macOS 26\.0 or newer/);
+    expect(r.output).toContain('unguarded-availability');
+  });
+
+  it('fails on the Metal 4 encoder class without its macOS 26 annotation (every MTL4 use unguarded)', () => {
+    const file = editedCopy('metal4-class', (s) => s.replace(
+      'class API_AVAILABLE(macos(26.0)) Metal4Encoder', 'class Metal4Encoder'), 'encode_metal4.mm');
+    const r = checkMetal('--macos', '14.0', file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'MTL4CommandQueue' is only available on macOS 26\.0 or newer/);
+  });
+
+  it('fails on a macOS 27 API inside the macOS 26 path: the annotation admits 26, not everything', () => {
+    const file = editedCopy('metal4-uses-27', (s) => s.replace(tensorBinding,
+      `${tensorBinding}\n    (void)MTLTensorDataTypeMetalFloat8E4M3;`), 'encode_metal4.mm');
+    const r = checkMetal('--macos', '14.0', file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'MTLTensorDataTypeMetalFloat8E4M3' is only available on macOS 27\.0 or newer/);
+  });
+
+  it("os_gate.mm's silenced call is the only one: a second macOS 26 call there is an error", () => {
+    const file = editedCopy('os-gate-second-call', (s) => s.replace('#pragma clang diagnostic pop\n}',
+      '#pragma clang diagnostic pop\n}\nvoid second(id<MTLDevice> d) { (void)[d newMTL4CommandQueue]; }'), 'os_gate.mm');
+    const r = checkMetal('--macos', '14.0', file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'newMTL4CommandQueue' is only available on macOS 26\.0 or newer/);
+  });
+
+  it('type-checks the Metal 4 files as built with an SDK older than macOS 26 (Metal 3 path only)', () => {
+    const files = ['batch_encoder.mm', 'encode_metal4.mm', 'os_gate.mm', 'device.mm'].map((mm) => editedCopy(`sdk-15-${mm}`,
+      (s) => `#define __MAC_OS_X_VERSION_MAX_ALLOWED 150000\n${s}`, mm));
+    const r = checkMetal(...files);
     expect(r.status, r.output).toBe(0);
   });
 

@@ -189,6 +189,10 @@ Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
     o.Set("unifiedMemory", b.unified_memory);
     o.Set("recommendedWorkingSetBytes", double(b.recommended_working_set));
   }
+  if (!b.os_version.empty()) {
+    o.Set("macosVersion", b.os_version);
+    o.Set("macosVersionFrom", b.os_source);
+  }
   if (!fallback_reason_.empty()) o.Set("fallbackReason", fallback_reason_);
   if (!b.fallbacks.empty()) o.Set("fallbacks", fallbacks_to_js(env, b.fallbacks));
   o.Set("threads", cpu_->info().threads);

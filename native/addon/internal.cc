@@ -12,7 +12,9 @@
 
 #include "core/buffer_pool.h"
 #include "core/capabilities.h"
+#include "core/command_path.h"
 #include "core/error.h"
+#include "core/os_detect.h"
 #include "core/pipeline_key.h"
 #include "core/shader_source.h"
 #include "core/tiers.h"
@@ -45,9 +47,36 @@ OsVersion parse_os(const std::string& s) {
   return v;
 }
 
-// { hasDevice, deviceName, architecture, os: "26.2", rosetta, appleFamily, metal4Family,
-//   unifiedMemory, recommendedWorkingSet, probes: { [tier]: true | "error text" } }
-// A tier missing from `probes` compiles fine when probed.
+// { processInfo?, productVersion?, darwinRelease? }: each a string (what the call returned) or
+// absent (the call failed) -> OsReadings.
+OsReadings read_os_readings(Napi::Value v) {
+  if (!v.IsObject()) throw Error(code::Arg, "readings must be an object");
+  Napi::Object o = v.As<Napi::Object>();
+  const auto reading = [&](const char* key) {
+    OsReading r;
+    r.ok = o.Get(key).IsString();
+    if (r.ok) r.text = str_field(o, key);
+    return r;
+  };
+  OsReadings r;
+  r.process_info = reading("processInfo");
+  r.product_version = reading("productVersion");
+  r.darwin_release = reading("darwinRelease");
+  return r;
+}
+
+// A boolean field, or `fallback` when it is absent.
+bool bool_field_or(Napi::Object o, const char* key, bool fallback) {
+  Napi::Value v = o.Get(key);
+  return v.IsBoolean() ? v.As<Napi::Boolean>().Value() : fallback;
+}
+
+// { hasDevice, deviceName, architecture, os: "26.2" | osReadings: {...}, rosetta, appleFamily,
+//   metal4Family, metal4Api, scalePlaneApi, unifiedMemory, recommendedWorkingSet,
+//   probes: { [tier]: true | "error text" } }
+// A tier missing from `probes` compiles fine when probed. `osReadings` runs the OS detection
+// (core/os_detect.h) as device.mm does; metal4Api / scalePlaneApi, when absent, are what an
+// honest framework of that OS answers (macOS 26 / 27 and later).
 Capabilities read_caps(Napi::Value v) {
   if (!v.IsObject()) throw Error(code::Arg, "caps must be an object");
   Napi::Object o = v.As<Napi::Object>();
@@ -55,7 +84,15 @@ Capabilities read_caps(Napi::Value v) {
   c.has_device = bool_field(o, "hasDevice");
   c.device_name = str_field(o, "deviceName");
   c.architecture = str_field(o, "architecture");
-  c.os = parse_os(str_field(o, "os"));
+  if (o.Has("osReadings")) {
+    const OsDetection d = detect_os_version(read_os_readings(o.Get("osReadings")));
+    c.os = d.version;
+    c.os_source = d.source;
+  } else {
+    c.os = parse_os(str_field(o, "os"));
+  }
+  c.metal4_api = bool_field_or(o, "metal4Api", c.os.at_least(26));
+  c.scale_plane_api = bool_field_or(o, "scalePlaneApi", c.os.at_least(27));
   c.rosetta = bool_field(o, "rosetta");
   c.apple_family = int(num_field(o, "appleFamily"));
   c.metal4_family = bool_field(o, "metal4Family");
@@ -128,6 +165,35 @@ Napi::Value DescribeCaps(const Napi::CallbackInfo& info) {
     o.Set("neuralAcceleratorHardware", gpu_has_neural_accelerators(caps));
     o.Set("gpuFamily", gpu_family_name(caps));
     return o;
+  });
+}
+
+// detectOs({ processInfo?, productVersion?, darwinRelease? }) -> { version: "26.2", source, compatSeen }
+Napi::Value DetectOs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    const OsDetection d = detect_os_version(read_os_readings(info[0]));
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("version", os_version_string(d.version));
+    o.Set("source", d.source);
+    o.Set("compatSeen", d.compat_seen);
+    return o;
+  });
+}
+
+// commandPath(caps, tier, { sdkMetal4, available26 }) -> "metal3" | "metal4" | "metal4-past-compat"
+Napi::Value CommandPathOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    const Capabilities caps = read_caps(info[0]);
+    Tier t;
+    if (!info[1].IsString() || !parse_tier(info[1].As<Napi::String>().Utf8Value(), &t)) {
+      throw Error(code::Arg, "tier must be a tier name");
+    }
+    if (!info[2].IsObject()) throw Error(code::Arg, "build must be an object");
+    Napi::Object b = info[2].As<Napi::Object>();
+    return Napi::String::New(env, command_path_name(command_path_for(caps, t, bool_field(b, "sdkMetal4"),
+                                                                     bool_field(b, "available26"))));
   });
 }
 
@@ -381,6 +447,8 @@ Napi::Object InitInternal(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("selectTier", Napi::Function::New(env, SelectTier, "selectTier"));
   o.Set("describeCaps", Napi::Function::New(env, DescribeCaps, "describeCaps"));
+  o.Set("detectOs", Napi::Function::New(env, DetectOs, "detectOs"));
+  o.Set("commandPath", Napi::Function::New(env, CommandPathOf, "commandPath"));
   o.Set("mslVersion", Napi::Function::New(env, MslVersionOf, "mslVersion"));
   o.Set("sizeClass", Napi::Function::New(env, SizeClass, "sizeClass"));
   o.Set("poolRun", Napi::Function::New(env, PoolRun, "poolRun"));

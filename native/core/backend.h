@@ -48,6 +48,11 @@ struct BackendInfo {
   bool unified_memory = false;
   uint64_t recommended_working_set = 0;
   int threads = 0;              // cpu threads the host-side kernels use
+  // metal only: the macOS version the tiers were decided on and how it was found
+  // (core/os_detect.h: "kern.osproductversion", "NSProcessInfo 16.0.0 (a compatibility version)
+  // read as 26.0", ...); "" on the cpu backend.
+  std::string os_version;
+  std::string os_source;
   // Shader libraries this device stopped using (core/library_fallback.h): they failed to compile
   // or make a pipeline, so the ops planned into them run one tier lower or on the cpu backend.
   // Found as ops first need them, so the list grows.

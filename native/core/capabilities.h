@@ -48,7 +48,14 @@ struct Capabilities {
   bool has_device = false;        // MTLCreateSystemDefaultDevice or MTLCopyAllDevices found one
   std::string device_name;        // "Apple M4 Pro", "Apple Paravirtual device"
   std::string architecture;       // MTLDevice.architecture.name, "applegpu_g17s"; "" if unknown
-  OsVersion os;                   // the running macOS (device.mm)
+  OsVersion os;                   // the running macOS (device.mm, decided by core/os_detect.h)
+  std::string os_source;          // how `os` was found (OsDetection::source), for dev.info
+  // What the running Metal framework answers to respondsToSelector: / NSClassFromString (device.mm),
+  // whatever version it claims: the Metal 4 command path (MTLDevice newMTL4CommandQueue,
+  // newCommandAllocator, newArgumentTableWithDescriptor:error:, newResidencySetWithDescriptor:error:)
+  // and the scale-plane tensor (class MTLTensorAuxiliaryPlaneDescriptor, macOS 27).
+  bool metal4_api = false;
+  bool scale_plane_api = false;
   bool rosetta = false;           // an x86-64 process translated by Rosetta 2
   // Highest N for which supportsFamily:MTLGPUFamilyAppleN is true (7 = M1, 8 = M2, 9 = M3/M4,
   // 10 = M5/A19), 0 when none. Apple10 (raw 1010) marks the GPUs with neural accelerators.

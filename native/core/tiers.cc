@@ -1,7 +1,10 @@
 // Tier rules (docs/design/ARCHITECTURE.md "Metal backend tiers", METAL.md "Capability detection"):
 //   tensorops-mx  macOS 27 + family Metal4 + its probe and the tensorops probe
 //                 (MSL 4.1 scale planes and cooperative left inputs, plus the MSL 4.0 libraries)
+//                 + the scale-plane tensor API and the Metal 4 API below
 //   tensorops     macOS 26.2 + family Metal4 + probe       (MSL 4.0 matmul2d, reduce_rows, ...)
+//                 + the Metal 4 command API (MTL4CommandQueue, argument tables, residency sets),
+//                 which these tiers encode through (native/metal/encode_metal4.mm)
 //   simdgroup     family Apple7 + probe                    (simdgroup_matrix, M1 and later)
 //   cpu           otherwise, or Rosetta, or no device
 // plus one policy: the TensorOps tiers are the default only on GPUs with neural accelerators
@@ -65,6 +68,17 @@ Gate tier_gate(const Capabilities& caps, Tier t, bool apply_policy) {
   if (os.kind != GateKind::Ok) return os;
   if (!caps.metal4_family) {
     return {GateKind::Unsupported, gpu_label(caps) + " does not support MTLGPUFamilyMetal4"};
+  }
+  // The OS version says what should be there; respondsToSelector: says what is (a version read
+  // wrongly, core/os_detect.h, must not send a message the framework does not answer).
+  if (!caps.metal4_api) {
+    return {GateKind::Unsupported, "the Metal framework has no Metal 4 command API (MTLDevice "
+                                   "does not respond to newMTL4CommandQueue), or this addon was "
+                                   "built with an SDK older than macOS 26's"};
+  }
+  if (t == Tier::TensorOpsMx && !caps.scale_plane_api) {
+    return {GateKind::Unsupported, "the Metal framework has no scale-plane tensors (no class "
+                                   "MTLTensorAuxiliaryPlaneDescriptor)"};
   }
   if (apply_policy && !gpu_has_neural_accelerators(caps)) {
     return {GateKind::Policy,

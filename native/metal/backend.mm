@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "batch_encoder.h"
 #include "ops.h"
 #include "qtensor.h"
 
@@ -28,8 +29,9 @@ class MetalBackend final : public Backend {
       : device_(device),
         caps_(caps),
         choice_(choice),
-        pool_(std::make_shared<MetalBufferPool>(device, pool_cache_limit(caps))),
-        stream_(device, ShaderLibraries::for_device(device, caps),
+        residency_(std::make_shared<ResidencyTracker>()),
+        pool_(std::make_shared<MetalBufferPool>(device, pool_cache_limit(caps), residency_)),
+        stream_(make_batch_encoder(device, caps, choice.tier, residency_), ShaderLibraries::for_device(device, caps),
                 commit_policy(caps.architecture, std::getenv("METAL_TENSOROPS_COMMIT_OPS"),
                               std::getenv("METAL_TENSOROPS_COMMIT_MB"))),
         ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable()} {}
@@ -44,6 +46,8 @@ class MetalBackend final : public Backend {
     i.has_gpu_fields = true;
     i.unified_memory = caps_.unified_memory;
     i.recommended_working_set = caps_.recommended_working_set;
+    i.os_version = os_version_string(caps_.os);
+    i.os_source = caps_.os_source;
     i.fallbacks = ctx_.unusable.list();
     return i;
   }
@@ -52,7 +56,7 @@ class MetalBackend final : public Backend {
     *out = pool_->stats();
     return true;
   }
-  void attach_device_view(QTensor& q) override { attach_scale_plane_tensor(device_, choice_.tier, q); }
+  void attach_device_view(QTensor& q) override { attach_scale_plane_tensor(device_, choice_.tier, residency_, q); }
   bool runs_on_caller() const override { return false; }
   void flush() override { stream_.flush(); }
 
@@ -123,6 +127,8 @@ class MetalBackend final : public Backend {
   id<MTLDevice> device_;
   Capabilities caps_;
   TierChoice choice_;
+  // What the Metal 4 path keeps resident (residency.h); the pool and the scale-plane tensors feed it.
+  std::shared_ptr<ResidencyTracker> residency_;
   std::shared_ptr<MetalBufferPool> pool_;
   CommandStream stream_;
   MetalContext ctx_;

@@ -10,6 +10,7 @@
 
 #include "core/buffer_pool.h"
 #include "core/tensor.h"
+#include "residency.h"
 
 namespace mto::metal {
 
@@ -17,8 +18,9 @@ namespace mto::metal {
 // so a buffer freed after the backend is gone still has its pool.
 class MetalBufferPool : public std::enable_shared_from_this<MetalBufferPool> {
  public:
-  // `cache_limit` bytes of released buffers are kept for reuse.
-  MetalBufferPool(id<MTLDevice> device, size_t cache_limit);
+  // `cache_limit` bytes of released buffers are kept for reuse. Each MTLBuffer the pool makes
+  // is added to `residency` and removed when the pool frees it: pooled blocks stay resident.
+  MetalBufferPool(id<MTLDevice> device, size_t cache_limit, std::shared_ptr<ResidencyTracker> residency);
 
   // A Buffer (core/tensor.h) whose data() is the MTLBuffer's contents. Throws Error(E_OOM).
   BufferPtr allocate(size_t bytes);

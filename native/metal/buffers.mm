@@ -7,8 +7,9 @@ namespace mto::metal {
 namespace {
 
 // Shared storage: one allocation the CPU and GPU both address (unified memory). Hazard tracking
-// stays on (the default): each op is one command buffer with a serial compute encoder, and Metal
-// orders its dispatches and the ops that read a result after it.
+// stays on (the default) for the Metal 3 path, where a serial compute encoder and Metal order the
+// dispatches and the ops that read a result after them; the Metal 4 path tracks no hazards and
+// orders its dispatches with barriers instead (encode_metal4.mm).
 constexpr MTLResourceOptions kSharedOptions =
     MTLResourceStorageModeShared | MTLResourceCPUCacheModeDefaultCache;
 
@@ -34,17 +35,20 @@ class MetalBuffer final : public Buffer {
 
 }  // namespace
 
-MetalBufferPool::MetalBufferPool(id<MTLDevice> device, size_t cache_limit)
+MetalBufferPool::MetalBufferPool(id<MTLDevice> device, size_t cache_limit,
+                                 std::shared_ptr<ResidencyTracker> residency)
     : pool_(
           cache_limit,
-          [device](size_t bytes) -> void* {
+          [device, residency](size_t bytes) -> void* {
             id<MTLBuffer> b = [device newBufferWithLength:bytes options:kSharedOptions];
+            if (b) residency->add(b);
             // The pool owns one retain count per block until free releases it.
             return b ? (__bridge_retained void*)b : nullptr;
           },
-          [](void* handle, size_t) {
+          [residency](void* handle, size_t) {
+            // The tracker holds the buffer until its removal is applied.
             id<MTLBuffer> b = (__bridge_transfer id<MTLBuffer>)handle;  // released at scope end
-            (void)b;
+            residency->remove(b);
           }) {}
 
 BufferPtr MetalBufferPool::allocate(size_t bytes) {

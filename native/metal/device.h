@@ -5,6 +5,7 @@
 #import <Metal/Metal.h>
 
 #include "core/capabilities.h"
+#include "core/os_detect.h"
 
 namespace mto::metal {
 
@@ -17,11 +18,11 @@ id<MTLDevice> pick_device();
 Capabilities query_capabilities(id<MTLDevice> device);
 
 // The running macOS, as the tiers are gated on it (core/tiers.h) and MSL versions are asked for
-// (library.mm): the higher of NSProcessInfo.operatingSystemVersion and sysctl
-// kern.osproductversion, since either may show an older compatibility version to a process
-// linked against an older SDK (macOS 26 as 16.0). Never `@available` alone: it answers for the
-// version the process is shown.
-OsVersion running_os_version();
+// (library.mm): the readings (NSProcessInfo.operatingSystemVersion, sysctl kern.osproductversion
+// and kern.osrelease) handed to core/os_detect.h, which sees through the compatibility version
+// (macOS 26 shown as 16.0) a process linked against an older SDK is given. Never `@available`
+// alone: it may answer for the version the process is shown.
+OsDetection running_os_version();
 
 // True in an x86-64 process translated by Rosetta 2 (sysctl.proc_translated == 1).
 bool running_under_rosetta();

@@ -6,18 +6,23 @@
 
 #include <sys/sysctl.h>
 
-#include <cstdio>
+#include <string>
 
+#include "metal4_path.h"
 #include "metal_constants.h"
 #include "objc_strings.h"
 
 namespace mto::metal {
 namespace {
 
-bool newer(const OsVersion& a, const OsVersion& b) {
-  if (a.major != b.major) return a.major > b.major;
-  if (a.minor != b.minor) return a.minor > b.minor;
-  return a.patch > b.patch;
+// A sysctl's string value; not ok when the call fails (ENOENT: an OS without that name).
+OsReading sysctl_text(const char* name) {
+  OsReading r;
+  char text[64] = {0};
+  size_t size = sizeof text - 1;
+  r.ok = sysctlbyname(name, text, &size, nullptr, 0) == 0;
+  if (r.ok) r.text = text;
+  return r;
 }
 
 }  // namespace
@@ -29,24 +34,15 @@ id<MTLDevice> pick_device() {
   return all.count > 0 ? all[0] : nil;
 }
 
-OsVersion running_os_version() {
-  // Two readings, the higher wins: a compatibility version is always below the real one (macOS
-  // 11 showed 10.16 and macOS 26 showed 16.0 to processes built with an older SDK). Reported:
-  // kern.osproductversion showed 10.16 on Big Sur too (ziglang/zig#7569), and NSProcessInfo
-  // answers 26 to such processes from macOS 26 beta 4 on (Apple developer forums, thread 788667).
-  NSOperatingSystemVersion ns = NSProcessInfo.processInfo.operatingSystemVersion;
-  OsVersion best;
-  best.major = int(ns.majorVersion);
-  best.minor = int(ns.minorVersion);
-  best.patch = int(ns.patchVersion);
-  OsVersion v;
-  char text[64] = {0};
-  size_t size = sizeof text - 1;
-  if (sysctlbyname("kern.osproductversion", text, &size, nullptr, 0) == 0 &&
-      std::sscanf(text, "%d.%d.%d", &v.major, &v.minor, &v.patch) >= 2 && newer(v, best)) {
-    best = v;
-  }
-  return best;
+OsDetection running_os_version() {
+  OsReadings r;
+  const NSOperatingSystemVersion ns = NSProcessInfo.processInfo.operatingSystemVersion;
+  r.process_info.ok = true;
+  r.process_info.text = std::to_string(ns.majorVersion) + "." + std::to_string(ns.minorVersion) + "." +
+                        std::to_string(ns.patchVersion);
+  r.product_version = sysctl_text("kern.osproductversion");
+  r.darwin_release = sysctl_text("kern.osrelease");
+  return detect_os_version(r);
 }
 
 bool running_under_rosetta() {
@@ -58,9 +54,20 @@ bool running_under_rosetta() {
 
 Capabilities query_capabilities(id<MTLDevice> device) {
   Capabilities caps;
-  caps.os = running_os_version();
+  const OsDetection os = running_os_version();
+  caps.os = os.version;
+  caps.os_source = os.source;
   caps.rosetta = running_under_rosetta();
   if (!device) return caps;
+  // What the framework answers, whatever version it claims (core/tiers.cc gates on both). A
+  // selector is asked for, not sent, so no availability applies here.
+  // A build whose SDK predates Metal 4 has no Metal 4 path to use (metal4_path.h).
+  caps.metal4_api = MTO_HAVE_METAL4 && [device respondsToSelector:@selector(newMTL4CommandQueue)] &&
+                    [device respondsToSelector:@selector(newCommandAllocator)] &&
+                    [device respondsToSelector:@selector(newArgumentTableWithDescriptor:error:)] &&
+                    [device respondsToSelector:@selector(newResidencySetWithDescriptor:error:)];
+  caps.scale_plane_api = NSClassFromString(@"MTLTensorAuxiliaryPlaneDescriptor") != nil &&
+                         [device respondsToSelector:@selector(newTensorWithDescriptor:attachments:error:)];
   caps.has_device = true;
   caps.device_name = to_std(device.name);
   if (@available(macOS 14.0, *)) {  // MTLArchitecture: macOS 14 (our deployment target)

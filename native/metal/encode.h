@@ -1,7 +1,9 @@
 // Encoding dispatch plans (core/dispatch_plan.h) into a command buffer and committing it. The
 // plan decides kernel, grid, threadgroup size, buffer slots and parameter bytes; this file only
-// binds and dispatches exactly that (no geometry is decided in Objective-C++), and reports the
-// end through the command buffer's completed handler: no thread waits on the GPU.
+// binds and dispatches exactly that (no geometry is decided in Objective-C++), through the tier's
+// command path (batch_encoder.h: Metal 3, or Metal 4 for the TensorOps tiers), and reports the
+// end through that path's completion (a completed handler, or the Metal 4 commit feedback): no
+// thread waits on the GPU.
 // Objective-C++ only: include from native/metal/*.mm.
 #pragma once
 #import <Metal/Metal.h>
@@ -13,6 +15,7 @@
 
 #include "core/backend.h"
 #include "core/commit_policy.h"
+#include "batch_encoder.h"
 #include "buffers.h"
 #include "core/dispatch_plan.h"
 #include "shader_library.h"
@@ -35,11 +38,15 @@ class ArgTable {
 // The device's command queue and the batch being encoded. Used from the JS thread only.
 class CommandStream {
  public:
-  CommandStream(id<MTLDevice> device, ShaderLibraries& libraries, CommitPolicy policy);
+  // `encoder`: the tier's command path (make_batch_encoder).
+  CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy);
 
-  // Encodes `passes` in order into the open batch: one command buffer with one serial compute
-  // encoder, shared by every op started since the last flush() (a serial encoder runs a pass
-  // after the previous pass's writes, within an op and across ops). When the GPU is done with
+  // "metal3" or "metal4": the command path this stream encodes through.
+  const char* path() const { return encoder_->path(); }
+
+  // Encodes `passes` in order into the open batch: one command buffer with one compute encoder,
+  // shared by every op started since the last flush(), each pass running after the previous
+  // pass's writes, within an op and across ops (batch_encoder.h). When the GPU is done with
   // the batch: a GPU error becomes a failed status for every op in it (E_OOM for out of memory,
   // else E_BACKEND with Metal's message); then `done` is called. The kernels write every output
   // in its own dtype, so nothing of the op runs on the handler's thread. `hold` keeps buffers
@@ -66,10 +73,8 @@ class CommandStream {
   // policy_.max_bytes of buffers (core/commit_policy.h), so that the GPU starts on a long chain
   // of ops while the rest is still being encoded.
   CommitPolicy policy_;
-  id<MTLCommandQueue> queue_;
+  std::unique_ptr<BatchEncoder> encoder_;
   ShaderLibraries& libraries_;
-  id<MTLCommandBuffer> batch_ = nil;
-  id<MTLComputeCommandEncoder> encoder_ = nil;
   int ops_in_batch_ = 0;
   size_t bytes_in_batch_ = 0;
 };

@@ -7,27 +7,11 @@
 
 #include "buffers.h"
 #include "core/error.h"
-#include "objc_strings.h"
 
 namespace mto::metal {
 namespace {
 
 MTLSize size3(const uint32_t v[3]) { return MTLSizeMake(v[0], v[1], v[2]); }
-
-// The status an errored command buffer reports to the op's Promise.
-OpStatus gpu_failure(id<MTLCommandBuffer> buffer) {
-  NSError* e = buffer.error;
-  const std::string text = error_text(e, "the command buffer ended in an error state");
-  if (e && [e.domain isEqualToString:MTLCommandBufferErrorDomain]) {
-    if (e.code == NSInteger(MTLCommandBufferErrorOutOfMemory)) {
-      return OpStatus{code::OOM, "the GPU ran out of memory running the op: " + text};
-    }
-    if (e.code == NSInteger(MTLCommandBufferErrorTimeout)) {
-      return OpStatus{code::Backend, "the GPU took too long and the system stopped the op: " + text};
-    }
-  }
-  return OpStatus{code::Backend, "the GPU failed running the op: " + text};
-}
 
 }  // namespace
 
@@ -38,11 +22,8 @@ bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
   return true;
 }
 
-CommandStream::CommandStream(id<MTLDevice> device, ShaderLibraries& libraries, CommitPolicy policy)
-    : policy_(policy), queue_([device newCommandQueue]), libraries_(libraries) {
-  if (!queue_) throw Error(code::Backend, "could not create a Metal command queue");
-  queue_.label = @"metal-tensorops";
-}
+CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy)
+    : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries) {}
 
 void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
                            std::shared_ptr<void> hold, Completion done) {
@@ -97,38 +78,29 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     spare.push_back(any);
   }
   @autoreleasepool {
-    if (!batch_) {
-      batch_ = [queue_ commandBuffer];
-      encoder_ = batch_ ? [batch_ computeCommandEncoder] : nil;
-      if (!encoder_) {
-        batch_ = nil;
-        throw Error(code::Backend, "could not create a Metal command buffer or compute encoder");
-      }
-    }
+    encoder_->begin();  // throws, having encoded nothing, when Metal gives no command buffer
     for (size_t i = 0; i < passes.size(); ++i) {
       const plan::Dispatch& d = passes[i];
       const ArgTable& args = tables[i];
       if (empty_grid(d)) continue;
-      [encoder_ setComputePipelineState:pipelines[i]];
+      encoder_->set_pipeline(pipelines[i]);
       for (const plan::BufferSlot& s : d.buffers) {
         if (s.arg == plan::Arg::Params) {
-          [encoder_ setBytes:d.params.data() length:d.params.size() atIndex:s.index];
+          encoder_->set_bytes(d.params.data(), d.params.size(), s.index);
         } else {
           id<MTLBuffer> b = s.arg == plan::Arg::Unused ? spare[i] : args.get(s.arg);
-          [encoder_ setBuffer:b offset:0 atIndex:s.index];
+          encoder_->set_buffer(b, s.index);
           bytes_in_batch_ += size_t(b.length);
         }
       }
-      [encoder_ dispatchThreadgroups:size3(d.threadgroups) threadsPerThreadgroup:size3(d.threads_per_threadgroup)];
+      encoder_->dispatch(size3(d.threadgroups), size3(d.threads_per_threadgroup));
     }
-    // The block copies the C++ objects it captures; `hold` is released with the block, after
-    // `done` ran, so the op's buffers outlive the GPU's use of them.
-    [batch_ addCompletedHandler:^(id<MTLCommandBuffer> buffer) {
-      OpStatus status;
-      if (buffer.status == MTLCommandBufferStatusError) status = gpu_failure(buffer);
+    // `hold` is released with the completion, after `done` ran, so the op's buffers outlive the
+    // GPU's use of them.
+    encoder_->on_completed([hold = std::move(hold), done = std::move(done)](OpStatus status) {
       (void)hold;
       done(std::move(status));
-    }];
+    });
   }
   if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
 }
@@ -147,11 +119,8 @@ Completion complete_with_status(BufferPtr status, std::function<OpStatus(const i
 }
 
 void CommandStream::flush() {
-  if (!batch_) return;
-  [encoder_ endEncoding];
-  [batch_ commit];
-  batch_ = nil;
-  encoder_ = nil;
+  if (!encoder_->is_open()) return;
+  encoder_->commit();
   ops_in_batch_ = 0;
   bytes_in_batch_ = 0;
 }

@@ -4,14 +4,19 @@
 #pragma once
 #import <Metal/Metal.h>
 
+#include <memory>
+
 #include "core/capabilities.h"
 #include "core/tensor.h"
+#include "residency.h"
 
 namespace mto::metal {
 
 // Attaches the MTLTensor view to q when `tier`, q's format and shape, the running macOS (27+)
 // and the SDK this was built with (macOS 27+) allow; otherwise leaves q as its planes. Never
-// throws: the planes stay what every kernel binds either way.
-void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, QTensor& q);
+// throws: the planes stay what every kernel binds either way. The tensor is added to `residency`
+// once, and removed when q lets it go.
+void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, std::shared_ptr<ResidencyTracker> residency,
+                               QTensor& q);
 
 }  // namespace mto::metal

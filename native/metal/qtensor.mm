@@ -1,9 +1,9 @@
 // One MTLTensor with an E8M0 scale plane over a quantized tensor's codes + scales (qtensor.h).
 // The tensor shares the two pooled MTLBuffers (newTensorWithDescriptor:attachments:error:, macOS
-// 27), so it costs no copy and no memory; it stays with the QTensor until the tensor is freed.
-// The kernels still bind the planes as buffers: the classic compute encoder our dispatch uses has
-// no documented way to pass an MTLTensor to a kernel's tensor_handle argument (README, "Verified
-// on"), so this view is not bound yet.
+// 27), so it costs no copy and no memory; it stays with the QTensor until the tensor is freed,
+// resident all that time (residency.h). The kernels still bind the planes as buffers: the Metal 4
+// path can bind it (BatchEncoder::set_tensor, an argument table's setResource:atBufferIndex:),
+// but no kernel takes a tensor_blockwise argument yet, so this view is not bound yet.
 #include "qtensor.h"
 
 #include "buffers.h"
@@ -23,12 +23,17 @@ namespace {
 // Held as a plain `id` so the class itself needs no availability; only qtensor.mm creates it.
 class ScalePlaneTensor final : public QTensorDeviceView {
  public:
-  explicit ScalePlaneTensor(id tensor) : tensor_(tensor) {}
+  ScalePlaneTensor(id tensor, std::shared_ptr<ResidencyTracker> residency)
+      : tensor_(tensor), residency_(std::move(residency)) {
+    residency_->add(tensor_);
+  }
+  ~ScalePlaneTensor() override { residency_->remove(tensor_); }
   const char* kind() const override { return "mtltensor-scale-plane"; }
   id tensor() const { return tensor_; }  // for a tensor_handle binding, once one exists
 
  private:
   id tensor_;  // id<MTLTensor>
+  std::shared_ptr<ResidencyTracker> residency_;
 };
 
 MTLTensorExtents* extents2(NSInteger inner, NSInteger outer) API_AVAILABLE(macos(26.0)) {
@@ -62,7 +67,8 @@ id<MTLTensor> make_tensor(id<MTLDevice> device, const ScalePlaneLayout& l, id<MT
 }  // namespace
 #endif
 
-void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, QTensor& q) {
+void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, std::shared_ptr<ResidencyTracker> residency,
+                               QTensor& q) {
   const ScalePlaneLayout l = scale_plane_layout(q.format, q.block, q.shape, tier);
   if (!l.ok) return;
   id<MTLBuffer> codes = mtl_buffer(q.codes.get());
@@ -72,10 +78,11 @@ void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, QTensor& q) {
   if (@available(macOS 27.0, *)) {
     id<MTLTensor> t = make_tensor(device, l, codes, scales);
     // nil: Metal refused the descriptor (a rule scale_plane.h does not know); planes only.
-    if (t != nil) q.device_view = std::make_shared<ScalePlaneTensor>(t);
+    if (t != nil) q.device_view = std::make_shared<ScalePlaneTensor>(t, std::move(residency));
   }
 #else
   (void)device;
+  (void)residency;
 #endif
 }
 

@@ -134,4 +134,8 @@ typedef struct {
 - (BOOL)isOperatingSystemAtLeastVersion:(NSOperatingSystemVersion)version MTO_SDK_MACOS(10.10);
 @end
 
+// NSObjCRuntime.h: a class by name, nil when the running system has none (device.mm asks for
+// classes newer than the deployment target this way).
+extern "C" Class _Nullable NSClassFromString(NSString *aClassName);
+
 NS_ASSUME_NONNULL_END

@@ -141,15 +141,46 @@ NS_OPTIONS(NSUInteger, MTLResourceOptions){
   MTLResourceHazardTrackingModeTracked MTO_SDK_MACOS(10.15) = 2 << 8,
 };
 
-@protocol MTLResource <NSObject>
+// MTLAllocation.h (macOS 15): what a residency set holds; every MTLResource is one.
+MTO_SDK_MACOS(15.0)
+@protocol MTLAllocation <NSObject>
+@property(readonly) NSUInteger allocatedSize MTO_SDK_MACOS(15.0);
+@end
+
+@protocol MTLResource <MTLAllocation>
 @property(nullable, copy, atomic) NSString *label;
 @property(readonly) id<MTLDevice> device;
 @end
+
+// MTLGPUAddress.h / MTLTypes.h: what Metal 4 argument tables bind (a buffer by its GPU address,
+// a tensor by its resource id).
+typedef uint64_t MTLGPUAddress;
+typedef struct MTLResourceID {
+  uint64_t _impl;
+} MTLResourceID;
 
 // MTLBuffer.h
 @protocol MTLBuffer <MTLResource>
 @property(readonly) NSUInteger length;
 - (void *)contents NS_RETURNS_INNER_POINTER;
+@property(readonly) MTLGPUAddress gpuAddress MTO_SDK_MACOS(13.0);
+@end
+
+// MTLResidencySet.h (macOS 15): allocations added or removed take effect at the next commit.
+MTO_SDK_MACOS(15.0)
+@interface MTLResidencySetDescriptor : NSObject <NSCopying>
+@property(nullable, copy, nonatomic) NSString *label;
+@property(nonatomic) NSUInteger initialCapacity;
+@end
+
+MTO_SDK_MACOS(15.0)
+@protocol MTLResidencySet <NSObject>
+@property(readonly) id<MTLDevice> device;
+- (void)requestResidency;
+- (void)addAllocations:(const id<MTLAllocation> _Nonnull[_Nonnull])allocations count:(NSUInteger)count;
+- (void)removeAllocations:(const id<MTLAllocation> _Nonnull[_Nonnull])allocations count:(NSUInteger)count;
+@property(readonly) NSUInteger allocationCount;
+- (void)commit;
 @end
 
 // MTLTensor.h (macOS 26; multi-plane tensors macOS 27). Extents list values innermost first.
@@ -217,6 +248,7 @@ MTO_SDK_MACOS(27.0)
 
 MTO_SDK_MACOS(26.0)
 @protocol MTLTensor <MTLResource>
+@property(readonly) MTLResourceID gpuResourceID;
 @property(nullable, readonly) id<MTLBuffer> buffer;
 @property(readonly) MTLTensorExtents *dimensions;
 @property(readonly) MTLTensorDataType dataType;
@@ -313,6 +345,111 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
 - (nullable id<MTLCommandBuffer>)commandBuffer;
 @end
 
+// The Metal 4 command path (macOS 26): MTLCommandEncoder.h (MTLStages), MTL4CommandEncoder.h,
+// MTL4ComputeCommandEncoder.h, MTL4ArgumentTable.h, MTL4CommandAllocator.h, MTL4CommandBuffer.h,
+// MTL4CommitFeedback.h, MTL4CommandQueue.h. Nothing here tracks hazards: barriers order the work.
+NS_OPTIONS(NSUInteger, MTLStages){
+  MTLStageDispatch MTO_SDK_MACOS(26.0) = 1 << 27,
+  MTLStageBlit MTO_SDK_MACOS(26.0) = 1 << 28,
+};
+
+NS_OPTIONS(NSUInteger, MTL4VisibilityOptions){
+  MTL4VisibilityOptionNone MTO_SDK_MACOS(26.0) = 0,
+  MTL4VisibilityOptionDevice MTO_SDK_MACOS(26.0) = 1 << 0,
+};
+
+@protocol MTL4CommandBuffer;
+
+MTO_SDK_MACOS(26.0)
+@protocol MTL4CommandEncoder <NSObject>
+@property(nullable, copy, atomic) NSString *label;
+// Work of this encoder in `beforeStages` waits for the work of earlier encoders on the queue in
+// `afterQueueStages`.
+- (void)barrierAfterQueueStages:(MTLStages)afterQueueStages
+                   beforeStages:(MTLStages)beforeStages
+              visibilityOptions:(MTL4VisibilityOptions)visibilityOptions;
+// Within one encoder: later work in `beforeEncoderStages` waits for earlier work in
+// `afterEncoderStages`.
+- (void)barrierAfterEncoderStages:(MTLStages)afterEncoderStages
+              beforeEncoderStages:(MTLStages)beforeEncoderStages
+                visibilityOptions:(MTL4VisibilityOptions)visibilityOptions;
+- (void)endEncoding;
+@end
+
+MTO_SDK_MACOS(26.0)
+@interface MTL4ArgumentTableDescriptor : NSObject <NSCopying>
+@property(readwrite, nonatomic) NSUInteger maxBufferBindCount;
+@property(readwrite, nonatomic) BOOL initializeBindings;
+@property(nullable, copy, nonatomic) NSString *label;
+@end
+
+// The encoder snapshots the table at each dispatch, so one table is rebound between dispatches.
+MTO_SDK_MACOS(26.0)
+@protocol MTL4ArgumentTable <NSObject>
+- (void)setAddress:(MTLGPUAddress)gpuAddress atIndex:(NSUInteger)bindingIndex;
+- (void)setResource:(MTLResourceID)resourceID atBufferIndex:(NSUInteger)bindingIndex;
+@property(readonly) id<MTLDevice> device;
+@end
+
+MTO_SDK_MACOS(26.0)
+@protocol MTL4ComputeCommandEncoder <MTL4CommandEncoder>
+- (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
+- (void)setArgumentTable:(nullable id<MTL4ArgumentTable>)argumentTable;
+- (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
+       threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+@end
+
+// Reset only once every command buffer encoded with it has completed.
+MTO_SDK_MACOS(26.0)
+@protocol MTL4CommandAllocator <NSObject>
+@property(readonly) id<MTLDevice> device;
+- (void)reset;
+@end
+
+MTO_SDK_MACOS(26.0)
+@protocol MTL4CommandBuffer <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(nullable, copy, atomic) NSString *label;
+- (void)beginCommandBufferWithAllocator:(id<MTL4CommandAllocator>)allocator;
+- (void)endCommandBuffer;
+- (nullable id<MTL4ComputeCommandEncoder>)computeCommandEncoder;
+- (void)useResidencySet:(id<MTLResidencySet>)residencySet;
+@end
+
+MTO_SDK_MACOS(26.0)
+@protocol MTL4CommitFeedback <NSObject>
+@property(readonly, nonatomic, nullable) NSError *error;
+@end
+
+typedef void (^MTL4CommitFeedbackHandler)(id<MTL4CommitFeedback> commitFeedback) MTO_SDK_MACOS(26.0);
+
+MTO_SDK_MACOS(26.0)
+@interface MTL4CommitOptions : NSObject
+- (void)addFeedbackHandler:(MTL4CommitFeedbackHandler)block;
+@end
+
+NS_ENUM(NSInteger, MTL4CommandQueueError) {
+  MTL4CommandQueueErrorNone = 0,
+  MTL4CommandQueueErrorTimeout = 1,
+  MTL4CommandQueueErrorNotPermitted = 2,
+  MTL4CommandQueueErrorOutOfMemory = 3,
+  MTL4CommandQueueErrorDeviceRemoved = 4,
+  MTL4CommandQueueErrorAccessRevoked = 5,
+  MTL4CommandQueueErrorInternal = 6,
+} MTO_SDK_MACOS(26.0);
+
+extern "C" NSErrorDomain const MTL4CommandQueueErrorDomain MTO_SDK_MACOS(26.0);
+
+MTO_SDK_MACOS(26.0)
+@protocol MTL4CommandQueue <NSObject>
+@property(readonly) id<MTLDevice> device;
+@property(readonly, nullable) NSString *label;
+- (void)commit:(const id<MTL4CommandBuffer> _Nonnull[_Nonnull])commandBuffers
+         count:(NSUInteger)count
+       options:(MTL4CommitOptions *)options;
+- (void)addResidencySet:(id<MTLResidencySet>)residencySet;
+@end
+
 // MTLDevice.h
 @protocol MTLDevice <NSObject>
 @property(nonnull, readonly) NSString *name;
@@ -349,6 +486,15 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
                                       attachments:(MTLTensorBufferAttachments *)attachments
                                             error:(__autoreleasing NSError *_Nullable *_Nullable)error
     MTO_SDK_MACOS(27.0);
+- (nullable id<MTLResidencySet>)newResidencySetWithDescriptor:(MTLResidencySetDescriptor *)desc
+                                                        error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(15.0);
+- (nullable id<MTL4CommandQueue>)newMTL4CommandQueue MTO_SDK_MACOS(26.0);
+- (nullable id<MTL4CommandAllocator>)newCommandAllocator MTO_SDK_MACOS(26.0);
+- (nullable id<MTL4CommandBuffer>)newCommandBuffer MTO_SDK_MACOS(26.0);
+- (nullable id<MTL4ArgumentTable>)newArgumentTableWithDescriptor:(MTL4ArgumentTableDescriptor *)descriptor
+                                                           error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(26.0);
 - (nullable id<MTLBinaryArchive>)newBinaryArchiveWithDescriptor:(MTLBinaryArchiveDescriptor *)descriptor
                                                           error:(__autoreleasing NSError *_Nullable *_Nullable)error
     MTO_SDK_MACOS(11.0);

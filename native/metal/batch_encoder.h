@@ -1,0 +1,56 @@
+// One interface over the two ways this backend encodes a batch of ops into a command buffer
+// (docs/design/METAL.md): the Metal 3 path (MTLCommandQueue, a serial MTLComputeCommandEncoder,
+// macOS 14+) for the simdgroup tier, and the Metal 4 path (MTL4CommandQueue, command allocators,
+// MTL4ComputeCommandEncoder with an MTL4ArgumentTable, a residency set; macOS 26+) for the
+// TensorOps tiers. CommandStream (encode.h) decides what goes in a batch and when it is
+// committed (core/commit_policy.h); an implementation only talks to Metal. Used from the JS
+// thread (or the stream's drain thread, never both at once), like CommandStream.
+// Objective-C++ only: include from native/metal/*.mm.
+#pragma once
+#import <Metal/Metal.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/backend.h"
+#include "core/capabilities.h"
+#include "residency.h"
+
+namespace mto::metal {
+
+class BatchEncoder {
+ public:
+  virtual ~BatchEncoder() = default;
+  // "metal3" or "metal4", for messages and tests.
+  virtual const char* path() const = 0;
+  // Opens a command buffer and its compute encoder when none is open. Throws Error(E_BACKEND)
+  // when Metal gives none.
+  virtual void begin() = 0;
+  virtual bool is_open() const = 0;
+  // The bindings of the next dispatch; they stay until changed, as on an encoder.
+  virtual void set_pipeline(id<MTLComputePipelineState> pipeline) = 0;
+  virtual void set_bytes(const void* bytes, size_t length, uint32_t index) = 0;
+  virtual void set_buffer(id<MTLBuffer> buffer, uint32_t index) = 0;
+  // An MTLTensor (id<MTLTensor>, macOS 26) at buffer(index), as a kernel's tensor argument. False
+  // where the path cannot bind one (Metal 3's encoder has no tensor setter).
+  virtual bool set_tensor(id tensor, uint32_t index) = 0;
+  // Runs after every dispatch encoded before it in this batch (and in earlier batches).
+  virtual void dispatch(MTLSize threadgroups, MTLSize threads_per_threadgroup) = 0;
+  // `done` runs once the GPU has finished the open batch: OK, or the failure (E_OOM for out of
+  // memory, else E_BACKEND with Metal's message). On any thread.
+  virtual void on_completed(Completion done) = 0;
+  // Ends encoding and commits the open batch (nothing when none is open).
+  virtual void commit() = 0;
+};
+
+// The Metal 3 path (encode_metal3.mm).
+std::unique_ptr<BatchEncoder> make_metal3_encoder(id<MTLDevice> device);
+
+// The path for `tier` on this machine, as core/command_path.h decides it: Metal 4 for the
+// TensorOps tiers where this build and the framework have it (caps.metal4_api), Metal 3 otherwise. `residency` receives the pool's buffers (buffers.h) and, on
+// the Metal 4 path, becomes the device's residency set. Throws Error(E_BACKEND).
+std::unique_ptr<BatchEncoder> make_batch_encoder(id<MTLDevice> device, const Capabilities& caps, Tier tier,
+                                                 std::shared_ptr<ResidencyTracker> residency);
+
+}  // namespace mto::metal
