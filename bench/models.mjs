@@ -3,7 +3,9 @@
 // them: prompt processing (pp: one forward of N prompt tokens from an empty cache) and generation
 // (tg: N tokens one at a time from an empty cache, each sampled greedily and fed back), in tokens/s.
 // Ours runs twice: float32 activations (the default) and `activations: 'int8'` (what llama.cpp
-// does with these weight types: its quantized matmuls take 8-bit activations).
+// does with these weight types: its quantized matmuls take 8-bit activations). The models: a llama
+// with Llama-3.2-1B's shapes in each weight type, and a gpt-oss with gpt-oss-20b's layer (sinks,
+// a sliding window of 128 on every other layer, 4 of 32 MXFP4 experts) in fewer layers.
 import { mkdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,6 +22,30 @@ export function modelShapes(mode) {
 }
 
 export const MODEL_TYPES = ['Q8_0', 'Q4_0', 'MXFP4'];
+
+/**
+ * gpt-oss-20b's layer (width 2880, 64/8 heads of 64, attention sinks, q/k/v/o biases, YaRN, 32
+ * experts of 2880 with 4 used, a window of 128 on the even layers) in 2 layers instead of 24 and a
+ * vocabulary of 32768 instead of 201088, so that the file is written and both sides run in minutes
+ * on two cores; F16 attention and embeddings beside MXFP4 experts, as published. The smoke mode's
+ * tiny one has a window of 8, so that its pp32 needs a band mask and its tg8 wraps the ring.
+ */
+export function gptOssShape(mode) {
+  if (mode === 'smoke') {
+    return { arch: 'gpt-oss', vocab: 512, width: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 32, ff: 128, experts: 8, expertsUsed: 2,
+      slidingWindow: 8, ropeScaling: { type: 'yarn', factor: 4, originalContext: 64 }, pp: 32, tg: 8 };
+  }
+  return { arch: 'gpt-oss', vocab: 32768, width: 2880, layers: 2, heads: 64, kvHeads: 8, headDim: 64, ff: 2880, experts: 32, expertsUsed: 4,
+    slidingWindow: 128, ropeBase: 150000, ropeScaling: { type: 'yarn', factor: 32, originalContext: 4096 }, context: 131072, eps: 1e-5, pp: 512, tg: 128 };
+}
+
+/** The bench's models: { model, type (the weights), spec (writeSyntheticModel's, with pp and tg) }, named `${model} ${type}` for --filter. */
+export function modelCases(mode) {
+  return [
+    ...MODEL_TYPES.map((type) => ({ model: 'llama', type, spec: { ...modelShapes(mode), type } })),
+    { model: 'gpt-oss', type: 'F16+MXFP4', spec: { ...gptOssShape(mode), type: 'F16', expertType: 'MXFP4' } },
+  ];
+}
 
 /** node-llama-cpp from the bench peers (an ES module), or { missing }. */
 export async function loadLlamaCpp() {
@@ -103,8 +129,8 @@ async function timeLlamaCpp(llama, path, shape, threads, reps, log) {
   return { ppTokensPerS: shape.pp / median(pp) * 1e3, tgTokensPerS: shape.tg / median(tg) * 1e3 };
 }
 
-/** The model cases: per weight type, ours and llama.cpp's tokens/s and the ratios. */
-export async function runModels({ mto, mode, threads, peer, log, types = MODEL_TYPES }) {
+/** The model cases (modelCases, those `wanted` keeps): ours and llama.cpp's tokens/s and the ratios. */
+export async function runModels({ mto, mode, threads, peer, log, wanted = () => true }) {
   const { writeSyntheticModel } = require('../dist/cjs/model/synthetic.js');
   const shape = modelShapes(mode);
   const reps = mode === 'full' ? 3 : 1;
@@ -113,19 +139,20 @@ export async function runModels({ mto, mode, threads, peer, log, types = MODEL_T
   const dev = await mto.open({ backend: 'cpu', threads });
   const cases = [];
   try {
-    for (const type of types) {
-      const path = join(dir, `llama-${type}.gguf`);
-      log(`writing a ${type} model with ${mode === 'smoke' ? 'tiny' : "Llama-3.2-1B's"} shapes`);
-      writeSyntheticModel(path, { ...shape, type, seed: 7 });
+    for (const { model, type, spec } of modelCases(mode).filter((c) => wanted(`${c.model} ${c.type}`))) {
+      const name = `${model} ${type}`;
+      const path = join(dir, `${model}-${type.replace(/[^A-Za-z0-9_]/g, '_')}.gguf`);
+      log(`writing a ${name} model with ${mode === 'smoke' ? 'tiny' : model === 'llama' ? "Llama-3.2-1B's" : "gpt-oss-20b's layer"} shapes`);
+      writeSyntheticModel(path, { ...spec, seed: 7 });
       const fileBytes = statSync(path).size;
-      log(`timing ours on ${type} (${(fileBytes / 2 ** 20).toFixed(0)} MiB)`);
-      const ours = await timeOurs(mto, dev, path, shape, reps, log, 'float32');
-      const oursInt8 = await timeOurs(mto, dev, path, shape, reps, log, 'int8');
+      log(`timing ours on ${name} (${(fileBytes / 2 ** 20).toFixed(0)} MiB)`);
+      const ours = await timeOurs(mto, dev, path, spec, reps, log, 'float32');
+      const oursInt8 = await timeOurs(mto, dev, path, spec, reps, log, 'int8');
       let theirs = null;
       if (peer) {
-        log(`timing llama.cpp on ${type}`);
+        log(`timing llama.cpp on ${name}`);
         try {
-          theirs = await timeLlamaCpp(peer.llama, path, shape, threads, reps, log);
+          theirs = await timeLlamaCpp(peer.llama, path, spec, threads, reps, log);
         } catch (err) {
           theirs = { error: String(err?.message ?? err) };
         }
@@ -133,7 +160,7 @@ export async function runModels({ mto, mode, threads, peer, log, types = MODEL_T
       rmSync(path, { force: true });
       const ratio = (o, k) => (theirs && !theirs.error ? o[k] / theirs[k] : null);
       cases.push({
-        type, fileBytes, pp: shape.pp, tg: shape.tg, ours, oursInt8, llamaCpp: theirs,
+        model, type, fileBytes, pp: spec.pp, tg: spec.tg, ours, oursInt8, llamaCpp: theirs,
         ppRatio: ratio(ours, 'ppTokensPerS'), tgRatio: ratio(ours, 'tgTokensPerS'),
         int8PpRatio: ratio(oursInt8, 'ppTokensPerS'), int8TgRatio: ratio(oursInt8, 'tgTokensPerS'),
       });
@@ -151,13 +178,15 @@ export function renderModels(result) {
   const r = (x) => (x === null || x === undefined ? '-' : `${x.toFixed(2)}x`);
   const { pp, tg } = result.shape;
   const lines = [
-    `| weights | activations | ours pp${pp} t/s | llama.cpp pp${pp} t/s | ours/llama.cpp | ours tg${tg} t/s | llama.cpp tg${tg} t/s | ours/llama.cpp |`,
-    '|---|---|---|---|---|---|---|---|',
+    `| model | weights | activations | ours pp${pp} t/s | llama.cpp pp${pp} t/s | ours/llama.cpp | ours tg${tg} t/s | llama.cpp tg${tg} t/s | ours/llama.cpp |`,
+    '|---|---|---|---|---|---|---|---|---|',
   ];
   const theirs = (c, k) => (c.llamaCpp?.error ? 'error' : f(c.llamaCpp?.[k]));
   for (const c of result.cases) {
-    lines.push(`| ${c.type} | float32 | ${f(c.ours.ppTokensPerS)} | ${theirs(c, 'ppTokensPerS')} | ${r(c.ppRatio)} | ${f(c.ours.tgTokensPerS)} | ${theirs(c, 'tgTokensPerS')} | ${r(c.tgRatio)} |`);
-    lines.push(`| ${c.type} | int8 | ${f(c.oursInt8.ppTokensPerS)} | ${theirs(c, 'ppTokensPerS')} | ${r(c.int8PpRatio)} | ${f(c.oursInt8.tgTokensPerS)} | ${theirs(c, 'tgTokensPerS')} | ${r(c.int8TgRatio)} |`);
+    // Documents from before gpt-oss joined have no model: they were all llama.
+    const model = c.model ?? 'llama';
+    lines.push(`| ${model} | ${c.type} | float32 | ${f(c.ours.ppTokensPerS)} | ${theirs(c, 'ppTokensPerS')} | ${r(c.ppRatio)} | ${f(c.ours.tgTokensPerS)} | ${theirs(c, 'tgTokensPerS')} | ${r(c.tgRatio)} |`);
+    lines.push(`| ${model} | ${c.type} | int8 | ${f(c.oursInt8.ppTokensPerS)} | ${theirs(c, 'ppTokensPerS')} | ${r(c.int8PpRatio)} | ${f(c.oursInt8.tgTokensPerS)} | ${theirs(c, 'tgTokensPerS')} | ${r(c.int8TgRatio)} |`);
   }
   return lines.join('\n');
 }

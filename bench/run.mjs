@@ -16,7 +16,8 @@
 //   --out FILE       also write the JSON document to FILE (written once the run is complete)
 //   --models         instead of the op cases: whole models (bench/models.mjs), ours against
 //                    llama.cpp (node-llama-cpp) on generated GGUF files with Llama-3.2-1B's
-//                    shapes in Q8_0, Q4_0 and MXFP4 (--filter picks weight types: --filter q4_0)
+//                    shapes in Q8_0, Q4_0 and MXFP4, and gpt-oss-20b's layer in 2 layers (--filter
+//                    picks by model and weights: --filter q4_0, --filter gpt-oss)
 //   --ggml DIR       also time ggml's CPU backend on the same shapes with the test-backend-ops built
 //                    in the ggml (or llama.cpp) checkout DIR (peer-ggml.mjs)
 import { execFileSync } from 'node:child_process';
@@ -40,7 +41,7 @@ import { ACCURACY_LEVEL, OrtPeer, loadPeer } from './peer-ort.mjs';
 import { loadOpenBlas } from './peer-openblas.mjs';
 import { loadGgml } from './peer-ggml.mjs';
 import { INSTALL_HINT, PINNED, loadPeerModule } from './peers.mjs';
-import { MODEL_TYPES, loadLlamaCpp, renderModels, runModels } from './models.mjs';
+import { loadLlamaCpp, renderModels, runModels } from './models.mjs';
 
 const require = createRequire(import.meta.url);
 /** An error whose message says all: printed without a stack. */
@@ -218,10 +219,8 @@ async function benchModels(args, mto, machine, threads, log) {
     if (args.requirePeer) throw new PlainError(`--peer: ${peer.missing}; ${INSTALL_HINT}`);
     log(`llama.cpp peer missing: ${peer.missing}`);
   } else log(`node-llama-cpp ${peer.version} (llama.cpp, CPU build, ${threads} threads)`);
-  const wanted = makeFilter(args.filter);
-  const types = MODEL_TYPES.filter((t) => wanted(t));
   const started = Date.now();
-  const result = await runModels({ mto, mode: args.mode, threads, peer: peer.missing ? null : peer, log, types });
+  const result = await runModels({ mto, mode: args.mode, threads, peer: peer.missing ? null : peer, log, wanted: makeFilter(args.filter) });
   const doc = {
     bench: 'metal-tensorops models vs llama.cpp (node-llama-cpp, CPU)',
     package: require('../package.json').version,
@@ -237,6 +236,7 @@ async function benchModels(args, mto, machine, threads, log) {
       'tg: N tokens from an empty cache after one prompt token, greedy, each fed back (ours: model.generate; llama.cpp: sequence.evaluate with temperature 0).',
       'tokens/s of the median of the timed repetitions after one warm-up; ratio = ours / llama.cpp (above 1: ours is faster).',
       'Weights: random, Llama-3.2-1B shapes (width 2048, 16 layers, 32/8 heads of 64, MLP 8192, vocabulary 128256, tied embeddings); norms in F32 as llama.cpp quantizes them; both sides read the same file.',
+      'gpt-oss: gpt-oss-20b\'s layer (width 2880, 64/8 heads of 64, attention sinks, q/k/v/o biases, YaRN, 32 experts of 2880 with 4 used, a sliding window of 128 on layer 0) in 2 layers and a vocabulary of 32768; F16 attention and embeddings, MXFP4 experts; both sides keep only the window on the sliding layer (llama.cpp: swa_full off, its default).',
     ],
     ...result,
   };

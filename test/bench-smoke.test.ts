@@ -276,16 +276,16 @@ describe('npm run bench -- --models --smoke', () => {
     threads: number; peer: { available: boolean; version?: string; reason?: string };
     shape: { pp: number; tg: number };
     cases: {
-      type: string; fileBytes: number; ours: { ppTokensPerS: number; tgTokensPerS: number }; oursInt8: { ppTokensPerS: number; tgTokensPerS: number };
+      model: string; type: string; fileBytes: number; ours: { ppTokensPerS: number; tgTokensPerS: number }; oursInt8: { ppTokensPerS: number; tgTokensPerS: number };
       llamaCpp: { ppTokensPerS: number; tgTokensPerS: number; error?: string } | null;
       ppRatio: number | null; tgRatio: number | null; int8PpRatio: number | null; int8TgRatio: number | null;
     }[];
   }
   const hasLlamaCpp = existsSync(join(peersDir, 'node_modules/node-llama-cpp/package.json'));
 
-  it('times a generated model of each weight type, ours and llama.cpp on the same file', () => {
+  it('times a generated llama of each weight type and a gpt-oss, ours and llama.cpp on the same file', () => {
     const doc = bench(['--models']) as unknown as ModelsDoc;
-    expect(doc.cases.map((c) => c.type)).toEqual(['Q8_0', 'Q4_0', 'MXFP4']);
+    expect(doc.cases.map((c) => `${c.model} ${c.type}`)).toEqual(['llama Q8_0', 'llama Q4_0', 'llama MXFP4', 'gpt-oss F16+MXFP4']);
     expect(doc.peer.available).toBe(hasLlamaCpp);
     for (const c of doc.cases) {
       expect(c.fileBytes).toBeGreaterThan(0);

@@ -210,6 +210,19 @@ describe('a Hugging Face gpt-oss folder (MXFP4 blocks, gate_up_proj interleaved)
     gg.dispose();
   });
 
+  it('a dense folder (gate_up_proj [E, hidden, 2N], gate and up in alternate columns; down_proj [E, N, hidden]): the GGUF logits bit for bit', async () => {
+    const gguf = file('hf-src-dense');
+    writeSyntheticModel(gguf, SPEC);  // F32 experts
+    const folder = join(dir, 'gpt-oss-hf-dense');
+    await writeGptOssHfFolder(dev, folder, gguf, SPEC, {}, true);
+    const [a, b] = [await logitsOf(folder), await logitsOf(gguf)];
+    let maxDiff = 0;
+    for (let i = 0; i < a.length; i++) maxDiff = Math.max(maxDiff, Math.abs(a[i] - b[i]));
+    // (Read untransposed, [E, 64, 256] would not be the [E, 128, 64] the config needs: E_FORMAT; gate
+    // and up taken as halves instead of alternate columns would give other logits.)
+    expect(maxDiff).toBe(0);
+  });
+
   it("rope_scaling truncate: false (gpt-oss's configs) leaves YaRN's correction range unrounded, as transformers", async () => {
     const gguf = file('hf-src-trunc');
     const kept = writeSyntheticModel(gguf, spec, true);

@@ -77,11 +77,14 @@ export class Model {
     if (this.#disposed) throw new TensorOpsError('E_DISPOSED', 'the model was disposed');
   }
 
-  /** A KV cache for this model: `contextSize` positions (default: what loadModel was given), float16 or mxfp8. */
+  /**
+   * A KV cache for this model: `contextSize` positions (default: what loadModel was given), float16
+   * or mxfp8; sliding-window layers keep window + 1 positions unless `swaFull`.
+   */
   createCache(options: CacheOptions = {}): KVCache {
     this.#check();
-    const opts = checkOptions(options, 'options', ['contextSize', 'dtype']) as CacheOptions;
-    return new KVCache(this.#ctx.dev, this.config, opts.contextSize ?? this.#contextSize, opts.dtype ?? this.#cacheDtype);
+    const opts = checkOptions(options, 'options', ['contextSize', 'dtype', 'swaFull']) as CacheOptions;
+    return new KVCache(this.#ctx.dev, this.config, opts.contextSize ?? this.#contextSize, opts.dtype ?? this.#cacheDtype, opts.swaFull ?? false);
   }
 
   /** Runs token ids at the cache's next positions; returns float32 logits on the device. */

@@ -3,17 +3,21 @@
 // [E, N, K/32] uint8 with gate and up interleaved row by row in gate_up_proj, and their biases
 // likewise; sinks, router and o_proj biases; quantization_config mxfp4; an o200k-style
 // tokenizer.json), holding exactly the weights of the GGUF file writeSyntheticModel wrote: the
-// experts' MXFP4 codes and scales are the GGUF file's, as loadGgufTensors gives them.
+// experts' MXFP4 codes and scales are the GGUF file's, as loadGgufTensors gives them. With
+// `denseExperts` (a GGUF file of dense experts), laid out as a dequantized checkpoint is instead
+// (unsloth's BF16 ones): no quantization_config, the experts as transformers' parameters, which it
+// multiplies as x @ W: gate_up_proj [E, hidden, 2N] with gate and up in alternate columns,
+// down_proj [E, N, hidden].
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadGgufTensors, readGgufInfo, writeSafetensors, type Device, type QuantizedTensor, type SafetensorsWriteTensor, type SyntheticModelSpec } from '../../lib/index';
+import { loadGgufTensors, readGgufInfo, writeSafetensors, type Device, type QuantizedTensor, type SafetensorsWriteTensor, type SyntheticModelSpec, type Tensor } from '../../lib/index';
 import type { TokenizerData } from '../../lib/tokenizer/index';
 import { hfTokenizerJson } from './hf-tokenizer';
 
 const f32 = (v: ArrayLike<number>) => new Uint8Array(Float32Array.from(v).buffer);
 
-/** Writes `dir` from the GGUF file at `gguf` (an MXFP4-expert gpt-oss model with F32 other weights). */
-export async function writeGptOssHfFolder(dev: Device, dir: string, gguf: string, spec: SyntheticModelSpec, config: Record<string, unknown> = {}): Promise<void> {
+/** Writes `dir` from the GGUF file at `gguf` (a gpt-oss model with F32 weights, MXFP4 experts unless denseExperts). */
+export async function writeGptOssHfFolder(dev: Device, dir: string, gguf: string, spec: SyntheticModelSpec, config: Record<string, unknown> = {}, denseExperts = false): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const info = await readGgufInfo(gguf);
   const all = await loadGgufTensors(dev, info, gguf);
@@ -32,7 +36,20 @@ export async function writeGptOssHfFolder(dev: Device, dir: string, gguf: string
     }
     return out;
   };
+  /** [E, N, K] stacks (gate's and up's) as one [E, K, N or 2N] (output j of gate is column 2j, of up 2j + 1). */
+  const inOut = async (hf: string, first: string, second: string | null) => {
+    const ta = all.get(first) as Tensor, tb = second ? (all.get(second) as Tensor) : null;
+    const [E, N, K] = ta.shape;
+    const parts = [await ta.toFloat32(), ...(tb ? [await tb.toFloat32()] : [])];
+    const n = parts.length * N;
+    const out = new Float32Array(E * K * n);
+    for (const [p, v] of parts.entries()) {
+      for (let e = 0; e < E; e++) for (let r = 0; r < N; r++) for (let k = 0; k < K; k++) out[(e * K + k) * n + parts.length * r + p] = v[(e * N + r) * K + k];
+    }
+    tensors.push({ name: hf, dtype: 'F32', shape: [E, K, n], data: f32(out) });
+  };
   const experts = async (hf: string, first: string, second: string | null) => {
+    if (denseExperts) return inOut(hf, first, second);
     const a = all.get(first) as QuantizedTensor, b = second ? (all.get(second) as QuantizedTensor) : null;
     const [E, N, K] = a.shape;
     const rows = E * N, n = b ? 2 * N : N;
@@ -79,7 +96,7 @@ export async function writeGptOssHfFolder(dev: Device, dir: string, gguf: string
     rms_norm_eps: spec.eps ?? 1e-6, rope_theta: spec.ropeBase ?? 10000, sliding_window: spec.slidingWindow ?? 128,
     layer_types: Array.from({ length: spec.layers }, (_, l) => (l % 2 === 0 ? 'sliding_attention' : 'full_attention')),
     swiglu_limit: 7.0, tie_word_embeddings: false, hidden_act: 'silu', attention_bias: true, torch_dtype: 'bfloat16',
-    quantization_config: { quant_method: 'mxfp4', modules_to_not_convert: ['model.layers.*.self_attn', 'model.layers.*.mlp.router', 'model.embed_tokens', 'lm_head'] },
+    ...(denseExperts ? {} : { quantization_config: { quant_method: 'mxfp4', modules_to_not_convert: ['model.layers.*.self_attn', 'model.layers.*.mlp.router', 'model.embed_tokens', 'lm_head'] } }),
     ...(s?.type === 'yarn' ? { rope_scaling: { rope_type: 'yarn', factor: s.factor, beta_fast: 32, beta_slow: 1, original_max_position_embeddings: s.originalContext } } : {}),
     ...config,
   }, null, 2));

@@ -30,7 +30,7 @@ export interface HfFolder {
    * The file's tensors to load (their names as loadSafetensors gives them) -> GGUF name, and expert
    * index; or gpt-oss's interleaved gate_up_proj, split into the two GGUF names of `split`.
    */
-  roles: Map<string, { name: string; expert?: number; split?: readonly [string, string] }>;
+  roles: Map<string, { name: string; expert?: number; split?: readonly [string, string]; inOut?: true }>;
 }
 
 /** What loadHfWeights returns. */
@@ -100,10 +100,10 @@ export async function readHfFolder(dir: string): Promise<HfFolder> {
     const name = loadedName(file, all);
     const role = hfTensorRole(name, config.layers, moe, oss);
     if (role.kind === 'interleaved') {
-      roles.set(name, { name: role.names[0], split: role.names });
+      roles.set(name, { name: role.names[0], split: role.names, ...(role.inOut ? { inOut: role.inOut } : {}) });
     } else if (role.kind === 'weight') {
       // A tied model's logits use the embedding: a saved lm_head copy is left unread.
-      if (role.name !== 'output.weight' || tied !== true) roles.set(name, { name: role.name });
+      if (role.name !== 'output.weight' || tied !== true) roles.set(name, { name: role.name, ...(role.inOut ? { inOut: role.inOut } : {}) });
     } else if (role.kind === 'expert' && role.expert < config.experts) {
       roles.set(name, { name: role.name, expert: role.expert });
     } else if (role.kind !== 'ignored') {
@@ -155,7 +155,7 @@ export async function loadHfWeights(dev: Device, folder: HfFolder, onProgress?: 
     for (const [hf, t] of loaded.tensors) {
       const role = roles.get(hf)!;
       if (role.split) {
-        const [a, b] = await inFolder(dir, () => splitInterleaved(dev, t, hf));
+        const [a, b] = await inFolder(dir, () => splitInterleaved(dev, t, hf, role.inOut === true));
         t.dispose();
         for (const [name, part] of [[role.split[0], a], [role.split[1], b]] as const) {
           if (tensors.has(name)) { part.dispose(); throw formatError(`'${dir}': tensor '${hf}' and '${fileName.get(name)}' are both ${hfTensorName(name)}`); }
@@ -164,7 +164,7 @@ export async function loadHfWeights(dev: Device, folder: HfFolder, onProgress?: 
         }
       } else if (role.expert === undefined) {
         if (tensors.has(role.name) || experts.has(role.name)) throw formatError(`'${dir}': tensors '${fileName.get(role.name) ?? hf}' and '${hf}' are both ${hfTensorName(role.name)}`);
-        tensors.set(role.name, t);
+        tensors.set(role.name, role.inOut && t instanceof Tensor ? inFolder(dir, () => outIn(dev, t, hf)) : t);
         fileName.set(role.name, hf);
       } else {
         if (tensors.has(role.name)) throw formatError(`'${dir}': tensor '${hf}' and the stacked '${fileName.get(role.name)}' are both ${hfTensorName(role.name)}`);
@@ -190,14 +190,40 @@ export async function loadHfWeights(dev: Device, folder: HfFolder, onProgress?: 
   };
 }
 
+/** A dense [E, in, out] expert stack (transformers' gpt-oss down_proj) as [E, out, in]; disposes t once queued. */
+function outIn(dev: Device, t: Tensor, name: string): Tensor {
+  if (t.shape.length !== 3) throw formatError(`tensor '${name}' must be [experts, intermediate_size, hidden_size]; got [${t.shape.join(', ')}]`);
+  const r = dev.transpose(t, [0, 2, 1]);
+  t.dispose();  // the queued transpose keeps what it reads
+  return r;
+}
+
 /**
- * gpt-oss's gate_up_proj [E, 2N, K] (mxfp4) or its bias [E, 2N]: gate is rows 2i, up rows 2i + 1
- * (transformers' gate_up[..., ::2] and [..., 1::2]; llama.cpp's converter splits them the same
- * way). A bias splits on the host; mxfp4 codes and scales are copied row by row (whole 32-blocks,
- * so exact), as no op selects every other row of a quantized tensor.
+ * gpt-oss's gate_up_proj [E, 2N, K] (mxfp4), [E, K, 2N] (dense: transformers' x @ W layout,
+ * `inOut`) or its bias [E, 2N]: gate is output 2i, up output 2i + 1 (transformers' gate_up[...,
+ * ::2] and [..., 1::2]; llama.cpp's converter splits them the same way). A bias splits on the
+ * host; a dense stack on the device (its columns paired, each half transposed to [E, N, K]: copies,
+ * exact); mxfp4 codes and scales are copied row by row (whole 32-blocks, so exact), as no op selects
+ * every other row of a quantized tensor.
  */
-async function splitInterleaved(dev: Device, t: Weight, name: string): Promise<[Weight, Weight]> {
+async function splitInterleaved(dev: Device, t: Weight, name: string, inOut: boolean): Promise<[Weight, Weight]> {
   const shape = t.shape;
+  if (t instanceof Tensor && inOut && shape.length === 3) {
+    const [E, K, N2] = shape;
+    if (N2 % 2 !== 0) throw formatError(`tensor '${name}' must be [experts, hidden_size, 2 * intermediate_size]; got [${shape.join(', ')}]`);
+    const pairs = t.reshape([E, K, N2 / 2, 2]);
+    const half = (at: number) => {
+      const cols = dev.slice(pairs, { axis: 3, start: at, end: at + 1 });  // [E, K, N, 1]
+      const flat = cols.reshape([E, K, N2 / 2]);
+      const r = dev.transpose(flat, [0, 2, 1]);
+      flat.dispose();  // the queued ops keep what they read
+      cols.dispose();
+      return r;
+    };
+    const out: [Weight, Weight] = [half(0), half(1)];
+    pairs.dispose();
+    return out;
+  }
   if (t instanceof Tensor) {
     if (shape.length !== 2 || shape[1] % 2 !== 0) throw formatError(`tensor '${name}' must be [experts, 2 * intermediate_size]; got [${shape.join(', ')}]`);
     // Small (a bias): split on the host, as float32 (every float16/bfloat16 value is exact there).
@@ -207,7 +233,7 @@ async function splitInterleaved(dev: Device, t: Weight, name: string): Promise<[
     return [half(0), half(1)];
   }
   if (t.format !== 'mxfp4' || shape.length !== 3 || shape[1] % 2 !== 0) {
-    throw formatError(`tensor '${name}' must be MXFP4 blocks [experts, 2 * intermediate_size, hidden_size]; got ${t.format} [${shape.join(', ')}] (dense gate_up_proj layouts are not read)`);
+    throw formatError(`tensor '${name}' must be MXFP4 blocks [experts, 2 * intermediate_size, hidden_size] or dense [experts, hidden_size, 2 * intermediate_size]; got ${t.format} [${shape.join(', ')}]`);
   }
   const [E, N2, K] = shape;
   const codes = await t.codes(), scales = await t.scales();

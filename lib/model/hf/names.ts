@@ -45,6 +45,13 @@ const OSS_SPLIT: Readonly<Record<string, readonly [string, string]>> = {
   'mlp.experts.gate_up_proj': ['ffn_gate_exps.weight', 'ffn_up_exps.weight'],
   'mlp.experts.gate_up_proj_bias': ['ffn_gate_exps.bias', 'ffn_up_exps.bias'],
 };
+/**
+ * transformers' dense gpt-oss experts (a BF16 checkpoint, no quantization_config) are parameters
+ * it multiplies as x @ W: [E, in, out] (gate_up_proj [E, hidden, 2 * intermediate], gate and up
+ * interleaved column by column; down_proj [E, intermediate, hidden]), where the MXFP4 blocks and
+ * GGUF are [E, out, in]. A dense one is transposed on loading.
+ */
+const OSS_IN_OUT: ReadonlySet<string> = new Set(['mlp.experts.gate_up_proj', 'mlp.experts.down_proj']);
 const GLOBAL: Readonly<Record<string, string>> = {
   'model.embed_tokens.weight': 'token_embd.weight',
   'model.norm.weight': 'output_norm.weight',
@@ -53,11 +60,15 @@ const GLOBAL: Readonly<Record<string, string>> = {
 
 /** What a file's tensor is to the model. */
 export type HfTensorRole =
-  | { kind: 'weight'; name: string }
+  /** inOut: stored [E, in, out] when dense (OSS_IN_OUT). */
+  | { kind: 'weight'; name: string; inOut?: true }
   /** One expert of a qwen3moe layer (transformers keeps them apart): stacked into `name` at `expert`. */
   | { kind: 'expert'; name: string; expert: number }
-  /** gpt-oss's gate_up_proj (and its bias): rows 2i are `names[0]`'s row i, rows 2i + 1 `names[1]`'s. */
-  | { kind: 'interleaved'; names: readonly [string, string] }
+  /**
+   * gpt-oss's gate_up_proj (and its bias): rows 2i are `names[0]`'s row i, rows 2i + 1 `names[1]`'s
+   * (of the [E, in, out] layout's columns when dense: inOut).
+   */
+  | { kind: 'interleaved'; names: readonly [string, string]; inOut?: true }
   /** Not a weight (older llama checkpoints' rotary_emb.inv_freq buffers). */
   | { kind: 'ignored' }
   | { kind: 'unknown' };
@@ -72,8 +83,9 @@ export function hfTensorRole(hf: string, layers: number, moe: boolean, oss = fal
   const [, l, rest] = m;
   if (rest.endsWith('rotary_emb.inv_freq')) return { kind: 'ignored' };
   if (oss) {
-    if (own(OSS, rest)) return { kind: 'weight', name: `blk.${l}.${OSS[rest]}` };
-    if (own(OSS_SPLIT, rest)) return { kind: 'interleaved', names: [`blk.${l}.${OSS_SPLIT[rest][0]}`, `blk.${l}.${OSS_SPLIT[rest][1]}`] };
+    const inOut = OSS_IN_OUT.has(rest) ? { inOut: true as const } : {};
+    if (own(OSS, rest)) return { kind: 'weight', name: `blk.${l}.${OSS[rest]}`, ...inOut };
+    if (own(OSS_SPLIT, rest)) return { kind: 'interleaved', names: [`blk.${l}.${OSS_SPLIT[rest][0]}`, `blk.${l}.${OSS_SPLIT[rest][1]}`], ...inOut };
     if (own(LAYER, rest)) return { kind: 'weight', name: `blk.${l}.${LAYER[rest]}` };
     return { kind: 'unknown' };
   }
