@@ -53,7 +53,7 @@ async function runtimeObjects(cxx, cacheDir) {
 
 async function main() {
   const [source, exe, cacheDir] = process.argv.slice(2);
-  const cxx = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
+  const cxx = process.env.METAL_TENSOROPS_EMULATOR_CXX;  // set by lib/kernels/emulator.ts
   const name = basename(source, '.metal');
   const generated = exe + '.cc';
   writeFileSync(generated, generate(readFileSync(source, 'utf8'), { file: `${name}.metal`, library: 'user', variant: '' }));

@@ -9,8 +9,9 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import { TensorOpsError } from '../errors';
+import { packageRoot } from '../native';
 
-const root = join(__dirname, '..', '..', '..');  // dist/cjs/kernels -> the package
+const root = packageRoot;
 const builder = join(root, 'emulator', 'build-kernel.mjs');
 
 /** The folder of built kernels: METAL_TENSOROPS_CACHE_DIR/emulator, else ~/.cache/metal-tensorops. */
@@ -19,6 +20,11 @@ export function emulatorCacheDir(): string {
     || (process.env.XDG_CACHE_HOME ? join(process.env.XDG_CACHE_HOME, 'metal-tensorops') : '')
     || (homedir() ? join(homedir(), '.cache', 'metal-tensorops') : join(tmpdir(), 'metal-tensorops'));
   return join(base, 'emulator');
+}
+
+/** The C++ compiler the emulator is built with: METAL_TENSOROPS_EMULATOR_CXX, else clang++-19 on Linux, clang++ elsewhere. */
+export function emulatorCompiler(): string {
+  return process.env.METAL_TENSOROPS_EMULATOR_CXX || (process.platform === 'linux' ? 'clang++-19' : 'clang++');
 }
 
 let emulatorVersion: string | undefined;
@@ -43,25 +49,26 @@ const building = new Map<string, Promise<string>>();
 
 /** The emulator program of a kernel's MSL text (built on first use). Rejects with E_KERNEL. */
 export function emulatorProgram(name: string, msl: string): Promise<string> {
-  const compiler = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
+  const compiler = emulatorCompiler();
   const hash = createHash('sha256').update(version()).update(compiler).update('\0').update(msl).digest('hex').slice(0, 24);
   const dir = emulatorCacheDir();
   const exe = join(dir, `${name}-${hash}`);
   let build = building.get(exe);
   if (!build) {
-    build = existsSync(exe) ? Promise.resolve(exe) : runBuilder(name, msl, exe, dir);
+    build = existsSync(exe) ? Promise.resolve(exe) : runBuilder(name, msl, exe, dir, compiler);
     building.set(exe, build);
     build.catch(() => building.delete(exe));
   }
   return build;
 }
 
-function runBuilder(name: string, msl: string, exe: string, dir: string): Promise<string> {
+function runBuilder(name: string, msl: string, exe: string, dir: string, compiler: string): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const source = `${exe}.metal`;
   writeFileSync(source, msl);
   return new Promise((resolve, reject) => {
-    execFile(process.execPath, [builder, source, exe, dir], { maxBuffer: 16 << 20 }, (err, _stdout, stderr) => {
+    const env = { ...process.env, METAL_TENSOROPS_EMULATOR_CXX: compiler };
+    execFile(process.execPath, [builder, source, exe, dir], { maxBuffer: 16 << 20, env }, (err, _stdout, stderr) => {
       if (!err) return resolve(exe);
       const said = String(stderr).trim();
       if (/ENOENT|not found/.test(said) && !/error:/.test(said)) {

@@ -70,7 +70,9 @@ export function kernelSource(spec: KernelSpec): string {
     `#line 1 "${spec.name}.signature"`,
     `[[kernel]] void ${spec.name}(${params.join(', ')}) {`,
     `#line 1 "${spec.name}.metal"`,
-    spec.source,
+    // Indented as a function body (the emulator's generator recognises function-scope threadgroup
+    // arrays by their indent): columns in messages count these two spaces.
+    spec.source.split('\n').map((line) => `  ${line}`).join('\n'),
     '}',
     '',
   ].join('\n');
