@@ -1,6 +1,7 @@
 // Builds the emulator program of one user kernel (dev.kernel() on the cpu backend, issue #30):
-// the kernel's MSL source translated to C++ by the harness's generator, compiled with clang
-// against the harness's metal_stdlib shim and linked with its runtime and emulator/main.cc. Run
+// the kernel's MSL source translated to C++ by gen/gen_kernels.mjs, compiled with clang against
+// the metal_stdlib shim (shim/) and linked with the runtime (runtime/) and main.cc: the same
+// emulator the MSL harness (test/msl) tests our own shaders with. Run
 // by lib/kernels/emulator.ts as a child process (so nothing of it runs on the caller's JS thread):
 //
 //   node emulator/build-kernel.mjs SOURCE.metal EXE CACHE_DIR
@@ -16,12 +17,12 @@ import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import { generate } from '../test/msl/gen/gen_kernels.mjs';
+import { generate } from './gen/gen_kernels.mjs';
 
 const run = promisify(execFile);
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const shim = join(root, 'test/msl/shim');
-const runtime = join(root, 'test/msl/runtime');
+const shim = join(root, 'emulator/shim');
+const runtime = join(root, 'emulator/runtime');
 
 // What the harness compiles the MSL 3.1 libraries with (test/msl/build.mjs); a user kernel is
 // C++14-based MSL too, so C++17 in it is an error here as on a Mac.

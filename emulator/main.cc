@@ -1,6 +1,6 @@
 // The program that runs one user kernel (dev.kernel(), issue #30) in the MSL-on-CPU emulator: the
-// kernel's generated translation unit (test/msl/gen/gen_kernels.mjs) linked with the harness
-// runtime (test/msl/runtime) and this main. The addon runs it as a child process, so whatever the
+// kernel's generated translation unit (gen/gen_kernels.mjs) linked with the runtime (runtime/)
+// and this main. The addon runs it as a child process, so whatever the
 // kernel does (an out-of-bounds write, a divergent barrier, a crash) ends in this process and comes
 // back as an error message, never as a fault in Node.
 //

@@ -32,7 +32,7 @@ let emulatorVersion: string | undefined;
 function version(): string {
   if (emulatorVersion) return emulatorVersion;
   const hash = createHash('sha256');
-  const dirs = ['emulator', 'test/msl/runtime', 'test/msl/shim', 'test/msl/gen'];
+  const dirs = ['emulator', 'emulator/runtime', 'emulator/shim', 'emulator/gen'];
   for (const dir of dirs) {
     for (const f of readdirSync(join(root, dir)).sort()) {
       if (/\.(cc|h|mjs)$|^metal_|^Metal/.test(f) && !f.endsWith('.md')) {
