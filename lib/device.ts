@@ -10,10 +10,11 @@ import * as norm from './ops/norm';
 import * as ropeOp from './ops/rope';
 import * as sampling from './ops/sampling';
 import * as softmaxOp from './ops/softmax';
+import { type KernelDevice, type UserKernel, makeKernel } from './kernels/user-kernel';
 import type { NativeDeviceHandle, NativeQTensorHandle, NativeTensorHandle } from './native';
 import { QuantizedTensor, Tensor, handleOf, type TensorOwner } from './tensor';
 import type {
-  AnyDType, AttentionOptions, DType, DeviceInfo, FloatDType, FromQuantizedOptions, GeluOptions, SwigluOptions, GroupedLinearOptions, LinearOptions,
+  AnyDType, AttentionOptions, DType, DeviceInfo, KernelDescription, FloatDType, FromQuantizedOptions, GeluOptions, SwigluOptions, GroupedLinearOptions, LinearOptions,
   NormOptions, QuantizeOptions, RopeOptions, SampleOptions, SliceOptions, TypedData, WriteOptions,
 } from './types';
 import { DTYPES, checkBlockSize, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from './validate';
@@ -348,5 +349,21 @@ export class Device implements TensorOwner {
   groupRows(ids: Tensor, groups: number): { sizes: Tensor; rows: Tensor; positions: Tensor } {
     const [sizes, rows, positions] = this.#op(() => moe.groupRows(this.#native, ids, groups));
     return { sizes: this.#wrap(sizes), rows: this.#wrap(rows), positions: this.#wrap(positions) };
+  }
+
+  /**
+   * A user kernel from MSL source (docs/design/API.md "User kernels"): resolves once it is built
+   * (off the JS thread; E_KERNEL quoting the compiler when it does not compile) with a function
+   * that queues a run like every op. In this version every backend runs it in the MSL-on-CPU
+   * emulator (`kernel.runsOn`), which checks bounds, barriers and races: for testing, not speed.
+   */
+  async kernel(description: KernelDescription): Promise<UserKernel> {
+    this.#checkOpen();
+    const dev: KernelDevice = {
+      tensor: (data, shape, dtype) => this.tensor(data, shape, dtype),
+      wrap: this.#wrap,
+      checkOpen: () => this.#checkOpen(),
+    };
+    return makeKernel(dev, this.#native, description);
   }
 }

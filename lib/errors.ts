@@ -7,10 +7,11 @@ export type ErrorCode =
   | 'E_BACKEND'
   | 'E_OOM'
   | 'E_ARG'
-  | 'E_LOAD';
+  | 'E_LOAD'
+  | 'E_KERNEL';
 
 const CODES: ReadonlySet<string> = new Set<ErrorCode>([
-  'E_SHAPE', 'E_DTYPE', 'E_FORMAT', 'E_DISPOSED', 'E_BACKEND', 'E_OOM', 'E_ARG', 'E_LOAD',
+  'E_SHAPE', 'E_DTYPE', 'E_FORMAT', 'E_DISPOSED', 'E_BACKEND', 'E_OOM', 'E_ARG', 'E_LOAD', 'E_KERNEL',
 ]);
 
 /** Every failure of this package is a TensorOpsError with a stable `code`. */

@@ -10,6 +10,7 @@ export { Device } from './device';
 export { TensorOpsError, type ErrorCode } from './errors';
 export { decodeElements, encodeElements, formats, type FormatSpec } from './formats';
 export { QuantizedTensor, Tensor } from './tensor';
+export type { UserKernel } from './kernels/user-kernel';
 export { loadSafetensors, type SafetensorsModel } from './loaders/safetensors/tensors';
 export { inspectSafetensors, type SafetensorsInfo } from './loaders/safetensors/parse';
 export { writeSafetensors, type SafetensorsWriteTensor } from './loaders/safetensors/write';

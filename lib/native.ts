@@ -107,6 +107,9 @@ export interface NativeDeviceHandle {
   embedding(table: Operand, ids: NativeTensorHandle): NativeTensorHandle;
   groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
   groupRows(ids: NativeTensorHandle, groups: number): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle];
+  /** A program run over files of the inputs' bytes, in stream order (user kernels in the emulator). */
+  runProcess(argv: string[], inputs: NativeTensorHandle[], inputFiles: string[], outShapes: number[][],
+    outDtypes: string[], outFiles: string[]): NativeTensorHandle[];
 }
 
 /** What binding.openDevice resolves with: backends made, not yet owned by a device. */

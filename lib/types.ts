@@ -209,3 +209,55 @@ export interface AttentionOptions {
    */
   layout?: 'bhld' | 'blhd';
 }
+
+/** One input of a user kernel: bound as `device const T* name` (T from the dtype). */
+export interface KernelInput {
+  name: string;
+  dtype: AnyDType;
+}
+
+/** One output of a user kernel: bound as `device T* name`, made at each call. */
+export interface KernelOutput {
+  name: string;
+  dtype: DType;
+  /** The output's shape, unless each call gives it (`shapes`). */
+  shape?: readonly number[];
+  /** Every element's value before the kernel runs (else: undefined values, which the emulator rejects when read or left unwritten). */
+  init?: number;
+}
+
+/** A scalar passed at each call, bound as `constant T& name`. */
+export interface KernelConstant {
+  name: string;
+  type: 'int' | 'uint' | 'float' | 'bool';
+}
+
+/** dev.kernel()'s description of a user kernel (docs/design/API.md "User kernels"). */
+export interface KernelDescription {
+  /** An MSL identifier: the kernel's name. */
+  name: string;
+  /** The kernel's body, in MSL (the statements inside the function). */
+  source: string;
+  /** Code before the kernel: helper functions, structs, includes. */
+  header?: string;
+  inputs?: readonly KernelInput[];
+  outputs: readonly KernelOutput[];
+  constants?: readonly KernelConstant[];
+  /** Compile-time values the source uses: a dtype becomes a type alias, a number an int, a boolean a bool. */
+  templates?: Readonly<Record<string, number | boolean | DType>>;
+  /** The default grid (threads per dimension) and threadgroup (threads per dimension) of a call. */
+  grid?: readonly number[];
+  threadgroup?: readonly number[];
+}
+
+/** The options of one call of a user kernel. */
+export interface KernelCallOptions {
+  /** Threads per dimension (1 to 3 numbers), a multiple of `threadgroup` in each. */
+  grid?: readonly number[];
+  /** Threads per threadgroup per dimension (at most 1024 in all). */
+  threadgroup?: readonly number[];
+  /** Each output's shape by name, for outputs whose description has none. */
+  shapes?: Readonly<Record<string, readonly number[]>>;
+  /** Each constant's value by name. */
+  constants?: Readonly<Record<string, number | boolean>>;
+}

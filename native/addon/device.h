@@ -66,6 +66,8 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value GroupRows(const Napi::CallbackInfo& info);     // (ids, groups) -> [sizes, rows, positions]
   Napi::Value Write(const Napi::CallbackInfo& info);         // (dst, src, axis, offset)
   void write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::Value src, int64_t axis, int64_t offset);
+  // ops_process.cc
+  Napi::Value RunProcess(const Napi::CallbackInfo& info);    // (argv, inputs, inputFiles, outShapes, outDtypes, outFiles)
 
   // Synchronize(): undefined when every op queued so far has run, else a Promise resolved then
   // (failed ops included: their reads reject).

@@ -48,6 +48,7 @@ void NativeDevice::bind_methods(Napi::Object self) {
       {"embedding", &call_bound<&NativeDevice::Embedding>},
       {"groupedLinear", &call_bound<&NativeDevice::GroupedLinear>},
       {"groupRows", &call_bound<&NativeDevice::GroupRows>},
+      {"runProcess", &call_bound<&NativeDevice::RunProcess>},
       {"write", &call_bound<&NativeDevice::Write>},
   };
   for (const auto& [name, method] : methods) {

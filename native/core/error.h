@@ -15,6 +15,8 @@ inline constexpr const char* Disposed = "E_DISPOSED";
 inline constexpr const char* Backend = "E_BACKEND";
 inline constexpr const char* OOM = "E_OOM";
 inline constexpr const char* Arg = "E_ARG";
+// A user kernel (dev.kernel()) that does not compile or fails while it runs.
+inline constexpr const char* Kernel = "E_KERNEL";
 }  // namespace code
 
 class Error : public std::runtime_error {

@@ -17,7 +17,7 @@ import { promisify } from 'node:util';
 
 import { libraryStd } from '../../scripts/embed-shaders.mjs';
 import { embeddedMslSources } from '../../scripts/msl-sources.mjs';
-import { generate } from './gen/gen_kernels.mjs';
+import { generate } from '../../emulator/gen/gen_kernels.mjs';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -32,8 +32,8 @@ const common = ['-O2', '-g0', '-pthread', '-fno-fast-math', '-Wall', '-Wno-unuse
 // Kernels: MSL 3.1 is C++14-based, so C++17 in a kernel is an error here too; unknown MSL
 // attributes ([[buffer(n)]] ...) are read by the generator, not by clang.
 const kernelFlags = [...common, '-std=c++14', '-Werror=c++17-extensions', '-Wno-unknown-attributes',
-  '-Wno-unused-variable', '-D__METAL_VERSION__=310', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders'];
-const hostFlags = [...common, '-std=c++17', '-Inative', '-Ishaders', '-Itest/msl/runtime'];
+  '-Wno-unused-variable', '-D__METAL_VERSION__=310', '-Iemulator/shim', '-Iemulator/runtime', '-Ishaders'];
+const hostFlags = [...common, '-std=c++17', '-Inative', '-Ishaders', '-Iemulator/runtime'];
 // MSL 4.0 (the tensorops tier): a .metal file that includes <metal_tensor> is compiled at
 // __METAL_VERSION__=400 with the TensorOps shim. MSL 4 is C++17-based plus class-type template
 // arguments (matmul2d<matmul2d_descriptor(...), ...>), which clang accepts as C++20.
@@ -152,7 +152,7 @@ export async function build() {
   mkdirSync(join(buildDir, 'obj'), { recursive: true });
   const kernels = generateKernels();
   const host = [
-    ...list('test/msl/runtime', '.cc'), ...list('test/msl/driver', '.cc'),
+    ...list('emulator/runtime', '.cc'), ...list('test/msl/driver', '.cc'),
     // The reference: the cpu backend, the host kernels it runs and the backend-neutral core,
     // dispatch plans included.
     ...listTree('native/core', '.cc'), ...listTree('native/kernels', '.cc'), ...list('native/cpu', '.cc'),

@@ -520,7 +520,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
 
   // What Metal refuses to compile, the shim refuses too.
   const compileSnippet = (body: string, version = 400) => spawnSync(compiler, ['-std=c++20', '-fsyntax-only', `-D__METAL_VERSION__=${version}`,
-    '-Wno-unknown-attributes', '-Itest/msl/shim', '-Itest/msl/runtime', '-Ishaders', '-x', 'c++', '-'], {
+    '-Wno-unknown-attributes', '-Iemulator/shim', '-Iemulator/runtime', '-Ishaders', '-x', 'c++', '-'], {
     cwd: root, encoding: 'utf8', input: ['#include "launch.h"', '#include <metal_stdlib>', '#include <metal_tensor>',
       '#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>', 'using namespace metal;',
       'using namespace mpp::tensor_ops;', 'typedef tensor<device float, dextents<int32_t, 2>, tensor_inline> t_t;',

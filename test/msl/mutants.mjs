@@ -28,7 +28,7 @@ import { fileURLToPath } from 'node:url';
 
 import { libraryStd } from '../../scripts/embed-shaders.mjs';
 import { build, buildDir, driverPath, flagsByStd, objectListPath, root, withMetalIncludes } from './build.mjs';
-import { generate } from './gen/gen_kernels.mjs';
+import { generate } from '../../emulator/gen/gen_kernels.mjs';
 import { applyMutant, enumerateMutants } from './mutants/enumerate.mjs';
 
 const here = fileURLToPath(new URL('.', import.meta.url));

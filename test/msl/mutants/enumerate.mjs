@@ -8,7 +8,7 @@
 // A mutant's id stays the same when unrelated lines move: file, a hash of the line's trimmed text,
 // which of that line's identical copies it is, the column and the edit.
 import { createHash } from 'node:crypto';
-import { maskSource } from '../gen/gen_kernels.mjs';
+import { maskSource } from '../../../emulator/gen/gen_kernels.mjs';
 
 /** [pattern on masked code, replacement, kind]: each match is one mutant. */
 const RULES = [

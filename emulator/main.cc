@@ -1,0 +1,177 @@
+// The program that runs one user kernel (dev.kernel(), issue #30) in the MSL-on-CPU emulator: the
+// kernel's generated translation unit (gen/gen_kernels.mjs) linked with the runtime (runtime/)
+// and this main. The addon runs it as a child process, so whatever the
+// kernel does (an out-of-bounds write, a divergent barrier, a crash) ends in this process and comes
+// back as an error message, never as a fault in Node.
+//
+//   user-kernel DIR NAME GX GY GZ TX TY TZ TGMEM N [INDEX MODE BYTES FILL LABEL]...
+//
+// GX.. are threadgroups per grid, TX.. threads per threadgroup, TGMEM the bytes of
+// [[threadgroup(0)]] memory (0: none). Each of the N buffers, named LABEL in messages, is bound at
+// [[buffer(INDEX)]] and
+// lives in DIR/bINDEX.bin: MODE `i` is read (an input, or a constant), `o` is written back after
+// the run (an output). An output starts filled with FILL, `DTYPE:VALUE` (float32, float16, bfloat16,
+// int32 or bool, and a number), or, with FILL `-`, with poison that differs between the two passes
+// below.
+//
+// The kernel runs twice, as the harness runs our own kernels (test/msl/driver/cases.cc): regions
+// ending at their upper guard page with threads in order, then starting at their lower guard page
+// with threads in reverse; outputs that differ between the passes mean a race or a read of memory
+// nothing wrote. Exit status 0: outputs written; 2: bad arguments; 3: the kernel failed (stderr
+// says how, naming the thread and the buffer where the emulator knows them).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "launch.h"
+
+namespace {
+
+struct BufferSpec {
+  int index = 0;
+  bool output = false;
+  size_t bytes = 0;
+  std::vector<unsigned char> fill;  // empty: poison
+};
+
+bool parse_u32(const char* s, uint32_t* out) {
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(s, &end, 10);
+  if (!*s || *end || v > 0xFFFFFFFFul) return false;
+  *out = uint32_t(v);
+  return true;
+}
+
+template <class T>
+void push_bytes(T v, std::vector<unsigned char>* out) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(&v);
+  out->assign(p, p + sizeof v);
+}
+
+// One element of `dtype:value` (the compiler's own float -> half/bfloat conversions: RNE).
+bool parse_fill(const std::string& s, std::vector<unsigned char>* out) {
+  const size_t colon = s.find(':');
+  if (colon == std::string::npos) return false;
+  const std::string dtype = s.substr(0, colon), text = s.substr(colon + 1);
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end) return false;
+  if (dtype == "float32") push_bytes(float(v), out);
+  else if (dtype == "float16") push_bytes(_Float16(float(v)), out);
+  else if (dtype == "bfloat16") push_bytes(__bf16(float(v)), out);
+  else if (dtype == "int32") push_bytes(int32_t(v), out);
+  else if (dtype == "bool") push_bytes(uint8_t(v != 0), out);
+  else return false;
+  return true;
+}
+
+std::string file_of(const std::string& dir, int index) { return dir + "/b" + std::to_string(index) + ".bin"; }
+
+bool read_file(const std::string& path, std::vector<unsigned char>* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return false;
+  out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
+
+int usage(const char* why) {
+  std::fprintf(stderr, "user-kernel: %s\n", why);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 11) return usage("too few arguments");
+  const std::string dir = argv[1], name = argv[2];
+  mtoh::Geometry geometry;
+  uint32_t tgmem = 0, n = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (!parse_u32(argv[3 + i], &geometry.threadgroups[i]) || !parse_u32(argv[6 + i], &geometry.threads[i]))
+      return usage("bad geometry");
+  }
+  if (!parse_u32(argv[9], &tgmem) || !parse_u32(argv[10], &n) || argc != 11 + 5 * int(n)) return usage("bad buffer list");
+
+  std::vector<BufferSpec> specs(n);
+  std::vector<mtoh::HostBuffer> inputs(n);
+  for (uint32_t b = 0; b < n; ++b) {
+    char** a = argv + 11 + 5 * b;
+    uint32_t index = 0, bytes = 0;
+    BufferSpec& s = specs[b];
+    if (!parse_u32(a[0], &index) || !parse_u32(a[2], &bytes)) return usage("bad buffer");
+    s.index = int(index);
+    s.bytes = bytes;
+    s.output = std::strcmp(a[1], "o") == 0;
+    if (!s.output && std::strcmp(a[1], "i") != 0) return usage("a buffer's mode must be i or o");
+    if (std::strcmp(a[3], "-") != 0 && !parse_fill(a[3], &s.fill)) return usage("bad fill");
+    inputs[b].index = s.index;
+    inputs[b].name = a[4];
+    if (!s.output) {
+      if (!read_file(file_of(dir, s.index), &inputs[b].data) || inputs[b].data.size() != s.bytes)
+        return usage(("cannot read " + file_of(dir, s.index)).c_str());
+    }
+  }
+
+  const mtoh::KernelInfo* kernel = mtoh::find_kernel("user", "", name);
+  if (!kernel) return usage(("no kernel named " + name).c_str());
+  std::vector<std::pair<int, uint32_t>> threadgroup_memory;
+  if (tgmem) threadgroup_memory.emplace_back(0, tgmem);
+
+  // The two passes' order and poison are those of the harness's own cases (driver/cases.cc).
+  struct Pass {
+    bool align_end, reverse;
+    unsigned char poison;
+    const char* name;
+  };
+  const Pass passes[2] = {{true, false, 0xFF, "pass 1: buffers end at their guard page"},
+                          {false, true, 0x7B, "pass 2: buffers start at their guard page, threads in reverse"}};
+  std::vector<std::vector<unsigned char>> first(n);
+  for (int p = 0; p < 2; ++p) {
+    std::vector<mtoh::HostBuffer> buffers = inputs;
+    for (uint32_t b = 0; b < n; ++b) {
+      if (!specs[b].output) continue;
+      std::vector<unsigned char>& d = buffers[b].data;
+      d.resize(specs[b].bytes);
+      if (specs[b].fill.empty()) {
+        std::memset(d.data(), passes[p].poison, d.size());
+      } else {
+        for (size_t i = 0; i < d.size(); ++i) d[i] = specs[b].fill[i % specs[b].fill.size()];
+      }
+    }
+    mtoh::RunOptions options;
+    options.align_end = passes[p].align_end;
+    options.reverse_order = passes[p].reverse;
+    options.threadgroup_poison = passes[p].poison;
+    const mtoh::RunResult r = mtoh::run_kernel(*kernel, geometry, buffers, threadgroup_memory, options);
+    if (!r.ok) {
+      std::fprintf(stderr, "%s: %s (%s)\n", r.kind.c_str(), r.message.c_str(), passes[p].name);
+      return 3;
+    }
+    for (uint32_t b = 0; b < n; ++b) {
+      if (!specs[b].output) continue;
+      if (p == 0) {
+        first[b] = std::move(buffers[b].data);
+      } else if (first[b] != buffers[b].data) {
+        size_t at = 0;
+        while (first[b][at] == buffers[b].data[at]) ++at;
+        std::fprintf(stderr,
+                     "nondeterministic: output '%s' differs between the two passes from byte %zu (a race "
+                     "between threads, a read of memory nothing wrote, or an output element never written: "
+                     "give the output an init value if that is meant)\n",
+                     inputs[b].name.c_str(), at);
+        return 3;
+      }
+    }
+  }
+  for (uint32_t b = 0; b < n; ++b) {
+    if (!specs[b].output) continue;
+    std::ofstream f(file_of(dir, specs[b].index), std::ios::binary | std::ios::trunc);
+    f.write(reinterpret_cast<const char*>(first[b].data()), std::streamsize(first[b].size()));
+    if (!f) return usage("cannot write an output");
+  }
+  return 0;
+}

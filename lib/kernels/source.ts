@@ -1,0 +1,79 @@
+// The MSL text of a user kernel (dev.kernel()): the body the user wrote, inside a [[kernel]]
+// function whose parameters are made from the description, as MLX's mx.fast.metal_kernel makes
+// them: inputs `device const T* name`, outputs `device T* name`, scalar constants `constant T&
+// name`, in that order at [[buffer(0..)]], then each thread-position attribute the body names.
+// The same text goes to Metal and to the emulator, so both see exactly one kernel.
+import type { AnyDType, DType } from '../types';
+
+export type ConstantType = 'int' | 'uint' | 'float' | 'bool';
+
+export interface KernelSpec {
+  name: string;
+  source: string;
+  header: string;
+  inputs: readonly { name: string; dtype: AnyDType }[];
+  outputs: readonly { name: string; dtype: DType }[];
+  constants: readonly { name: string; type: ConstantType }[];
+  templates: readonly [string, number | boolean | DType][];
+}
+
+/** MSL's name of a dtype's element. */
+export const MSL_TYPE: Readonly<Record<AnyDType, string>> = {
+  float32: 'float', float16: 'half', bfloat16: 'bfloat', int32: 'int', bool: 'bool',
+};
+
+/** The attributes a body may name, with the type its parameter gets (MSL's own spelling). */
+export const POSITION_ATTRIBUTES: Readonly<Record<string, string>> = {
+  thread_position_in_grid: 'uint3',
+  thread_position_in_threadgroup: 'uint3',
+  threadgroup_position_in_grid: 'uint3',
+  threads_per_threadgroup: 'uint3',
+  threadgroups_per_grid: 'uint3',
+  threads_per_grid: 'uint3',
+  thread_index_in_threadgroup: 'uint',
+  simdgroup_index_in_threadgroup: 'uint',
+  thread_index_in_simdgroup: 'uint',
+  simdgroups_per_threadgroup: 'uint',
+  threads_per_simdgroup: 'uint',
+};
+
+const mentions = (text: string, word: string) => new RegExp(`\\b${word}\\b`).test(text);
+
+/** Buffer indices: inputs, outputs, constants in that order. */
+export function bufferIndex(spec: KernelSpec, kind: 'input' | 'output' | 'constant', i: number): number {
+  if (kind === 'input') return i;
+  if (kind === 'output') return spec.inputs.length + i;
+  return spec.inputs.length + spec.outputs.length + i;
+}
+
+export function kernelSource(spec: KernelSpec): string {
+  const templates = spec.templates.map(([k, v]) =>
+    typeof v === 'string' ? `using ${k} = ${MSL_TYPE[v]};`
+    : typeof v === 'boolean' ? `constexpr constant bool ${k} = ${v};`
+    : `constexpr constant int ${k} = ${v};`);
+  const params = [
+    ...spec.inputs.map((b, i) => `device const ${MSL_TYPE[b.dtype]}* ${b.name} [[buffer(${bufferIndex(spec, 'input', i)})]]`),
+    ...spec.outputs.map((b, i) => `device ${MSL_TYPE[b.dtype]}* ${b.name} [[buffer(${bufferIndex(spec, 'output', i)})]]`),
+    ...spec.constants.map((c, i) => `constant ${c.type}& ${c.name} [[buffer(${bufferIndex(spec, 'constant', i)})]]`),
+    ...Object.entries(POSITION_ATTRIBUTES)
+      .filter(([attr]) => mentions(spec.source, attr))
+      .map(([attr, type]) => `${type} ${attr} [[${attr}]]`),
+  ];
+  // #line directives: the compiler's messages name the user's own lines (NAME.metal:LINE for the
+  // body, NAME.header.metal:LINE for the header).
+  return [
+    '#include <metal_stdlib>',
+    'using namespace metal;',
+    ...templates,
+    `#line 1 "${spec.name}.header.metal"`,
+    spec.header,
+    `#line 1 "${spec.name}.signature"`,
+    `[[kernel]] void ${spec.name}(${params.join(', ')}) {`,
+    `#line 1 "${spec.name}.metal"`,
+    // Indented as a function body (the emulator's generator recognises function-scope threadgroup
+    // arrays by their indent): columns in messages count these two spaces.
+    spec.source.split('\n').map((line) => `  ${line}`).join('\n'),
+    '}',
+    '',
+  ].join('\n');
+}

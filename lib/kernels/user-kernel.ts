@@ -1,0 +1,197 @@
+// dev.kernel(): users' own kernels, written as MSL strings (issue #30). The description is
+// checked once, the source built (on the cpu backend: into an emulator program, off the JS
+// thread), and the result is a function that queues a run like every op: its outputs come back at
+// once and the run waits in the stream for its inputs.
+import { TensorOpsError, callNative } from '../errors';
+import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
+import { Tensor, handleOf } from '../tensor';
+import type { DType, KernelCallOptions, KernelDescription } from '../types';
+import { DTYPES, checkDType, checkOptions, checkShape, describe, elementCount, readOnce } from '../validate';
+import { emulatorProgram } from './emulator';
+import { type ConstantType, type KernelSpec, bufferIndex, kernelSource } from './source';
+
+/** A user kernel: call it with its input tensors (and options) to queue a run. */
+export interface UserKernel {
+  (...args: (Tensor | KernelCallOptions)[]): Tensor[];
+  /** The kernel's name. */
+  readonly kernelName: string;
+  /** The whole MSL source compiled (the body inside its generated signature). */
+  readonly mslSource: string;
+  /** Where it runs: 'emulator' (the MSL-on-CPU emulator: for testing, not speed). */
+  readonly runsOn: 'emulator';
+}
+
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+const ELEMENT_BYTES: Record<string, number> = { float32: 4, float16: 2, bfloat16: 2, int32: 4, bool: 1 };
+const CONSTANT_TYPES: readonly ConstantType[] = ['int', 'uint', 'float', 'bool'];
+
+function checkName(value: unknown, arg: string, taken: Set<string>): string {
+  if (typeof value !== 'string' || !IDENTIFIER.test(value) || value.startsWith('mtoh')) {
+    throw new TensorOpsError('E_ARG', `${arg} must be an identifier (letters, digits, _; not starting with mtoh); got ${describe(value)}`);
+  }
+  if (taken.has(value)) throw new TensorOpsError('E_ARG', `${arg} '${value}' names two things; each name must be unique`);
+  taken.add(value);
+  return value;
+}
+
+function checkList(value: unknown, arg: string): Record<string, unknown>[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new TensorOpsError('E_ARG', `${arg} must be an array; got ${describe(value)}`);
+  return readOnce(() => Array.from(value as unknown[]), arg).map((v, i) => {
+    if (v === null || typeof v !== 'object') throw new TensorOpsError('E_ARG', `${arg}[${i}] must be an object; got ${describe(v)}`);
+    return v as Record<string, unknown>;
+  });
+}
+
+/** 1 to 3 positive integers, padded with 1s to 3. */
+function checkDims(value: unknown, arg: string): [number, number, number] {
+  const ok = Array.isArray(value) && value.length >= 1 && value.length <= 3 &&
+    value.every((d) => Number.isSafeInteger(d) && d >= 1 && d < 2 ** 32);
+  if (!ok) throw new TensorOpsError('E_ARG', `${arg} must be 1 to 3 positive integers; got ${describe(value)}`);
+  const d = [...(value as number[])];
+  while (d.length < 3) d.push(1);
+  return d as [number, number, number];
+}
+
+interface OutputSpec { name: string; dtype: DType; shape?: number[]; init?: number }
+
+function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputSpec[] } {
+  const opts = checkOptions(desc, 'description',
+    ['name', 'source', 'header', 'inputs', 'outputs', 'constants', 'templates', 'grid', 'threadgroup']);
+  const taken = new Set<string>();
+  const name = checkName(opts.name, 'description.name', taken);
+  if (typeof opts.source !== 'string' || !opts.source.trim()) {
+    throw new TensorOpsError('E_ARG', `description.source must be the kernel's body (a non-empty string); got ${describe(opts.source)}`);
+  }
+  if (opts.header !== undefined && typeof opts.header !== 'string') {
+    throw new TensorOpsError('E_ARG', `description.header must be a string; got ${describe(opts.header)}`);
+  }
+  const inputs = checkList(opts.inputs, 'description.inputs').map((b, i) => {
+    checkOptions(b, `description.inputs[${i}]`, ['name', 'dtype']);
+    return { name: checkName(b.name, `description.inputs[${i}].name`, taken), dtype: checkDType(b.dtype, `description.inputs[${i}].dtype`, [...DTYPES, 'bool']) };
+  });
+  const outputs: OutputSpec[] = checkList(opts.outputs, 'description.outputs').map((b, i) => {
+    checkOptions(b, `description.outputs[${i}]`, ['name', 'dtype', 'shape', 'init']);
+    if (b.init !== undefined && (typeof b.init !== 'number' || Number.isNaN(b.init) && b.dtype === 'int32')) {
+      throw new TensorOpsError('E_ARG', `description.outputs[${i}].init must be a number; got ${describe(b.init)}`);
+    }
+    return {
+      name: checkName(b.name, `description.outputs[${i}].name`, taken),
+      dtype: checkDType(b.dtype, `description.outputs[${i}].dtype`, DTYPES) as DType,
+      shape: b.shape === undefined ? undefined : checkShape(b.shape, `description.outputs[${i}].shape`),
+      init: b.init as number | undefined,
+    };
+  });
+  if (outputs.length === 0) throw new TensorOpsError('E_ARG', 'description.outputs must name at least one output');
+  const constants = checkList(opts.constants, 'description.constants').map((c, i) => {
+    checkOptions(c, `description.constants[${i}]`, ['name', 'type']);
+    if (!CONSTANT_TYPES.includes(c.type as ConstantType)) {
+      throw new TensorOpsError('E_ARG', `description.constants[${i}].type must be one of ${CONSTANT_TYPES.map((t) => `'${t}'`).join(', ')}; got ${describe(c.type)}`);
+    }
+    return { name: checkName(c.name, `description.constants[${i}].name`, taken), type: c.type as ConstantType };
+  });
+  const templates = Object.entries(checkOptions(opts.templates, 'description.templates',
+    opts.templates && typeof opts.templates === 'object' ? Object.keys(opts.templates) : [])).map(([k, v]) => {
+    checkName(k, `description.templates key`, taken);
+    const ok = typeof v === 'boolean' || (Number.isSafeInteger(v) && Math.abs(v as number) < 2 ** 31) || (DTYPES as readonly unknown[]).includes(v);
+    if (!ok) throw new TensorOpsError('E_ARG', `description.templates.${k} must be an int32 integer, a boolean or a dtype; got ${describe(v)}`);
+    return [k, v] as [string, number | boolean | DType];
+  });
+  const spec: KernelSpec = { name, source: opts.source, header: (opts.header as string | undefined) ?? '', inputs, outputs, constants, templates };
+  return { spec, outputs };
+}
+
+function constantTensor(dev: KernelDevice, type: ConstantType, value: unknown, arg: string): Tensor {
+  if (type === 'bool') {
+    if (typeof value !== 'boolean') throw new TensorOpsError('E_ARG', `${arg} must be a boolean; got ${describe(value)}`);
+    return dev.tensor(new Uint8Array([value ? 1 : 0]), [1], 'bool');
+  }
+  if (typeof value !== 'number' || !Number.isFinite(value) && type !== 'float') {
+    throw new TensorOpsError('E_ARG', `${arg} must be a number; got ${describe(value)}`);
+  }
+  if (type === 'float') return dev.tensor(new Float32Array([value as number]), [1]);
+  const [lo, hi] = type === 'int' ? [-(2 ** 31), 2 ** 31] : [0, 2 ** 32];
+  if (!Number.isInteger(value) || value < lo || value >= hi) {
+    throw new TensorOpsError('E_ARG', `${arg} must be an integer in [${lo}, ${hi}); got ${describe(value)}`);
+  }
+  return dev.tensor(new Int32Array([value | 0]), [1], 'int32');  // a uint's bits, as int32
+}
+
+/** What a user kernel needs of its device. */
+export interface KernelDevice {
+  tensor(data: Float32Array | Int32Array | Uint8Array, shape: readonly number[], dtype?: 'float32' | 'int32' | 'bool'): Tensor;
+  wrap(h: NativeTensorHandle): Tensor;
+  checkOpen(): void;
+}
+
+export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, desc: KernelDescription): Promise<UserKernel> {
+  const { spec, outputs } = readSpec(desc);
+  const defaults = {
+    grid: desc.grid === undefined ? undefined : checkDims(desc.grid, 'description.grid'),
+    threadgroup: desc.threadgroup === undefined ? undefined : checkDims(desc.threadgroup, 'description.threadgroup'),
+  };
+  const msl = kernelSource(spec);
+  const exe = await emulatorProgram(spec.name, msl);
+
+  const call = (...args: (Tensor | KernelCallOptions)[]): Tensor[] => {
+    dev.checkOpen();
+    const last = args[args.length - 1];
+    const hasOptions = args.length > 0 && !(last instanceof Tensor);
+    const tensors = hasOptions ? args.slice(0, -1) : args;
+    const opts = checkOptions(hasOptions ? last : undefined, 'options', ['grid', 'threadgroup', 'shapes', 'constants']);
+    if (tensors.length !== spec.inputs.length) {
+      throw new TensorOpsError('E_ARG', `${spec.name} takes ${spec.inputs.length} input tensor(s) (${spec.inputs.map((b) => b.name).join(', ')}); got ${tensors.length}`);
+    }
+    const handles = tensors.map((t, i) => {
+      const b = spec.inputs[i];
+      if (!(t instanceof Tensor)) throw new TensorOpsError('E_ARG', `input '${b.name}' must be a Tensor; got ${describe(t)}`);
+      if (t.dtype !== b.dtype) throw new TensorOpsError('E_DTYPE', `input '${b.name}' must be ${b.dtype}; got ${t.dtype}`);
+      return { handle: t[handleOf], bytes: elementCount(t.shape) * ELEMENT_BYTES[b.dtype] };
+    });
+    const grid = opts.grid === undefined ? defaults.grid : checkDims(opts.grid, 'options.grid');
+    const group = opts.threadgroup === undefined ? defaults.threadgroup : checkDims(opts.threadgroup, 'options.threadgroup');
+    if (!grid || !group) throw new TensorOpsError('E_ARG', `${spec.name} needs a grid and a threadgroup (in the description or the call's options)`);
+    if (group[0] * group[1] * group[2] > 1024) {
+      throw new TensorOpsError('E_ARG', `threadgroup ${describe(group)} has ${group[0] * group[1] * group[2]} threads; at most 1024`);
+    }
+    grid.forEach((g, i) => {
+      if (g % group[i] !== 0) throw new TensorOpsError('E_ARG', `grid[${i}] = ${g} must be a multiple of threadgroup[${i}] = ${group[i]}`);
+    });
+    const shapes = checkOptions(opts.shapes, 'options.shapes', outputs.map((o) => o.name));
+    const outShapes = outputs.map((o) => {
+      const given = shapes[o.name];
+      if (given === undefined && !o.shape) throw new TensorOpsError('E_SHAPE', `output '${o.name}' has no shape: give it in the description or in options.shapes`);
+      return given === undefined ? o.shape! : checkShape(given, `options.shapes.${o.name}`);
+    });
+    const values = checkOptions(opts.constants, 'options.constants', spec.constants.map((c) => c.name));
+    const constants = spec.constants.map((c) => {
+      if (values[c.name] === undefined) throw new TensorOpsError('E_ARG', `options.constants.${c.name} is missing (a ${c.type})`);
+      return constantTensor(dev, c.type, values[c.name], `options.constants.${c.name}`);
+    });
+    const buffer = (index: number, mode: 'i' | 'o', bytes: number, fill: string, label: string) => [String(index), mode, String(bytes), fill, label];
+    const argv = [
+      exe, '{dir}', spec.name,
+      ...grid.map((g, i) => String(g / group[i])), ...group.map(String), '0',
+      String(handles.length + outputs.length + constants.length),
+      ...handles.flatMap((h, i) => buffer(bufferIndex(spec, 'input', i), 'i', h.bytes, '-', spec.inputs[i].name)),
+      ...outputs.flatMap((o, i) => buffer(bufferIndex(spec, 'output', i), 'o', elementCount(outShapes[i]) * ELEMENT_BYTES[o.dtype],
+        o.init === undefined ? '-' : `${o.dtype}:${o.init}`, o.name)),
+      ...constants.flatMap((c, i) => buffer(bufferIndex(spec, 'constant', i), 'i', ELEMENT_BYTES[c.dtype], '-', spec.constants[i].name)),
+    ];
+    const inputs = [...handles.map((h) => h.handle), ...constants.map((c) => c[handleOf])];
+    const inputFiles = [...handles.map((_, i) => bufferIndex(spec, 'input', i)), ...constants.map((_, i) => bufferIndex(spec, 'constant', i))]
+      .map((i) => `b${i}.bin`);
+    try {
+      const ids = callNative(() => native.runProcess(argv, inputs, inputFiles, outShapes, outputs.map((o) => o.dtype),
+        outputs.map((_, i) => `b${bufferIndex(spec, 'output', i)}.bin`)));
+      return ids.map((h) => dev.wrap(h));
+    } finally {
+      for (const c of constants) c.dispose();  // the queued run holds its own reference
+    }
+  };
+  return Object.defineProperties(call, {
+    kernelName: { value: spec.name, enumerable: true },
+    mslSource: { value: msl, enumerable: true },
+    runsOn: { value: 'emulator', enumerable: true },
+  }) as UserKernel;
+}

@@ -1,0 +1,176 @@
+// dev.kernel(): users' MSL kernels, built into the MSL-on-CPU emulator and run in stream order.
+// Results against float64 references and against the built-in ops; the emulator's reports of a
+// planted out-of-bounds write, a divergent barrier, a race and a compile error; argument errors.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { open, type Device, type Tensor } from '../lib/index';
+import { rmsNormResidual } from '../examples/user-kernel.mjs';
+import { fullSuite } from './helpers/suite';
+
+const compiler = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
+const haveCompiler = (() => {
+  try {
+    execFileSync(compiler, ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+// As the MSL suite: the full suite on Linux (CI installs clang-19) fails without the compiler.
+const skip = !haveCompiler && (!fullSuite || process.platform !== 'linux');
+
+const random = (n: number, seed: number) => {
+  let s = seed >>> 0;
+  return Float32Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return (s / 2 ** 32) * 4 - 2;
+  });
+};
+
+async function failure(t: Tensor): Promise<{ code: string; message: string }> {
+  const err = await t.toFloat32().then(() => null, (e: { code: string; message: string }) => e);
+  expect(err, 'the read should reject').not.toBeNull();
+  return err!;
+}
+
+describe.skipIf(skip)(`user kernels in the emulator${haveCompiler ? '' : ` (skipped: ${compiler} not found)`}`, () => {
+  let dev: Device;
+  let cache: string;
+  const saved = process.env.METAL_TENSOROPS_CACHE_DIR;
+  beforeAll(async () => {
+    if (!haveCompiler) throw new Error(`${compiler} not found: install clang-19 (apt-get install -y clang-19)`);
+    cache = mkdtempSync(join(tmpdir(), 'mto-kernels-'));
+    process.env.METAL_TENSOROPS_CACHE_DIR = cache;  // built afresh: the build is part of what is tested
+    dev = await open({ backend: 'cpu', threads: 2 });
+  });
+  afterAll(async () => {
+    await dev?.close();
+    if (saved === undefined) delete process.env.METAL_TENSOROPS_CACHE_DIR;
+    else process.env.METAL_TENSOROPS_CACHE_DIR = saved;
+    if (cache) rmSync(cache, { recursive: true, force: true });
+  });
+
+  it('computes a*x + y with a bounds check, against float64', async () => {
+    const k = await dev.kernel({
+      name: 'axpy',
+      inputs: [{ name: 'x', dtype: 'float32' }, { name: 'y', dtype: 'float32' }],
+      outputs: [{ name: 'out', dtype: 'float32', init: 0 }],
+      constants: [{ name: 'a', type: 'float' }, { name: 'n', type: 'uint' }],
+      source: 'const uint i = thread_position_in_grid.x;\nif (i < n) out[i] = a * x[i] + y[i];',
+    });
+    expect(k.runsOn).toBe('emulator');
+    expect(k.mslSource).toContain('[[kernel]] void axpy(');
+    const n = 1000;
+    const [xs, ys] = [random(n, 1), random(n, 2)];
+    const [out] = k(dev.tensor(xs, [n]), dev.tensor(ys, [n]), {
+      grid: [1024], threadgroup: [128], shapes: { out: [n] }, constants: { a: 0.75, n },
+    });
+    const got = await out.toFloat32();
+    for (let i = 0; i < n; i++) expect(got[i]).toBe(Math.fround(Math.fround(0.75 * xs[i]) + ys[i]));
+  });
+
+  it('runs the fused residual + RMSNorm example: equal to add + rmsNorm, and to float64 (float32 and float16)', async () => {
+    const [rows, D] = [5, 777];
+    for (const dtype of ['float32', 'float16'] as const) {
+      const kernel = await dev.kernel(rmsNormResidual(dtype));
+      const xs = random(rows * D, 3), rs = random(rows * D, 4), gs = random(D, 5);
+      const x = dev.tensor(xs, [rows, D]).astype(dtype);
+      const r = dev.tensor(rs, [rows, D]).astype(dtype);
+      const gamma = dev.tensor(gs, [D]).astype(dtype);
+      // Queued behind the casts without a read, and the built-in ops queued behind it.
+      const [h, y] = kernel(x, r, gamma, { grid: [rows * 256], shapes: { h: [rows, D], y: [rows, D] }, constants: { D, eps: 1e-5 } });
+      const y2 = dev.rmsNorm(dev.add(x, r), gamma, { eps: 1e-5 });
+      const [hv, yv, y2v] = [await h.toFloat32(), await y.toFloat32(), await y2.toFloat32()];
+      const [xv, rv, gv] = [await x.toFloat32(), await r.toFloat32(), await gamma.toFloat32()];
+      let worst = 0;
+      for (let row = 0; row < rows; row++) {
+        let ss = 0;
+        for (let i = 0; i < D; i++) ss += (xv[row * D + i] + rv[row * D + i]) ** 2;
+        const scale = 1 / Math.sqrt(ss / D + 1e-5);
+        for (let i = 0; i < D; i++) {
+          const j = row * D + i, hh = xv[j] + rv[j];
+          const ref = hh * scale * gv[i];
+          worst = Math.max(worst, Math.abs(yv[j] - ref) / (Math.abs(ref) + 1e-2));
+          expect(Math.abs(hv[j] - hh)).toBeLessThanOrEqual(dtype === 'float32' ? 1e-6 * Math.abs(hh) : 2 ** -10 * Math.abs(hh) + 1e-7);
+        }
+      }
+      expect(worst).toBeLessThan(dtype === 'float32' ? 1e-5 : 2e-3);
+      let diff = 0;
+      for (let i = 0; i < yv.length; i++) diff = Math.max(diff, Math.abs(yv[i] - y2v[i]) / (Math.abs(y2v[i]) + 1e-2));
+      expect(diff).toBeLessThan(dtype === 'float32' ? 1e-5 : 2e-3);
+    }
+  });
+
+  it('reports a planted out-of-bounds write, naming the buffer and the thread; unrelated work is untouched', async () => {
+    const k = await dev.kernel({
+      name: 'shifted', inputs: [{ name: 'x', dtype: 'float32' }], outputs: [{ name: 'o', dtype: 'float32', shape: [64] }],
+      source: 'const uint i = thread_position_in_grid.x;\no[i + 1] = x[i];',
+    });
+    const x = dev.tensor(random(64, 6), [64]);
+    const [o] = k(x, { grid: [64], threadgroup: [32] });
+    const after = dev.add(o, x);  // computed from the failed output: fails with it
+    const unrelated = dev.add(x, x);
+    const err = await failure(o);
+    expect(err.code).toBe('E_KERNEL');
+    expect(err.message).toMatch(/out-of-bounds write of buffer\(1\) 'o' \(256 bytes\) at byte offset 256/);
+    expect(err.message).toMatch(/thread 31/);
+    expect((await failure(after)).message).toBe(err.message);
+    const xs = await x.toFloat32(), twice = await unrelated.toFloat32();
+    for (let i = 0; i < 64; i++) expect(twice[i]).toBe(xs[i] * 2);
+  });
+
+  it('reports a barrier only some threads reach, and a race between threads', async () => {
+    const divergent = await dev.kernel({
+      name: 'divergent', outputs: [{ name: 'o', dtype: 'float32', shape: [64] }],
+      source: 'const uint t = thread_position_in_threadgroup.x;\nif (t < 16) threadgroup_barrier(mem_flags::mem_threadgroup);\no[thread_position_in_grid.x] = 1.0f;',
+    });
+    const [a] = divergent({ grid: [64], threadgroup: [64] });
+    expect((await failure(a)).message).toMatch(/barrier/);
+    // Thread t reads what thread t + 1 writes, with no barrier between: the result depends on the order.
+    const racy = await dev.kernel({
+      name: 'racy', outputs: [{ name: 'o', dtype: 'float32', shape: [64] }],
+      source: [
+        'threadgroup float s[64];',
+        'const uint t = thread_position_in_threadgroup.x;',
+        's[t] = float(t);',
+        'o[t] = s[(t + 1) % 64];',
+      ].join('\n'),
+    });
+    const [b] = racy({ grid: [64], threadgroup: [64] });
+    expect((await failure(b)).message).toMatch(/nondeterministic: output 'o' differs between the two passes/);
+    // The device is still usable.
+    const ok = dev.add(dev.tensor([1, 2], [2]), dev.tensor([3, 4], [2]));
+    expect(Array.from(await ok.toFloat32())).toEqual([4, 6]);
+  });
+
+  it('rejects a source that does not compile with the compiler message at the user\'s line', async () => {
+    const err = await dev.kernel({
+      name: 'typo', outputs: [{ name: 'o', dtype: 'float32', shape: [1] }],
+      source: 'const uint i = thread_position_in_grid.x;\no[i] = undefined_value;',
+    }).then(() => null, (e: { code: string; message: string }) => e);
+    expect(err?.code).toBe('E_KERNEL');
+    expect(err?.message).toMatch(/typo\.metal:2:\d+: error: use of undeclared identifier 'undefined_value'/);
+  });
+
+  it('checks descriptions and calls with TensorOpsError codes naming the argument', async () => {
+    const base = { name: 'copy', inputs: [{ name: 'x', dtype: 'float32' as const }], outputs: [{ name: 'o', dtype: 'float32' as const }], source: 'o[0] = x[0];' };
+    const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code: string; message: string }) => `${e.code}: ${e.message}`);
+    expect(await code(dev.kernel({ ...base, name: '9lives' }))).toMatch(/^E_ARG: description.name must be an identifier/);
+    expect(await code(dev.kernel({ ...base, outputs: [{ name: 'x', dtype: 'float32' }] }))).toMatch(/^E_ARG: .*'x' names two things/);
+    expect(await code(dev.kernel({ ...base, inputs: [{ name: 'x', dtype: 'float64' as never }] }))).toMatch(/^E_DTYPE: description.inputs\[0\].dtype/);
+    expect(await code(dev.kernel({ ...base, source: '  ' }))).toMatch(/^E_ARG: description.source/);
+    expect(await code(dev.kernel({ ...base, extra: 1 } as never))).toMatch(/^E_ARG: description.extra is not an option/);
+    const k = await dev.kernel(base);
+    const x = dev.tensor([1, 2], [2]);
+    expect(() => k({ grid: [1], threadgroup: [1], shapes: { o: [1] } })).toThrow(/copy takes 1 input tensor\(s\) \(x\); got 0/);
+    expect(() => k(dev.tensor([1], [1], 'int32'), { grid: [1], threadgroup: [1], shapes: { o: [1] } })).toThrow(/input 'x' must be float32; got int32/);
+    expect(() => k(x, { grid: [3], threadgroup: [2], shapes: { o: [1] } })).toThrow(/grid\[0\] = 3 must be a multiple of threadgroup\[0\] = 2/);
+    expect(() => k(x, { grid: [2048], threadgroup: [2048], shapes: { o: [1] } })).toThrow(/at most 1024/);
+    expect(() => k(x, { grid: [1], threadgroup: [1] })).toThrow(/output 'o' has no shape/);
+    const [o] = k(x, { grid: [1], threadgroup: [1], shapes: { o: [1] } });
+    expect(Array.from(await o.toFloat32())).toEqual([1]);
+  });
+});
