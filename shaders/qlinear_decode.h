@@ -9,6 +9,15 @@
 #include "mx_dequant.h"
 #include "qlinear_params.h"
 
+// The loop the kernel cost report measures (scripts/report-kernels.mjs; kernel_abi.h): tag 1, the
+// weight elements and the device bytes (one row of x) one lane handles per step.
+#define QLINEAR_DECODE_COST(T, FMT, RUN)                                                           \
+  MTO_COST_LOOP(1, QLINEAR_DECODE_ROWS_PER_SIMDGROUP * (RUN),                                      \
+                (RUN) * int(sizeof(T)) +                                                           \
+                    QLINEAR_DECODE_ROWS_PER_SIMDGROUP *                                            \
+                        ((RUN) * mto_format_bits(FMT) / 8 +                                        \
+                         int(sizeof(typename mto_scale_storage<FMT>::type)) * (mto_format_is_affine(FMT) ? 2 : 1)))
+
 #if defined(__METAL_VERSION__)
 // acc[m][r] += this lane's share of dot(x[m, :], w[wrow[r], :]) over K (a multiple of 32); the
 // caller sums the lanes (simd_sum) and stores. x rows are K apart; codes, scales and biases are
@@ -23,6 +32,7 @@ inline void qlinear_decode_accumulate(
   constexpr int RUN = mto_format_bits(FMT) == 2 ? 16 : 8;
   constexpr int ROWS = QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
   for (uint k = uint(lane) * RUN; k < K; k += 32 * RUN) {
+    QLINEAR_DECODE_COST(T, FMT, RUN);
     float w[ROWS][RUN];
     for (int r = 0; r < ROWS; ++r) mto_dequantize_run<FMT, RUN>(codes, scales, biases, wrow[r], k, K, group_size, w[r]);
     for (uint m = 0; m < M; ++m) {
