@@ -171,7 +171,8 @@ export function markdown(r) {
     'call each. The loop is the one the kernel marks with `MTO_COST_LOOP` (shaders/kernel_abi.h): the',
     'smallest natural loop of the control-flow graph around the marker, every instruction of its',
     'blocks counted once (code for rows a case does not take included). A CPU instruction is not a',
-    'GPU instruction: Apple\'s compiler, registers (no spills at 32 of them), memory instructions and',
+    'GPU instruction: Apple\'s compiler, registers (a GPU lane has far more than AArch64\'s 32, so the',
+    'stack accesses below are CPU spills), memory instructions and',
     'scheduling differ, and a SIMD-group function here costs a call plus the harness\'s call-site',
     'arguments. The figures compare kernels compiled the same way, MLX\'s included; they say nothing',
     'about time. Nothing here ran on Metal.',
@@ -219,6 +220,22 @@ export function markdown(r) {
       }
     }
   }
+  // What the tables say, from their own numbers.
+  const of = (id) => r.kernels.find((k) => k.kernel === id);
+  const gemv = ['mxfp4', 'mxfp8', 'affine4'].map((f) => of(`qlinear_decode_${f}_f16`));
+  const att = of('attention_decode_f16_dense_d128');
+  const attPerRow = round(att.loop.insns / (att.loop.elements * att.loop.rows));
+  const ours = [...new Set(att.shapes.map((sh) => sh.passes[0].threadgroups))];
+  const theirs = att.shapes.flatMap((sh) => (r.mlx.parallelism[sh.shape] ?? []).filter((p) => p.threads < 1024 || p.kernel === 'sdpa_vector')
+    .flatMap((p) => profiles.slice(1).map((c) => p.threadgroups[String(c)]))).filter((g) => g !== null && g !== undefined);
+  lines.push('', '## Reading', '',
+    `- Decode GEMV, float16 x: ${gemv.map((k) => `${k.kernel.split('_')[2]} ${k.loop.perElement}`).join(', ')} instructions`,
+    `  per weight element against MLX's ${gemv.map((k) => r.mlx.kernels[k.mlx].loop.perElement).join(', ')}; the same threadgroups as`,
+    '  qmv_fast for one row of x (2 SIMD-groups of 4 weight rows each).',
+    `- Attention decode: the key loop holds the code of ${att.loop.rows} query rows (ATTN_DECODE_ROWS), ${attPerRow}`,
+    `  instructions per K/V element and row against sdpa_vector's ${r.mlx.kernels[att.mlx].loop.perElement} for its one row, and`,
+    `  its first pass launches ${ours.join(' or ')} threadgroups where MLX's launches ${Math.min(...theirs)} to ${Math.max(...theirs)} on the`,
+    `  ${profiles.slice(1).join('- and ')}-core profiles: no plan reads the GPU's core count yet (issue #27, attention decode).`);
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }
