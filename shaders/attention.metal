@@ -35,6 +35,10 @@
 using namespace metal;
 
 // ---- decode -------------------------------------------------------------------------------------
+// The key loop the kernel cost report measures (kernel_abi.h): per key a lane reads E elements of
+// K and of V (and for mxfp8 one scale byte with each element).
+#define ATTN_DECODE_COST(T, KV, E) \
+  MTO_COST_LOOP(KV, 2 * (E), 2 * (E) * (int(sizeof(typename attn_kv_storage<T, KV>::type)) + ((KV) == ATTN_KV_DENSE ? 0 : 1)))
 template <typename T, typename Out, int KV, int D>
 [[kernel]] void attention_decode(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
@@ -86,6 +90,7 @@ template <typename T, typename Out, int KV, int D>
 
   const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
   for (int j = j0 + int(sg); j < j1; j += NSG) {
+    ATTN_DECODE_COST(T, KV, E);
     float kr[E], vr[E];
     for (int e = 0; e < E; ++e) {
       const uint d = uint(lane) + 32u * uint(e);

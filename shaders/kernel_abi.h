@@ -26,4 +26,14 @@ typedef std::int32_t mto_i32;
   template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
 #endif
 
+// MTO_COST_LOOP(tag, elements, bytes), a statement at the top of a kernel's hot loop body, marks
+// it for the kernel cost report (scripts/report-kernels.mjs): `elements` are the weight (or K/V)
+// elements and `bytes` the bytes of device memory one lane handles per iteration, `tag` tells
+// apart copies of one loop (qlinear_decode.h: the rows of x). It expands to nothing here, in
+// Metal and in the harness; the report compiles the harness build for arm64 with the macro
+// defined as an assembly comment that carries the three numbers.
+#ifndef MTO_COST_LOOP
+#define MTO_COST_LOOP(tag, elements, bytes)
+#endif
+
 #endif  // MTO_SHADERS_KERNEL_ABI_H

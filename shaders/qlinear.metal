@@ -9,10 +9,11 @@
 // qlinear_params.h; which kernel runs: native/core/dispatch_plan.cc.
 //
 //   qlinear_decode (M <= 8, token generation) is bound by memory bandwidth: each SIMD-group
-//   streams 4 weight rows once, every lane a contiguous run of codes, dots the decoded run with
-//   all M rows of x and reduces with simd_sum at the end (the shape of MLX's qmv_fast, with the
-//   M rows sharing each weight read as its wide variant does). Its dot products are
-//   qlinear_decode.h's, shared with groupedLinear (qlinear_grouped.metal).
+//   streams 4 weight rows once, every lane 16 consecutive codes per row and step in one wide
+//   load, decoded through a table in threadgroup memory and scaled once per block, dotted with
+//   all M rows of x and reduced with simd_sum at the end (the shape of MLX's qmv_fast, with the
+//   M rows sharing each weight read). The loop is qlinear_decode.h's, shared with groupedLinear
+//   (qlinear_grouped.metal); its cost in an arm64 proxy is in docs/kernel-costs.md.
 //   qlinear_gemm (larger M) is bound by arithmetic: 32 x 32 tiles of y, x and dequantized w staged
 //   in threadgroup memory 64 columns of K at a time, four SIMD-groups each accumulating a 16 x 16
 //   quarter in simdgroup_matrix 8x8 tiles (the structure of llama.cpp's kernel_mul_mm).
@@ -36,31 +37,12 @@ template <typename T, typename Out, int FMT>
     uint group [[threadgroup_position_in_grid]],
     ushort simd [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
-  constexpr int ROWS = QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
-  static_assert(ROWS == 4, "rows are reduced as one float4");
-  const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
-  const uint n0 = (group * QLINEAR_DECODE_SIMDGROUPS + simd) * ROWS;
-  uint wrow[ROWS];
-  for (int r = 0; r < ROWS; ++r) {
-    // Rows past N (in the last threadgroup) re-read row N - 1 and are never stored.
-    const uint n = min(n0 + uint(r), N - 1);
-    wrow[r] = n;
-  }
-
-  float acc[QLINEAR_DECODE_MAX_M][ROWS];
-  for (int m = 0; m < QLINEAR_DECODE_MAX_M; ++m)
-    for (int r = 0; r < ROWS; ++r) acc[m][r] = 0.0f;
-  qlinear_decode_accumulate<T, FMT>(x, codes, scales, biases, M, K, uint(p.group_size), wrow, lane, acc);
-
-  for (uint m = 0; m < M; ++m) {
-    const float4 sum = simd_sum(float4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
-    if (lane == 0) {
-      for (int r = 0; r < ROWS; ++r) {
-        const uint n = n0 + uint(r);
-        if (n < N) y[ulong(m) * N + n] = Out(sum[r] + (p.has_bias ? bias[n] : 0.0f));
-      }
-    }
-  }
+  threadgroup float table[QLINEAR_DECODE_TABLE(FMT)];
+  qlinear_decode_fill_table<FMT>(table, uint(simd) * 32u + uint(lane), 32u * QLINEAR_DECODE_SIMDGROUPS);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  const uint n0 = (group * QLINEAR_DECODE_SIMDGROUPS + simd) * QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
+  qlinear_decode_dot<T, Out, FMT>(x, codes, scales, biases, p.has_bias != 0, bias, y, uint(p.M), uint(p.N),
+                                  uint(p.K), uint(p.group_size), n0, lane, table);
 }
 
 template <typename T, typename Out, int FMT>

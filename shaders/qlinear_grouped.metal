@@ -88,9 +88,11 @@ template <typename T, typename Out, int FMT>
     uint2 group [[threadgroup_position_in_grid]],
     ushort simd [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
-  constexpr int ROWS = QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
   const uint rows = uint(slots[4 * group.y + 2]);
   if (rows == 0) return;  // an unused slot (the whole threadgroup leaves; no barrier follows)
+  threadgroup float table[QLINEAR_DECODE_TABLE(FMT)];
+  qlinear_decode_fill_table<FMT>(table, uint(simd) * 32u + uint(lane), 32u * QLINEAR_DECODE_SIMDGROUPS);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
   const uint e = uint(slots[4 * group.y]), first = uint(slots[4 * group.y + 1]);
   const uint N = uint(p.N), K = uint(p.K), group_size = uint(p.group_size);
   // Expert e's share of each plane: the planes are [E, N, ...] row-major.
@@ -101,25 +103,12 @@ template <typename T, typename Out, int FMT>
   device const typename mto_scale_storage<FMT>::type* se = scales + ulong(e) * matrix_scales;
   device const half* be = biases + (mto_format_is_affine(FMT) ? ulong(e) * matrix_scales : 0ul);
 
-  const uint n0 = (group.x * QLINEAR_DECODE_SIMDGROUPS + simd) * ROWS;
-  uint wrow[ROWS];
-  for (int r = 0; r < ROWS; ++r) wrow[r] = min(n0 + uint(r), N - 1);  // rows past N: never stored
+  const uint n0 = (group.x * QLINEAR_DECODE_SIMDGROUPS + simd) * QLINEAR_DECODE_ROWS_PER_SIMDGROUP;
   for (uint m0 = 0; m0 < rows; m0 += QLINEAR_DECODE_MAX_M) {
     const uint M = min(uint(QLINEAR_DECODE_MAX_M), rows - m0);
     const ulong row0 = ulong(first) + m0;
-    float acc[QLINEAR_DECODE_MAX_M][ROWS];
-    for (int m = 0; m < QLINEAR_DECODE_MAX_M; ++m)
-      for (int r = 0; r < ROWS; ++r) acc[m][r] = 0.0f;
-    qlinear_decode_accumulate<T, FMT>(x + row0 * K, we, se, be, M, K, group_size, wrow, lane, acc);
-    for (uint m = 0; m < M; ++m) {
-      const float4 sum = simd_sum(float4(acc[m][0], acc[m][1], acc[m][2], acc[m][3]));
-      if (lane == 0) {
-        for (int r = 0; r < ROWS; ++r) {
-          const uint n = n0 + uint(r);
-          if (n < N) y[(row0 + m) * N + n] = Out(sum[r]);
-        }
-      }
-    }
+    qlinear_decode_dot<T, Out, FMT>(x + row0 * K, we, se, be, false, nullptr, y + row0 * N, M, N, K, group_size, n0,
+                                    lane, table);
   }
 }
 

@@ -22,6 +22,15 @@
              int mtoh_col = __builtin_COLUMN()
 #define MTOH_SITE(what) (::mtoh::Site{mtoh_file, mtoh_line, mtoh_col, what})
 
+// The kernel cost report (scripts/report-kernels.mjs) compiles kernels with inlining raised, as a
+// GPU compiler inlines everything; there a barrier or SIMD-group function stays one call (a few
+// instructions on a GPU), not the harness's rendezvous and lane exchange inlined into the loop.
+#if defined(MTOH_COST_PROXY)
+#define MTOH_SIMD_FN __attribute__((noinline)) inline
+#else
+#define MTOH_SIMD_FN inline
+#endif
+
 namespace metal {
 
 enum class mem_flags : unsigned {
@@ -35,10 +44,10 @@ constexpr mem_flags operator|(mem_flags a, mem_flags b) { return mem_flags(unsig
 
 // Memory order is not modelled: fibers of one threadgroup share memory sequentially consistently,
 // and only switch at rendezvous points.
-inline void threadgroup_barrier(mem_flags, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN void threadgroup_barrier(mem_flags, MTOH_SITE_PARAMS) {
   mtoh::threadgroup_barrier(MTOH_SITE("threadgroup_barrier"));
 }
-inline void simdgroup_barrier(mem_flags, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN void simdgroup_barrier(mem_flags, MTOH_SITE_PARAMS) {
   mtoh::simdgroup_barrier(MTOH_SITE("simdgroup_barrier"));
 }
 
@@ -123,38 +132,38 @@ inline T reduce_lanes(const SimdView& s, uint32_t below, F f) {
 namespace metal {
 
 template <class T>
-inline T simd_sum(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_sum(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_sum"));
   return mtoh::reduce_lanes<T>(s, 32, [](T a, T b) { return T(a + b); });
 }
 template <class T>
-inline T simd_product(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_product(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_product"));
   return mtoh::reduce_lanes<T>(s, 32, [](T a, T b) { return T(a * b); });
 }
 template <class T>
-inline T simd_max(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_max(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_max"));
   return mtoh::reduce_lanes<T>(s, 32, [](T a, T b) { return metal::max(a, b); });
 }
 template <class T>
-inline T simd_min(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_min(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_min"));
   return mtoh::reduce_lanes<T>(s, 32, [](T a, T b) { return metal::min(a, b); });
 }
 template <class T>
-inline T simd_or(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_or(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_or"));
   return mtoh::reduce_lanes<T>(s, 32, [](T a, T b) { return T(a | b); });
 }
 template <class T>
-inline T simd_and(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_and(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_and"));
   return mtoh::reduce_lanes<T>(s, 32, [](T a, T b) { return T(a & b); });
 }
 // Sum over the active lanes below the caller (0 in the first active lane).
 template <class T>
-inline T simd_prefix_exclusive_sum(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_prefix_exclusive_sum(T v, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(v, 0, MTOH_SITE("simd_prefix_exclusive_sum"));
   const uint32_t me = mtoh::current_ids().thread_index_in_simdgroup;
   T acc = T(0);
@@ -163,36 +172,36 @@ inline T simd_prefix_exclusive_sum(T v, MTOH_SITE_PARAMS) {
   return acc;
 }
 template <class T>
-inline T simd_prefix_inclusive_sum(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_prefix_inclusive_sum(T v, MTOH_SITE_PARAMS) {
   return T(simd_prefix_exclusive_sum(v, mtoh_file, mtoh_line, mtoh_col) + v);
 }
 
-inline bool simd_all(bool b, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN bool simd_all(bool b, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(b, 0, MTOH_SITE("simd_all"));
   bool r = true;
   for (uint32_t l = 0; l < 32; ++l) r = r && (!mtoh::active(s, l) || mtoh::lane_value<bool>(s, l));
   return r;
 }
-inline bool simd_any(bool b, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN bool simd_any(bool b, MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(b, 0, MTOH_SITE("simd_any"));
   bool r = false;
   for (uint32_t l = 0; l < 32; ++l) r = r || (mtoh::active(s, l) && mtoh::lane_value<bool>(s, l));
   return r;
 }
-inline bool simd_is_first(MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN bool simd_is_first(MTOH_SITE_PARAMS) {
   const auto& s = mtoh::post(0, 0, MTOH_SITE("simd_is_first"));
   return mtoh::current_ids().thread_index_in_simdgroup == uint32_t(__builtin_ctz(s.active_mask));
 }
 
 // The value of lane `lane` (any lane per caller).
 template <class T>
-inline T simd_shuffle(T v, ushort lane, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_shuffle(T v, ushort lane, MTOH_SITE_PARAMS) {
   const mtoh::Site site = MTOH_SITE("simd_shuffle");
   const auto& s = mtoh::post(v, lane, site);
   return mtoh::read_lane<T>(s, lane, site);
 }
 template <class T>
-inline T simd_shuffle_xor(T v, ushort mask, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_shuffle_xor(T v, ushort mask, MTOH_SITE_PARAMS) {
   const mtoh::Site site = MTOH_SITE("simd_shuffle_xor");
   const auto& s = mtoh::post(v, mask, site);
   mtoh::require_uniform_arg<T>(s, site);
@@ -200,7 +209,7 @@ inline T simd_shuffle_xor(T v, ushort mask, MTOH_SITE_PARAMS) {
 }
 // Lane l gets lane l + delta; the upper `delta` lanes keep their own value (no wrap-around).
 template <class T>
-inline T simd_shuffle_down(T v, ushort delta, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_shuffle_down(T v, ushort delta, MTOH_SITE_PARAMS) {
   const mtoh::Site site = MTOH_SITE("simd_shuffle_down");
   const auto& s = mtoh::post(v, delta, site);
   mtoh::require_uniform_arg<T>(s, site);
@@ -209,7 +218,7 @@ inline T simd_shuffle_down(T v, ushort delta, MTOH_SITE_PARAMS) {
 }
 // Lane l gets lane l - delta; the lower `delta` lanes keep their own value.
 template <class T>
-inline T simd_shuffle_up(T v, ushort delta, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_shuffle_up(T v, ushort delta, MTOH_SITE_PARAMS) {
   const mtoh::Site site = MTOH_SITE("simd_shuffle_up");
   const auto& s = mtoh::post(v, delta, site);
   mtoh::require_uniform_arg<T>(s, site);
@@ -217,14 +226,14 @@ inline T simd_shuffle_up(T v, ushort delta, MTOH_SITE_PARAMS) {
   return me < delta ? v : mtoh::read_lane<T>(s, me - delta, site);
 }
 template <class T>
-inline T simd_broadcast(T v, ushort lane, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_broadcast(T v, ushort lane, MTOH_SITE_PARAMS) {
   const mtoh::Site site = MTOH_SITE("simd_broadcast");
   const auto& s = mtoh::post(v, lane, site);
   mtoh::require_uniform_arg<T>(s, site);
   return mtoh::read_lane<T>(s, lane, site);
 }
 template <class T>
-inline T simd_broadcast_first(T v, MTOH_SITE_PARAMS) {
+MTOH_SIMD_FN T simd_broadcast_first(T v, MTOH_SITE_PARAMS) {
   const mtoh::Site site = MTOH_SITE("simd_broadcast_first");
   const auto& s = mtoh::post(v, 0, site);
   return mtoh::read_lane<T>(s, uint32_t(__builtin_ctz(s.active_mask)), site);

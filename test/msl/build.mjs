@@ -45,7 +45,10 @@ const kernelFlagsAt = (version) => kernelFlags.map((f) => f === '-std=c++14' ? '
 export const flagsByStd = { 'metal3.1': kernelFlags, 'metal4.0': kernelFlagsAt(400), 'metal4.1': kernelFlagsAt(410) };
 /** The flags for one generated translation unit: by the MSL version its source asks for. */
 const stdOf = new Map();
-const flagsFor = (dest) => flagsByStd[stdOf.get(dest) ?? 'metal3.1'];
+/** A planted fault in a header: the copy of shaders/ its translation unit includes instead. */
+const shadersOf = new Map();
+const flagsFor = (dest) => flagsByStd[stdOf.get(dest) ?? 'metal3.1']
+  .map((f) => (f === '-Ishaders' && shadersOf.has(dest) ? `-I${relative(root, shadersOf.get(dest))}` : f));
 
 const list = (dir, ext) => readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => `${dir}/${f}`);
 /** Like list, with the files of every folder under `dir` too (paths with '/'). */
@@ -74,6 +77,27 @@ export function withMetalIncludes(file, base = root) {
 }
 
 /**
+ * build/faults/<name>/shaders: a copy of shaders/ with the fault's header mutated (its `find` must
+ * occur exactly once). Files are rewritten only when their text changes, so the variant's object
+ * stays up to date between builds.
+ */
+function faultShaders(f) {
+  const dir = join(buildDir, 'faults', f.name, 'shaders');
+  mkdirSync(dir, { recursive: true });
+  for (const name of readdirSync(join(root, 'shaders'))) {
+    if (!statSync(join(root, 'shaders', name)).isFile()) continue;
+    let text = readFileSync(join(root, 'shaders', name), 'utf8');
+    if (`shaders/${name}` === f.file) {
+      const count = text.split(f.find).length - 1;
+      if (count !== 1) throw new Error(`planted fault '${f.name}': the text to replace occurs ${count} times in ${f.file} (must be once)`);
+      text = text.replace(f.find, () => f.replace);
+    }
+    writeIfChanged(join(dir, name), text);
+  }
+  return dir;
+}
+
+/**
  * The generated translation units: one per shader library, one per planted fault (in the library
  * of the fault's `library`, default the stem of its `file`: the mutation applies to that file's
  * text wherever the library includes it) and one per tier probe of native/metal/probe_sources.h.
@@ -98,8 +122,15 @@ function generateKernels() {
     const library = f.library ?? basename(f.file, '.metal');
     const file = `${dirname(f.file)}/${library}.metal`;
     const text = withMetalIncludes(file);
-    add(join(genDir, `${library}__${f.name}.cc`), text,
-      { file, library, variant: f.name, find: f.find, replace: f.replace }, libraryStd(text));
+    const dest = join(genDir, `${library}__${f.name}.cc`);
+    if (f.file.endsWith('.h')) {
+      // A header the library includes (qlinear_decode.h): the mutation goes into a copy of
+      // shaders/ that this variant alone includes, as mutants.mjs does for its mutants.
+      shadersOf.set(dest, faultShaders(f));
+      add(dest, text, { file, library, variant: f.name }, libraryStd(text));
+    } else {
+      add(dest, text, { file, library, variant: f.name, find: f.find, replace: f.replace }, libraryStd(text));
+    }
   }
   // The probes open() compiles for each tier, at their own MSL version, as library probe_<tier>.
   for (const m of embeddedMslSources()) {

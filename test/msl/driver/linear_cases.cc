@@ -145,12 +145,17 @@ std::vector<Case> linear_cases() {
   for (const Config& c : {configs[4], configs[5], configs[9]})  // mxfp4, mxint8, affine4.g64
     for (const auto& [xt, yt] : pairs)
       for (int64_t M : {1, 40}) add(c, {M, 37, c.K, c.block, M == 40}, xt, yt);
-  // K long enough for several decode steps and K tiles, whole N tiles.
+  // K long enough for several decode steps (a lane's second run starts at 512) and K tiles, whole
+  // N tiles; the decode kernel with one row of x (its registers-only path) and with two.
   for (mto::Format f : {mto::Format::MXFP8_E4M3, mto::Format::MXFP6_E2M3, mto::Format::MXFP4,
                         mto::Format::MXINT2}) {
+    add({f, 32, 544}, {1, 64, 544, 32, true});
     add({f, 32, 544}, {2, 64, 544, 32, false});
     add({f, 32, 544}, {40, 64, 544, 32, true});
   }
+  // Affine groups over several decode steps: the group index of a lane's second run.
+  add({mto::Format::AFFINE4, 64, 576}, {1, 64, 576, 64, false});
+  add({mto::Format::AFFINE8, 128, 640}, {2, 64, 640, 128, true});
   return cases;
 }
 
