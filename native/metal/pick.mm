@@ -1,19 +1,41 @@
 // argmax, topK and sample on the metal backend (ops.h): the kernels of shaders/pick.metal, one
-// threadgroup per row, as plan/pick.cc decides. sample's kernel writes what it found in each row
-// into a status buffer of the op's own; a row with NaN, +inf or only -inf fails the op with the
-// cpu backend's message once the GPU is done. Requests the kernels do not take (topK above
-// PICK_MAX_K, topP alone on wide rows) return false: the cpu backend runs them.
+// threadgroup per row, as plan/pick.cc decides, within each pipeline's thread limit on this GPU.
+// sample's kernels write what they found in each row into a status buffer of the op's own; a
+// row with NaN, +inf or only -inf fails the op with the cpu backend's message once the GPU is
+// done. topK's wide kernel (k above PICK_MAX_K) sorts through a scratch buffer of the op's own.
+// Every k and every sample option has a kernel; only what the plans refuse (sizes past 32-bit
+// indices, a pipeline below one SIMD-group) returns false and runs on the cpu backend.
 #include "ops.h"
 
 #include "core/error.h"
 #include "core/plan/pick.h"
 
 namespace mto::metal {
+namespace {
+
+// make(max_threads) within its pipeline's maxTotalThreadsPerThreadgroup on this GPU, as norm.mm:
+// made again with that limit while its threadgroup is larger. The limit can move the request to
+// the op's other kernel, whose pipeline has its own limit, so this repeats; each round's limit is
+// below the last, and below one SIMD-group the plan throws.
+template <class Make>
+auto within_limit(MetalContext& ctx, Make&& make) -> decltype(make(1024u)) {
+  auto plan = make(1024u);
+  for (;;) {
+    const std::vector<plan::Dispatch>& passes = plan_fallback::passes_of(plan);
+    const uint32_t limit = ctx.stream.max_threads(passes[0]);
+    if (limit >= passes[0].threads_per_threadgroup[0]) return plan;
+    plan = make(limit);
+  }
+}
+
+}  // namespace
 
 bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_argmax(x.dtype, p, t); });
+    d = within_limit(ctx, [&](uint32_t max_threads) {
+      return plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_argmax(x.dtype, p, t, max_threads); });
+    });
   } catch (const Error&) {
     return false;
   }
@@ -24,9 +46,11 @@ bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids
 }
 
 bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done) {
-  plan::Dispatch d;
+  plan::TopKPlan plan;
   try {
-    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_top_k(x.dtype, p, t); });
+    plan = within_limit(ctx, [&](uint32_t max_threads) {
+      return plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_top_k(x.dtype, p, t, max_threads); });
+    });
   } catch (const Error&) {
     return false;
   }
@@ -35,14 +59,23 @@ bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& valu
       !args.bind(plan::Arg::Y, values.buffer.get())) {
     return false;
   }
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
+  // The wide kernel's second sort buffer lives only for this op.
+  BufferPtr scratch;
+  if (plan.scratch_bytes) {
+    scratch = ctx.pool.allocate(size_t(plan.scratch_bytes));
+    args.bind(plan::Arg::Scratch, scratch.get());
+  }
+  ctx.stream.submit(plan.passes, args, scratch, std::move(done));
   return true;
 }
 
 bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor& ids, Completion done) {
   plan::Dispatch d;
   try {
-    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_sample(logits.dtype, p, t); });
+    d = within_limit(ctx, [&](uint32_t max_threads) {
+      return plan_avoiding(ctx.unusable, ctx.tier,
+                           [&](Tier t) { return plan::plan_sample(logits.dtype, p, t, max_threads); });
+    });
   } catch (const Error&) {
     return false;
   }
