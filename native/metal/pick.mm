@@ -11,45 +11,28 @@
 #include "core/plan/pick.h"
 
 namespace mto::metal {
-namespace {
-
-// make(max_threads) within its pipeline's maxTotalThreadsPerThreadgroup on this GPU, as norm.mm:
-// made again with that limit while its threadgroup is larger. The limit can move the request to
-// the op's other kernel, whose pipeline has its own limit, so this repeats; each round's limit is
-// below the last, and below one SIMD-group the plan throws.
-template <class Make>
-auto within_limit(MetalContext& ctx, Make&& make) -> decltype(make(1024u)) {
-  auto plan = make(1024u);
-  for (;;) {
-    const std::vector<plan::Dispatch>& passes = plan_fallback::passes_of(plan);
-    const uint32_t limit = ctx.stream.max_threads(passes[0]);
-    if (limit >= passes[0].threads_per_threadgroup[0]) return plan;
-    plan = make(limit);
-  }
-}
-
-}  // namespace
 
 bool argmax(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& ids, Completion done) {
   plan::Dispatch d;
   try {
     d = within_limit(ctx, [&](uint32_t max_threads) {
-      return plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_argmax(x.dtype, p, t, max_threads); });
+      return plan_avoiding(ctx.unusable, ctx.tier,
+                           [&](Tier t) { return plan::plan_argmax(x.dtype, p, t, max_threads); });
     });
   } catch (const Error&) {
     return false;
   }
   ArgTable args;
   if (!args.bind(plan::Arg::X, x.buffer.get()) || !args.bind(plan::Arg::Ids, ids.buffer.get())) return false;
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& values, Tensor& ids, Completion done) {
   plan::TopKPlan plan;
   try {
     plan = within_limit(ctx, [&](uint32_t max_threads) {
-      return plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) { return plan::plan_top_k(x.dtype, p, t, max_threads); });
+      return plan_avoiding(ctx.unusable, ctx.tier,
+                           [&](Tier t) { return plan::plan_top_k(x.dtype, p, t, max_threads); });
     });
   } catch (const Error&) {
     return false;
@@ -65,8 +48,7 @@ bool top_k(MetalContext& ctx, const Tensor& x, const PickParams& p, Tensor& valu
     scratch = ctx.pool.allocate(size_t(plan.scratch_bytes));
     args.bind(plan::Arg::Scratch, scratch.get());
   }
-  ctx.stream.submit(plan.passes, args, scratch, std::move(done));
-  return true;
+  return ctx.stream.submit(plan.passes, args, scratch, std::move(done));
 }
 
 bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor& ids, Completion done) {
@@ -83,10 +65,9 @@ bool sample(MetalContext& ctx, const Tensor& logits, const PickParams& p, Tensor
   if (!args.bind(plan::Arg::X, logits.buffer.get()) || !args.bind(plan::Arg::Ids, ids.buffer.get())) return false;
   BufferPtr status = ctx.pool.allocate(size_t(plan::sample_status_bytes(p)));
   args.bind(plan::Arg::Status, status.get());
-  ctx.stream.submit({d}, args, nullptr,
-                    complete_with_status(status, [p](const int32_t* s) { return plan::sample_status(s, p); },
-                                         std::move(done)));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr,
+                           complete_with_status(status, [p](const int32_t* s) { return plan::sample_status(s, p); },
+                                                std::move(done)));
 }
 
 }  // namespace mto::metal

@@ -29,6 +29,11 @@ uint32_t wide_threads(int64_t cols, int cap) {
   return uint32_t(std::min<int64_t>(std::max<int64_t>(simds, 1) * 32, cap));
 }
 
+// pick_threads within the pipeline's limit.
+uint32_t narrow_threads(const Dispatch& d, const PickParams& p, uint32_t max_threads) {
+  return pick_threads(p.cols, util::thread_cap(max_threads, PICK_MAX_THREADS, d.kernel.c_str()));
+}
+
 Dispatch base(const char* op, DType x, const PickParams& p, Tier tier, PickKernelParams& kp) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   const char* tag = float_dtype_tag(x);
@@ -61,7 +66,8 @@ bool narrow_takes(int64_t k, uint32_t threads) { return k <= PICK_MAX_K && k <= 
 // d as the wide kernel of its op ("pick_<op>" -> "pick_<op>_wide_<tag>").
 void make_wide(Dispatch& d, const char* op, DType x, const PickParams& p, uint32_t max_threads) {
   d.kernel = std::string("pick_") + op + "_wide_" + float_dtype_tag(x);
-  d.threads_per_threadgroup[0] = wide_threads(p.cols, util::thread_cap(max_threads, PICK_WIDE_MAX_THREADS, d.kernel.c_str()));
+  d.threads_per_threadgroup[0] = wide_threads(
+      p.cols, util::thread_cap(max_threads, PICK_WIDE_MAX_THREADS, d.kernel.c_str()));
 }
 
 }  // namespace
@@ -69,7 +75,7 @@ void make_wide(Dispatch& d, const char* op, DType x, const PickParams& p, uint32
 Dispatch plan_argmax(DType x, const PickParams& p, Tier tier, uint32_t max_threads) {
   PickKernelParams kp;
   Dispatch d = base("argmax", x, p, tier, kp);
-  d.threads_per_threadgroup[0] = pick_threads(p.cols, util::thread_cap(max_threads, PICK_MAX_THREADS, d.kernel.c_str()));
+  d.threads_per_threadgroup[0] = narrow_threads(d, p, max_threads);
   d.buffers = {{PICK_BUFFER_X, Arg::X}, {PICK_BUFFER_IDS, Arg::Ids}, {PICK_BUFFER_PARAMS, Arg::Params}};
   d.params = params_bytes(kp);
   return d;
@@ -84,7 +90,7 @@ TopKPlan plan_top_k(DType x, const PickParams& p, Tier tier, uint32_t max_thread
   }
   require_i32("rows * k", p.rows * p.k);
   kp.k = int32_t(p.k);
-  d.threads_per_threadgroup[0] = pick_threads(p.cols, util::thread_cap(max_threads, PICK_MAX_THREADS, d.kernel.c_str()));
+  d.threads_per_threadgroup[0] = narrow_threads(d, p, max_threads);
   d.buffers = {{PICK_BUFFER_X, Arg::X},
                {PICK_BUFFER_IDS, Arg::Ids},
                {PICK_BUFFER_VALUES, Arg::Y},
@@ -103,7 +109,7 @@ TopKPlan plan_top_k(DType x, const PickParams& p, Tier tier, uint32_t max_thread
 Dispatch plan_sample(DType x, const PickParams& p, Tier tier, uint32_t max_threads) {
   PickKernelParams kp;
   Dispatch d = base("sample", x, p, tier, kp);
-  d.threads_per_threadgroup[0] = pick_threads(p.cols, util::thread_cap(max_threads, PICK_MAX_THREADS, d.kernel.c_str()));
+  d.threads_per_threadgroup[0] = narrow_threads(d, p, max_threads);
   const bool ranked = p.top_k > 0 || p.top_p < 1;  // the cpu backend's rule (cpu/pick.cc)
   const int64_t k = p.top_k > 0 ? std::min(p.top_k, p.cols) : p.cols;
   if (p.temperature == 0) {

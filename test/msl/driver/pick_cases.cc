@@ -3,7 +3,9 @@
 // same sampled ids for the same seed, and for a row without a distribution the same E_ARG
 // message. Rows at odd widths on both sides of the threads' kept ranks (a row the candidates
 // hold whole, a row much wider), every float dtype, ties, signed zeros, NaN, +-inf, rows built to
-// send topK down its exact path (and its bisection), and a [1, 128256] vocabulary row.
+// send topK down its exact path (and its bisection), and a [1, 128256] vocabulary row; k and
+// sample's candidates past PICK_MAX_K (the wide kernels' radix walks and sort), and plans made
+// for a pipeline's thread limit.
 #include <cmath>
 #include <cstring>
 #include <limits>
