@@ -26,9 +26,9 @@
 
 using namespace metal;
 
-// The kernels carry [[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]]: the plans launch up
-// to that many threads, so the compiler must keep the registers a thread uses within what it
-// allows (the host refuses a plan above a pipeline's maxTotalThreadsPerThreadgroup).
+// The kernels carry [[max_total_threads_per_threadgroup(PICK_MAX_THREADS or PICK_WIDE_MAX_THREADS)]]:
+// the register budget for the most threads a plan launches; a pipeline that still allows fewer
+// gets plans within its maxTotalThreadsPerThreadgroup (plan/pick.h).
 
 // ---- SIMD-group and threadgroup reductions. 64-bit values travel as two 32-bit halves (the
 // SIMD-group functions are certain for 32-bit types).

@@ -58,6 +58,8 @@ enum class Pattern {
   Temperature, // N(0, 4): sampling weights that underflow at low temperature
   PosInf,      // row 1 holds +inf (and row 2 NaN): sample's first failing row is +inf's
   NegInf,      // row 2 all -inf, the rest normal: sample has no distribution there
+  Boundary,    // 0, -1, then -inf: weights 2^32 and 2^31 at temperature log2(e) (c = 1), so a
+               // chosen seed puts the draw exactly on the first element's end (kBoundarySeed)
 };
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -70,6 +72,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::Temperature: return "/wide";
     case Pattern::PosInf: return "/posinf";
     case Pattern::NegInf: return "/neginf";
+    case Pattern::Boundary: return "/boundary";
   }
   return "";
 }
@@ -114,6 +117,9 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
         break;
       case Pattern::NegInf:
         if (r == 2) for (int64_t c = 0; c < cols; ++c) v[c] = -inf;
+        break;
+      case Pattern::Boundary:
+        for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0.0f : c == 1 ? -1.0f : -inf;
         break;
       default:
         break;
@@ -209,6 +215,13 @@ CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pa
                          return c.ok ? compare_values(out.at(Arg::Y), want_values, dt, k) : c;
                        });
 }
+
+// With Pattern::Boundary and top_k 300 of 301 the candidates weigh 2^32 + 2^31 (the -inf ones
+// nothing), and row 0's bits for this seed are ceil(2^54 / 3) (splitmix64 inverted): the target
+// is exactly 2^32, where the first element ends. The cpu takes the first candidate whose running
+// weight passes the target strictly: the second element, not the first.
+constexpr uint64_t kBoundarySeed = 274846086044649502ull;
+constexpr double kLog2e = 1.4426950408889634;  // temperature giving c = log2(e) / T = 1 exactly
 
 struct SampleOptions {
   double temperature = 1.0;
@@ -488,6 +501,7 @@ std::vector<Case> pick_cases() {
       {5, 1001, Pattern::Special, {1.0, 0, 0.9, 27}, "p0.9"},      // row 1 holds NaN: E_ARG
       {4, 600, Pattern::PosInf, {1.0, 0, 0.8, 4}, "p0.8"},
       {4, 600, Pattern::NegInf, {1.0, 400, 1.0, 4}, "k400"},
+      {1, 301, Pattern::Boundary, {kLog2e, 300, 1.0, kBoundarySeed}, "k300"},
   };
   for (DType dt : dtypes) {
     for (const Sample& s : wide_samples) {
