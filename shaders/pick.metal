@@ -16,6 +16,9 @@
 //   pick_sample: the same candidates (ranked mode), or the row in index order (the range holding
 //   the draw narrowed 16-fold a step, one part per SIMD-group), weighed with the integer weights
 //   of pick_sample.h: the same id as the cpu backend, bit for bit.
+//   pick_topk_wide, pick_sample_wide: k or the candidates past what threadgroup memory sorts (a
+//   topP over a whole vocabulary row): radix walks over the row's keys, no sort of the row
+//   (shaders/pick_radix.h); topK's k elements sorted by a stable radix sort in device memory.
 #include <metal_stdlib>
 
 #include "pick_params.h"
@@ -23,9 +26,9 @@
 
 using namespace metal;
 
-// The kernels carry [[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]]: the plans launch up
-// to that many threads, so the compiler must keep the registers a thread uses within what it
-// allows (the host refuses a plan above a pipeline's maxTotalThreadsPerThreadgroup).
+// The kernels carry [[max_total_threads_per_threadgroup(PICK_MAX_THREADS or PICK_WIDE_MAX_THREADS)]]:
+// the register budget for the most threads a plan launches; a pipeline that still allows fewer
+// gets plans within its maxTotalThreadsPerThreadgroup (plan/pick.h).
 
 // ---- SIMD-group and threadgroup reductions. 64-bit values travel as two 32-bit halves (the
 // SIMD-group functions are certain for 32-bit types).
@@ -95,6 +98,8 @@ inline uint pick_group_scan(uint v, thread uint* before, threadgroup ulong* slot
   *before = earlier + mine;
   return all;
 }
+
+#include "pick_radix.h"  // the wide kernels' passes, which use the reductions above
 
 // Sorts ranks[0, size) largest first (size a power of two, at most 2 * threads * PICK_KEEP
 // pairs per thread and stage): a bitonic network, one barrier per stage.
@@ -255,6 +260,46 @@ template <typename T>
   }
 }
 
+// sample's start, shared by both sample kernels: a row holding NaN or +inf (the first one is
+// reported), or only -inf, has no distribution; temperature 0 takes the best element. Those
+// rows are done here (ids and status written): false. Otherwise *m is the row's largest value
+// and *bits the row's random bits (shaders/pick_sample.h). best and bad: this thread's
+// pick_scan results.
+template <typename T>
+inline bool pick_sample_begin(device const T* xr, device int* ids, device int* status, constant PickKernelParams& p,
+                              uint row, ulong best, uint bad, threadgroup ulong* slots, uint tid, uint threads,
+                              ushort simd, ushort lane, thread float* m, thread ulong* bits) {
+  bad = pick_group_min(bad, slots, simd, lane, threads);
+  if (bad != 0xFFFFFFFFu) {
+    if (tid == 0) {
+      ids[row] = 0;
+      status[2 * row] = mto_pick_key(float(xr[bad])) == MTO_PICK_KEY_NAN ? PICK_STATUS_NAN : PICK_STATUS_POS_INF;
+      status[2 * row + 1] = int(bad);
+    }
+    return false;
+  }
+  const ulong top = pick_group_max_rank(best, slots, simd, lane, threads);
+  if (p.mode == PICK_SAMPLE_ARGMAX) {
+    if (tid == 0) {
+      ids[row] = int(mto_pick_rank_index(top));
+      status[2 * row] = PICK_STATUS_OK;
+      status[2 * row + 1] = 0;
+    }
+    return false;
+  }
+  if (mto_pick_rank_key(top) == MTO_PICK_KEY_NEG_INF) {
+    if (tid == 0) {
+      ids[row] = 0;
+      status[2 * row] = PICK_STATUS_ALL_NEG_INF;
+      status[2 * row + 1] = 0;
+    }
+    return false;
+  }
+  *m = float(xr[mto_pick_rank_index(top)]);
+  *bits = mto_sample_bits((ulong(uint(p.seed_hi)) << 32) | ulong(uint(p.seed_lo)), ulong(row));
+  return true;
+}
+
 template <typename T>
 [[max_total_threads_per_threadgroup(PICK_MAX_THREADS)]] [[kernel]] void pick_sample(
     device const T* x [[buffer(PICK_BUFFER_X)]],
@@ -274,37 +319,10 @@ template <typename T>
   ulong best[PICK_KEEP];
   uint bad;
   pick_scan<T, PICK_KEEP>(xr, n, tid, threads, best, &bad);
-
-  // No distribution with a NaN or +inf (the first one in the row is reported).
-  bad = pick_group_min(bad, slots, simd, lane, threads);
-  if (bad != 0xFFFFFFFFu) {
-    if (tid == 0) {
-      ids[row] = 0;
-      status[2 * row] = mto_pick_key(float(xr[bad])) == MTO_PICK_KEY_NAN ? PICK_STATUS_NAN : PICK_STATUS_POS_INF;
-      status[2 * row + 1] = int(bad);
-    }
-    return;
-  }
-  const ulong top = pick_group_max_rank(best[0], slots, simd, lane, threads);
-  if (p.mode == PICK_SAMPLE_ARGMAX) {
-    if (tid == 0) {
-      ids[row] = int(mto_pick_rank_index(top));
-      status[2 * row] = PICK_STATUS_OK;
-      status[2 * row + 1] = 0;
-    }
-    return;
-  }
-  if (mto_pick_rank_key(top) == MTO_PICK_KEY_NEG_INF) {
-    if (tid == 0) {
-      ids[row] = 0;
-      status[2 * row] = PICK_STATUS_ALL_NEG_INF;
-      status[2 * row + 1] = 0;
-    }
-    return;
-  }
-  const float m = float(xr[mto_pick_rank_index(top)]);
+  float m;
+  ulong bits;
+  if (!pick_sample_begin(xr, ids, status, p, row, best[0], bad, slots, tid, threads, simd, lane, &m, &bits)) return;
   const float c = as_type<float>(uint(p.scale_bits));
-  const ulong bits = mto_sample_bits((ulong(uint(p.seed_hi)) << 32) | ulong(uint(p.seed_lo)), ulong(row));
 
   if (p.mode == PICK_SAMPLE_RANKED) {
     const uint k = uint(p.k);
@@ -406,11 +424,137 @@ template <typename T>
   }
 }
 
-// Host names: pick_{argmax,topk,sample}_<x dtype>.
-#define MTO_PICK_DTYPE(T, tname)                              \
-  MTO_KERNEL_INSTANCE("pick_argmax_" tname, pick_argmax, T)  \
-  MTO_KERNEL_INSTANCE("pick_topk_" tname, pick_topk, T)      \
-  MTO_KERNEL_INSTANCE("pick_sample_" tname, pick_sample, T)
+// The rank of the row's k-th element (k < n) for the wide kernels: a walk for its key, then its
+// place among that key's elements.
+template <typename T>
+inline ulong pick_kth_rank(device const T* row, uint n, uint k, threadgroup ulong* slots, threadgroup uint* part_c,
+                           threadgroup ulong* part_w, threadgroup uint* found, uint tid, uint threads, ushort simd,
+                           ushort lane) {
+  PickWalk kth = {};
+  kth.mode = PICK_WALK_COUNT;
+  kth.k = k;
+  pick_walk(row, n, 0ul, 0.0f, 0.0f, kth, part_c, part_w, tid, threads, simd, lane);
+  // count_above elements have larger keys; the rest are the first `need` of the k-th's key.
+  const uint need = k - kth.count_above;
+  return mto_pick_rank(kth.key, pick_nth_of_key(row, n, kth.key, need, slots, found, tid, threads, simd, lane));
+}
+
+// topK of any k (plan: above PICK_MAX_K, or more than the threads keep): the k-th element by a
+// radix walk, the elements ranked at or above it gathered in index order into ids, then sorted
+// there by key (stable: ties stay in index order), scratch the sort's second buffer.
+template <typename T>
+[[max_total_threads_per_threadgroup(PICK_WIDE_MAX_THREADS)]] [[kernel]] void pick_topk_wide(
+    device const T* x [[buffer(PICK_BUFFER_X)]],
+    device int* ids [[buffer(PICK_BUFFER_IDS)]],
+    device T* values [[buffer(PICK_BUFFER_VALUES)]],
+    constant PickKernelParams& p [[buffer(PICK_BUFFER_PARAMS)]],
+    device int* scratch [[buffer(PICK_BUFFER_SCRATCH)]],
+    uint row [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint threads [[threads_per_threadgroup]],
+    ushort simd [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup ulong slots[PICK_WIDE_SIMDS];
+  threadgroup uint part_c[PICK_BINS * PICK_WIDE_SIMDS];
+  threadgroup ulong part_w[PICK_BINS * PICK_WIDE_SIMDS];
+  threadgroup uint found[1];
+  const uint n = uint(p.cols), k = uint(p.k);
+  device const T* xr = x + ulong(row) * n;
+  device int* out = ids + ulong(row) * k;
+  // Every element ranked >= the k-th's belongs.
+  const ulong least = k < n ? pick_kth_rank(xr, n, k, slots, part_c, part_w, found, tid, threads, simd, lane) : 0ul;
+  pick_compact(xr, n, least, out, slots, tid, threads, simd, lane);
+  device int* cur = out;
+  device int* spare = scratch + ulong(row) * k;
+  for (uint shift = 0; shift < 32u; shift += 4u) {
+    if (pick_sort_pass(xr, cur, spare, k, shift, part_c, tid, threads, simd, lane)) {
+      device int* t = cur;
+      cur = spare;
+      spare = t;
+    }
+  }
+  for (uint i = tid; i < k; i += threads) {
+    const int index = cur[i];
+    out[i] = index;  // from the scratch after an odd number of passes
+    values[ulong(row) * k + i] = xr[index];  // the element as stored: its own bits
+  }
+}
+
+// sample's ranked mode over more candidates than pick_sample sorts: the k best (a walk for the
+// k-th, when k < cols), topP's cut (a walk, then the fewest elements of the cut's key that
+// reach), the draw (a walk, then the element of the draw's key it falls on). The cpu's
+// candidates in rank order, cut and draw, without a sort.
+template <typename T>
+[[max_total_threads_per_threadgroup(PICK_WIDE_MAX_THREADS)]] [[kernel]] void pick_sample_wide(
+    device const T* x [[buffer(PICK_BUFFER_X)]],
+    device int* ids [[buffer(PICK_BUFFER_IDS)]],
+    device int* status [[buffer(PICK_BUFFER_STATUS)]],
+    constant PickKernelParams& p [[buffer(PICK_BUFFER_PARAMS)]],
+    uint row [[threadgroup_position_in_grid]],
+    uint tid [[thread_index_in_threadgroup]],
+    uint threads [[threads_per_threadgroup]],
+    ushort simd [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup ulong slots[PICK_WIDE_SIMDS];
+  threadgroup uint part_c[PICK_BINS * PICK_WIDE_SIMDS];
+  threadgroup ulong part_w[PICK_BINS * PICK_WIDE_SIMDS];
+  threadgroup uint found[1];
+  const uint n = uint(p.cols), k = uint(p.k);
+  device const T* xr = x + ulong(row) * n;
+  ulong best[1];
+  uint bad;
+  pick_scan<T, 1>(xr, n, tid, threads, best, &bad);
+  float m;
+  ulong bits;
+  if (!pick_sample_begin(xr, ids, status, p, row, best[0], bad, slots, tid, threads, simd, lane, &m, &bits)) return;
+  const float c = as_type<float>(uint(p.scale_bits));
+
+  // The candidates: the elements ranked >= least (the k-th's rank, or the whole row).
+  ulong least = k < n ? pick_kth_rank(xr, n, k, slots, part_c, part_w, found, tid, threads, simd, lane) : 0ul;
+  PickWalk draw = {};
+  draw.mode = PICK_WALK_DRAW;
+  draw.bits = bits;
+  if (p.has_top_p != 0) {
+    PickWalk cut = {};
+    cut.mode = PICK_WALK_TOP_P;
+    cut.top_p = (ulong(uint(p.top_p_hi)) << 32) | ulong(uint(p.top_p_lo));
+    pick_walk(xr, n, least, m, c, cut, part_c, part_w, tid, threads, simd, lane);
+    // The cut key's elements weigh the same: the fewest of them (1 to count_at, by bisection)
+    // whose weight reaches, as the cpu's walk over the sorted candidates stops.
+    const ulong each = cut.weight_at / ulong(cut.count_at);
+    uint lo = 1, hi = cut.count_at;
+    while (lo < hi) {
+      const uint mid = lo + (hi - lo) / 2u;
+      if (mto_sample_reaches(cut.weight_above + ulong(mid) * each, cut.total, cut.top_p)) {
+        hi = mid;
+      } else {
+        lo = mid + 1u;
+      }
+    }
+    least = mto_pick_rank(cut.key, pick_nth_of_key(xr, n, cut.key, lo, slots, found, tid, threads, simd, lane));
+    draw.has_target = true;
+    draw.target = mto_sample_target(bits, cut.weight_above + ulong(lo) * each);
+  }
+  pick_walk(xr, n, least, m, c, draw, part_c, part_w, tid, threads, simd, lane);
+  // The draw falls on the j-th element of its key: the cpu's first candidate whose running
+  // weight passes the target.
+  const ulong each = draw.weight_at / ulong(draw.count_at);
+  const uint j = uint((draw.target - draw.weight_above) / each) + 1u;
+  const uint id = pick_nth_of_key(xr, n, draw.key, j, slots, found, tid, threads, simd, lane);
+  if (tid == 0) {
+    ids[row] = int(id);
+    status[2 * row] = PICK_STATUS_OK;
+    status[2 * row + 1] = 0;
+  }
+}
+
+// Host names: pick_{argmax,topk,sample,topk_wide,sample_wide}_<x dtype>.
+#define MTO_PICK_DTYPE(T, tname)                                        \
+  MTO_KERNEL_INSTANCE("pick_argmax_" tname, pick_argmax, T)            \
+  MTO_KERNEL_INSTANCE("pick_topk_" tname, pick_topk, T)                \
+  MTO_KERNEL_INSTANCE("pick_sample_" tname, pick_sample, T)            \
+  MTO_KERNEL_INSTANCE("pick_topk_wide_" tname, pick_topk_wide, T)      \
+  MTO_KERNEL_INSTANCE("pick_sample_wide_" tname, pick_sample_wide, T)
 
 MTO_PICK_DTYPE(float, "f32")
 MTO_PICK_DTYPE(half, "f16")

@@ -13,15 +13,23 @@
 #define PICK_BUFFER_VALUES 2  // topK: values [rows, k] in x's dtype
 #define PICK_BUFFER_STATUS 3  // sample: int32 [rows][2], what each row's check found (PICK_STATUS_*)
 #define PICK_BUFFER_PARAMS 4  // PickKernelParams (setBytes)
+#define PICK_BUFFER_SCRATCH 5 // pick_topk_wide: int32 [rows, k], the sort's second buffer
 
 // Threads per threadgroup: the plan picks a power of two from 32 to PICK_MAX_THREADS, at least a
 // quarter of cols, so that the PICK_KEEP ranks every thread keeps while it scans hold the whole
 // row when it is short.
 #define PICK_MAX_THREADS 512
 #define PICK_KEEP 4
-// topK's k and sample's top_k (the candidates, largest first) the kernels take; larger ones run on
-// the cpu. Candidates are sorted in threadgroup memory, PICK_MAX_THREADS * PICK_KEEP at a time.
+// topK's k and sample's top_k (the candidates, largest first) that pick_topk and pick_sample take:
+// their candidates are sorted in threadgroup memory, threads * PICK_KEEP at a time.
 #define PICK_MAX_K 256
+
+// Larger k, and sample's ranked mode over more candidates (topK above PICK_MAX_K, or topP alone
+// on a row wider than PICK_MAX_K), or fewer threads than k / PICK_KEEP (a pipeline that allows
+// fewer): pick_topk_wide and pick_sample_wide (shaders/pick_radix.h), any k up to cols, any whole
+// number of SIMD-groups up to PICK_WIDE_MAX_THREADS, about PICK_WIDE_READS elements a thread.
+#define PICK_WIDE_MAX_THREADS 1024
+#define PICK_WIDE_READS 8
 
 // sample's modes.
 #define PICK_SAMPLE_ARGMAX 0  // temperature 0

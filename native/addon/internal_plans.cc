@@ -121,8 +121,13 @@ Napi::Value PlanLibraries(const Napi::CallbackInfo& info) {
       pick.cols = 1000;
       pick.k = 8;
       record(rows, "argmax", t, [&] { return std::vector<plan::Dispatch>{plan::plan_argmax(x, pick, t)}; });
-      record(rows, "topK", t, [&] { return std::vector<plan::Dispatch>{plan::plan_top_k(x, pick, t)}; });
+      record(rows, "topK", t, [&] { return plan::plan_top_k(x, pick, t).passes; });
       record(rows, "sample", t, [&] { return std::vector<plan::Dispatch>{plan::plan_sample(x, pick, t)}; });
+      PickParams wide = pick;  // the wide kernels: k above PICK_MAX_K, topP alone on a wide row
+      wide.k = 300;
+      wide.top_p = 0.9;
+      record(rows, "topK", t, [&] { return plan::plan_top_k(x, wide, t).passes; });
+      record(rows, "sample", t, [&] { return std::vector<plan::Dispatch>{plan::plan_sample(x, wide, t)}; });
       EmbeddingParams emb;
       emb.vocab = 10;
       emb.dim = 256;

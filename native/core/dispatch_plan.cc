@@ -114,6 +114,7 @@ const char* arg_name(Arg a) {
     case Arg::GroupSlots: return "group_slots";
     case Arg::Sinks: return "sinks";
     case Arg::Rows: return "rows";
+    case Arg::Scratch: return "scratch";
   }
   return "?";
 }

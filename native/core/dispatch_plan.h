@@ -60,9 +60,11 @@ enum class Arg : uint8_t {
                // groupRows' per-chunk counts
   Sinks,       // attention sinks, float32 [Hq] (plan_attention)
   Rows,        // groupRows' int32 rows output (its positions output is Positions)
+  Scratch,     // device memory a kernel keeps between its own phases, made by the host per op
+               // (pick_topk_wide's sort buffer: plan/pick.h)
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::Rows) + 1;
+constexpr size_t kArgCount = size_t(Arg::Scratch) + 1;
 const char* arg_name(Arg a);
 
 struct BufferSlot {

@@ -49,8 +49,7 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
     args.bind(Arg::PartialO, scratch->partial_o.get());
     args.bind(Arg::PartialML, scratch->partial_ml.get());
   }
-  ctx.stream.submit(plan.passes, args, scratch, std::move(done));
-  return true;
+  return ctx.stream.submit(plan.passes, args, scratch, std::move(done));
 }
 
 }  // namespace mto::metal

@@ -19,8 +19,7 @@ bool unary(MetalContext& ctx, UnaryOp op, const Tensor& x, const ElementwisePara
   ArgTable args;
   using plan::Arg;
   if (!args.bind(Arg::X, x.buffer.get()) || !args.bind(Arg::Y, out.buffer.get())) return false;
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 bool binary(MetalContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, const ElementwiseParams& p, Tensor& out,
@@ -38,8 +37,7 @@ bool binary(MetalContext& ctx, BinaryOp op, const Tensor& a, const Tensor& b, co
       !args.bind(Arg::Y, out.buffer.get())) {
     return false;
   }
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

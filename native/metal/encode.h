@@ -51,13 +51,17 @@ class CommandStream {
   // else E_BACKEND with Metal's message); then `done` is called. The kernels write every output
   // in its own dtype, so nothing of the op runs on the handler's thread. `hold` keeps buffers
   // the op made for itself (scratch) alive until then; its inputs and outputs are the caller's.
+  // Returns false, having encoded nothing and without calling `done`, when a pass's threadgroup
+  // is larger than its pipeline's maxTotalThreadsPerThreadgroup on this GPU: the op declines
+  // and the cpu backend runs it (plans of kernels built for a fixed threadgroup, tiles of
+  // SIMD-groups, cannot shrink; the row kernels' plans size themselves from max_threads first).
   // Throws Error(E_BACKEND), having encoded nothing, when a pipeline cannot be made (the
-  // compiler's message) or the plan does not fit the pipeline or the bindings.
-  void submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args, std::shared_ptr<void> hold,
+  // compiler's message) or the plan does not fit the bindings.
+  bool submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args, std::shared_ptr<void> hold,
               Completion done);
   // The same with a table per pass (args[i] for passes[i]): one op whose passes bind different
   // buffers to one argument (concat: a copy pass per input tensor, each its own Src).
-  void submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& args,
+  bool submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& args,
               std::shared_ptr<void> hold, Completion done);
 
   // Ends the batch's encoder and commits its command buffer (no-op when nothing is open).

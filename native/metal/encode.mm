@@ -25,12 +25,12 @@ bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
 CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy)
     : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries) {}
 
-void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
+bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
                            std::shared_ptr<void> hold, Completion done) {
-  submit(passes, std::vector<ArgTable>(passes.size(), args), std::move(hold), std::move(done));
+  return submit(passes, std::vector<ArgTable>(passes.size(), args), std::move(hold), std::move(done));
 }
 
-void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& tables,
+bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& tables,
                            std::shared_ptr<void> hold, Completion done) {
   if (tables.size() != passes.size()) {
     throw Error(code::Backend, "internal: " + std::to_string(passes.size()) + " passes with " +
@@ -57,12 +57,9 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants);
     const uint64_t threads = uint64_t(d.threads_per_threadgroup[0]) * d.threads_per_threadgroup[1] *
                              d.threads_per_threadgroup[2];
-    if (threads > p.maxTotalThreadsPerThreadgroup) {
-      throw Error(code::Backend, "kernel " + d.kernel + " allows " +
-                                     std::to_string(p.maxTotalThreadsPerThreadgroup) +
-                                     " threads per threadgroup on this GPU; its plan needs " +
-                                     std::to_string(threads));
-    }
+    // A pipeline that allows fewer threads on this GPU (a kernel that needs many registers): the
+    // op declines before anything is encoded, and the cpu backend runs it.
+    if (threads > p.maxTotalThreadsPerThreadgroup) return false;
     // An Unused slot still needs a valid buffer: the kernel declares it but never reads it.
     id<MTLBuffer> any = nil;
     for (const plan::BufferSlot& s : d.buffers) {
@@ -103,6 +100,7 @@ void CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     });
   }
   if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
+  return true;
 }
 
 uint32_t CommandStream::max_threads(const plan::Dispatch& d) {

@@ -27,10 +27,9 @@ bool group_rows(MetalContext& ctx, const Tensor& ids, const GroupRowsParams& p, 
   BufferPtr status = ctx.pool.allocate(size_t(plan::kGroupRowsStatusBytes));
   args.bind(Arg::GroupSlots, counts.get());
   args.bind(Arg::Status, status.get());
-  ctx.stream.submit(plan.passes, args, counts,
-                    complete_with_status(status, [p](const int32_t* s) { return plan::group_rows_status(s, p); },
-                                         std::move(done)));
-  return true;
+  return ctx.stream.submit(plan.passes, args, counts,
+                           complete_with_status(status, [p](const int32_t* s) { return plan::group_rows_status(s, p); },
+                                                std::move(done)));
 }
 
 }  // namespace mto::metal

@@ -35,8 +35,7 @@ bool copy(MetalContext& ctx, const std::vector<const Tensor*>& srcs, const std::
     if (args.get(Arg::Src) == args.get(Arg::Dst)) return false;
     tables.push_back(args);
   }
-  ctx.stream.submit(passes, tables, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit(passes, tables, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

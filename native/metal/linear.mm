@@ -35,8 +35,7 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
                      (!bias || args.bind(Arg::Bias, bias->buffer.get())) &&
                      args.bind(Arg::Y, y.buffer.get());
   if (!bound) return false;
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor& group_sizes,
@@ -65,10 +64,8 @@ bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const
   BufferPtr status = ctx.pool.allocate(size_t(plan::kGroupedLinearStatusBytes));
   args.bind(Arg::GroupSlots, slots.get());
   args.bind(Arg::Status, status.get());
-  ctx.stream.submit(plan.passes, args, slots,
-                    complete_with_status(status, [p](const int32_t* s) { return plan::grouped_linear_status(s, p); },
-                                         std::move(done)));
-  return true;
+  auto read = [p](const int32_t* s) { return plan::grouped_linear_status(s, p); };
+  return ctx.stream.submit(plan.passes, args, slots, complete_with_status(status, read, std::move(done)));
 }
 
 }  // namespace mto::metal

@@ -25,8 +25,7 @@ bool matmul(MetalContext& ctx, const Tensor& a, const Tensor& b, const MatmulPar
       !args.bind(Arg::Y, c.buffer.get())) {
     return false;
   }
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

@@ -32,8 +32,7 @@ bool norm(MetalContext& ctx, const Tensor& x, const Tensor* weight, const Tensor
                      (!weight || args.bind(Arg::Weight, weight->buffer.get())) &&
                      (!bias || args.bind(Arg::Bias, bias->buffer.get()));
   if (!bound) return false;
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

@@ -20,6 +20,23 @@ struct MetalContext {
   const UnusableLibraries& unusable;
 };
 
+// make(max_threads) within its pipeline's maxTotalThreadsPerThreadgroup on this GPU, for plans
+// that size their threadgroups from it (pick, embedding; norm.mm and softmax.mm do the same in
+// one step): made with 1024, then again with the pipeline's limit while its threadgroup is
+// larger. The limit can move the request to another kernel of the op, whose pipeline has its own
+// limit, so this repeats; each round's limit is below the last, and below one SIMD-group the plan
+// throws. Throws EncodeNeedsPreparation while a pipeline is not made yet.
+template <class Make>
+auto within_limit(MetalContext& ctx, Make&& make) -> decltype(make(1024u)) {
+  auto made = make(1024u);
+  for (;;) {
+    const std::vector<plan::Dispatch>& passes = plan_fallback::passes_of(made);
+    const uint32_t limit = ctx.stream.max_threads(passes[0]);
+    if (limit >= passes[0].threads_per_threadgroup[0]) return made;
+    made = make(limit);
+  }
+}
+
 // linear.mm: y = x @ w^T (+ bias) for float32/float16/bfloat16 x, quantized w, float32 bias.
 bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor* bias,
             const LinearParams& p, Tensor& y, Completion done);

@@ -21,8 +21,7 @@ bool quantize(MetalContext& ctx, const Tensor& x, QTensor& out, Completion done)
       !args.bind(Arg::Scales, out.scales.get())) {
     return false;
   }
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

@@ -22,8 +22,7 @@ bool rope(MetalContext& ctx, const Tensor& x, const Tensor* positions, const Ten
                      (!positions || args.bind(Arg::Positions, positions->buffer.get())) &&
                      (!freqs || args.bind(Arg::Freqs, freqs->buffer.get()));
   if (!bound) return false;
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

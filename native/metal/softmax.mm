@@ -24,8 +24,7 @@ bool softmax(MetalContext& ctx, const Tensor& x, const RowsParams& p, Tensor& ou
   ArgTable args;
   using plan::Arg;
   if (!args.bind(Arg::X, x.buffer.get()) || !args.bind(Arg::Y, out.buffer.get())) return false;
-  ctx.stream.submit({d}, args, nullptr, std::move(done));
-  return true;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
 }
 
 }  // namespace mto::metal

@@ -462,7 +462,7 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
   });
 
   // The model ops' pick, gather and grouped kernels (argmax, topK, sample, embedding, groupedLinear).
-  it('argmax, topK and sample: every float dtype, ties, signed zeros, NaN, +-inf, a 128256-wide row, topK\'s exact path and its bisection, sample\'s modes: ids equal to the cpu backend\'s, bit for bit', () => {
+  it('argmax, topK and sample: every float dtype, ties, signed zeros, NaN, +-inf, a 128256-wide row, topK\'s exact path and its bisection, sample\'s modes, k and candidates past 256 (the wide kernels), plans within a pipeline limit: ids equal to the cpu backend\'s, bit for bit', () => {
     const cases = group('pick/');
     expect(failures(cases)).toEqual([]);
     expect(failures(group('plan/pick'))).toEqual([]);
@@ -470,9 +470,13 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
       for (const op of ['argmax', 'topk', 'sample']) {
         expect(cases.some((c) => c.name.startsWith(`pick/${op}/${dtype}/`) && c.kernel === `pick_${op}_${dtype}`), `${op} ${dtype}`).toBe(true);
       }
+      // k and candidates past PICK_MAX_K: the wide kernels.
+      for (const op of ['topk', 'sample']) {
+        expect(cases.some((c) => c.name.startsWith(`pick/${op}/${dtype}/`) && c.kernel === `pick_${op}_wide_${dtype}`), `${op} wide ${dtype}`).toBe(true);
+      }
     }
     for (const tag of ['/special', '/constant', '/ascending', '/stride', '/bisect', '/1x128256', '/k256', '/t0', '/k40.p0.8', '/p0.9',
-      '/t0.05', '/posinf', '/neginf']) {
+      '/t0.05', '/posinf', '/neginf', '/k257', '/k1000', '/k1001', '/1x128256/p0.9', '/k700.p0.3', '/p1e-12', '/limit63', '/limit96']) {
       expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
     }
   });

@@ -6,12 +6,14 @@
 #include "../../../shaders/embedding_params.h"
 #include "../formats.h"
 #include "kernel_args.h"
+#include "plan_util.h"
 
 namespace mto::plan {
 
 static_assert(sizeof(EmbeddingKernelParams) == 16, "EmbeddingKernelParams layout");
 
-Dispatch plan_embedding(const EmbeddingParams& p, bool quantized, DType dense, Format f, int block, Tier tier) {
+Dispatch plan_embedding(const EmbeddingParams& p, bool quantized, DType dense, Format f, int block, Tier tier,
+                        uint32_t max_threads) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   if (p.count <= 0 || p.dim <= 0 || p.vocab <= 0) {
     throw Error(code::Shape, "the Metal embedding kernel needs ids, and a table of rows > 0 and dim > 0");
@@ -55,9 +57,11 @@ Dispatch plan_embedding(const EmbeddingParams& p, bool quantized, DType dense, F
                  {EMB_BUFFER_STATUS, Arg::Status},
                  {EMB_BUFFER_PARAMS, Arg::Params}};
   }
-  // Threads: enough for the row at EMB_PER_THREAD elements each, a power of two from 32.
+  // Threads: enough for the row at EMB_PER_THREAD elements each, a power of two from 32, within
+  // the pipeline's limit.
+  const int cap = util::thread_cap(max_threads, EMB_MAX_THREADS, d.kernel.c_str());
   uint32_t threads = 32;
-  while (threads < EMB_MAX_THREADS && int64_t(threads) * EMB_PER_THREAD < p.dim) threads *= 2;
+  while (int64_t(threads) * 2 <= cap && int64_t(threads) * EMB_PER_THREAD < p.dim) threads *= 2;
   d.threads_per_threadgroup[0] = threads;
   d.threadgroups[0] = uint32_t(p.count);
   d.threadgroups[1] = div_up(p.dim, int64_t(threads) * EMB_PER_THREAD);

@@ -32,6 +32,7 @@ struct EmbCase {
   mto::Format format;
   int block;
   std::vector<std::pair<int64_t, int32_t>> bad;  // (flat index, id) planted outside the table
+  uint32_t max_threads = 1024;                    // the pipeline limit the plan is made for
 };
 
 CaseResult run_case(const EmbCase& c, const std::string& name, const std::string& variant) {
@@ -91,7 +92,7 @@ CaseResult run_case(const EmbCase& c, const std::string& name, const std::string
     inputs[Arg::X] = bytes_of(*dense.buffer);
   }
   const mto::plan::Dispatch plan =
-      mto::plan::plan_embedding(p, c.quantized, c.dtype, c.format, c.block, mto::Tier::Simdgroup);
+      mto::plan::plan_embedding(p, c.quantized, c.dtype, c.format, c.block, mto::Tier::Simdgroup, c.max_threads);
   return run_plan_case(
       "embedding", plan, variant, inputs,
       {{Arg::Y, out.bytes()}, {Arg::Status, size_t(mto::plan::kEmbeddingStatusBytes)}},
@@ -136,6 +137,7 @@ std::vector<Case> embedding_cases() {
     name += "/V" + std::to_string(c.vocab) + "/D" + std::to_string(c.dim) + "/ids";
     for (size_t i = 0; i < c.ids.size(); ++i) name += (i ? "x" : "") + std::to_string(c.ids[i]);
     if (!c.bad.empty()) name += "/out_of_range";
+    if (c.max_threads < 1024) name += "/limit" + std::to_string(c.max_threads);
     cases.push_back({name, [=](const std::string& v) { return run_case(c, name, v); }});
   };
   using mto::Format;
@@ -160,6 +162,10 @@ std::vector<Case> embedding_cases() {
   }
   add({29, 96, {6}, true, DType::Float32, Format::MXFP4, 32, {{4, 29}}});
   add({29, 128, {6}, true, DType::Float32, Format::AFFINE4, 64, {{0, -7}, {2, 1000}}});
+  // Plans made for a pipeline that allows 40 threads: one SIMD-group, more threadgroups per row.
+  add({11, 3001, {2, 3}, false, DType::BFloat16, Format::MXFP4, 32, {}, 40});
+  add({3, 2176, {2, 2}, true, DType::Float32, Format::MXINT4, 32, {}, 40});
+  add({37, 45, {9}, false, DType::Float32, Format::MXFP4, 32, {{3, 37}, {5, -1}}, 40});
   return cases;
 }
 

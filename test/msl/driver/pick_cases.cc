@@ -3,7 +3,9 @@
 // same sampled ids for the same seed, and for a row without a distribution the same E_ARG
 // message. Rows at odd widths on both sides of the threads' kept ranks (a row the candidates
 // hold whole, a row much wider), every float dtype, ties, signed zeros, NaN, +-inf, rows built to
-// send topK down its exact path (and its bisection), and a [1, 128256] vocabulary row.
+// send topK down its exact path (and its bisection), and a [1, 128256] vocabulary row; k and
+// sample's candidates past PICK_MAX_K (the wide kernels' radix walks and sort), and plans made
+// for a pipeline's thread limit.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -56,6 +58,8 @@ enum class Pattern {
   Temperature, // N(0, 4): sampling weights that underflow at low temperature
   PosInf,      // row 1 holds +inf (and row 2 NaN): sample's first failing row is +inf's
   NegInf,      // row 2 all -inf, the rest normal: sample has no distribution there
+  Boundary,    // 0, -1, then -inf: weights 2^32 and 2^31 at temperature log2(e) (c = 1), so a
+               // chosen seed puts the draw exactly on the first element's end (kBoundarySeed)
 };
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -68,6 +72,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::Temperature: return "/wide";
     case Pattern::PosInf: return "/posinf";
     case Pattern::NegInf: return "/neginf";
+    case Pattern::Boundary: return "/boundary";
   }
   return "";
 }
@@ -112,6 +117,9 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
         break;
       case Pattern::NegInf:
         if (r == 2) for (int64_t c = 0; c < cols; ++c) v[c] = -inf;
+        break;
+      case Pattern::Boundary:
+        for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0.0f : c == 1 ? -1.0f : -inf;
         break;
       default:
         break;
@@ -172,21 +180,22 @@ std::vector<int32_t> ints(const mto::Tensor& t) {
   return v;
 }
 
+// max_threads: the pipeline limit the plans are made for (1024: none below the kernels' own).
 CaseResult run_argmax(DType dt, int64_t rows, int64_t cols, Pattern pat, const std::string& name,
-                      const std::string& variant) {
+                      const std::string& variant, uint32_t max_threads = 1024) {
   const mto::Tensor x = dense(make_rows(pat, rows, cols, seed_of(name)), {rows, cols}, dt);
   const mto::PickParams p = mto::check_pick("argmax", x, 0);
   mto::cpu::ThreadPool pool(1);
   mto::Tensor ids = empty(p.out_shape, DType::Int32);
   mto::cpu::argmax(pool, x, p, ids);
   const std::vector<int32_t> want = ints(ids);
-  const mto::plan::Dispatch plan = mto::plan::plan_argmax(dt, p, mto::Tier::Simdgroup);
+  const mto::plan::Dispatch plan = mto::plan::plan_argmax(dt, p, mto::Tier::Simdgroup, max_threads);
   return run_plan_case("argmax", plan, variant, {{Arg::X, bytes_of(x)}}, {{Arg::Ids, want.size() * 4}},
                        [&](const std::map<Arg, Bytes>& out) { return compare_ids(out.at(Arg::Ids), want, 1); });
 }
 
 CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pat, const std::string& name,
-                     const std::string& variant) {
+                     const std::string& variant, uint32_t max_threads = 1024) {
   const mto::Tensor x = dense(make_rows(pat, rows, cols, seed_of(name)), {rows, cols}, dt);
   const mto::PickParams p = mto::check_pick("topK", x, k);
   mto::cpu::ThreadPool pool(1);
@@ -194,14 +203,25 @@ CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pa
   mto::cpu::top_k(pool, x, p, values, ids);
   const std::vector<int32_t> want = ints(ids);
   const Bytes want_values = bytes_of(values);
-  const mto::plan::Dispatch plan = mto::plan::plan_top_k(dt, p, mto::Tier::Simdgroup);
-  return run_plan_case("topK", plan, variant, {{Arg::X, bytes_of(x)}},
+  const mto::plan::TopKPlan plan = mto::plan::plan_top_k(dt, p, mto::Tier::Simdgroup, max_threads);
+  std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(x)}};
+  // The wide kernel's sort buffer, as the host makes it: uninitialised. 0xFF bytes are index -1,
+  // so an entry read before the sort wrote it reads outside x (reported).
+  if (plan.scratch_bytes) inputs[Arg::Scratch] = Bytes(size_t(plan.scratch_bytes), 0xFF);
+  return run_plan_case("topK", plan.passes.at(0), variant, inputs,
                        {{Arg::Ids, want.size() * 4}, {Arg::Y, want_values.size()}},
                        [&](const std::map<Arg, Bytes>& out) {
                          Comparison c = compare_ids(out.at(Arg::Ids), want, k);
                          return c.ok ? compare_values(out.at(Arg::Y), want_values, dt, k) : c;
                        });
 }
+
+// With Pattern::Boundary and top_k 300 of 301 the candidates weigh 2^32 + 2^31 (the -inf ones
+// nothing), and row 0's bits for this seed are ceil(2^54 / 3) (splitmix64 inverted): the target
+// is exactly 2^32, where the first element ends. The cpu takes the first candidate whose running
+// weight passes the target strictly: the second element, not the first.
+constexpr uint64_t kBoundarySeed = 274846086044649502ull;
+constexpr double kLog2e = 1.4426950408889634;  // temperature giving c = log2(e) / T = 1 exactly
 
 struct SampleOptions {
   double temperature = 1.0;
@@ -213,7 +233,7 @@ struct SampleOptions {
 // Without a failing row: the ids equal and the status says OK. With one: the status, read by the
 // host's reader, gives the cpu backend's error.
 CaseResult run_sample(DType dt, int64_t rows, int64_t cols, Pattern pat, SampleOptions o, const std::string& name,
-                      const std::string& variant) {
+                      const std::string& variant, uint32_t max_threads = 1024) {
   const mto::Tensor x = dense(make_rows(pat, rows, cols, seed_of(name)), {rows, cols}, dt);
   mto::PickParams p = mto::check_pick("sample", x, 0);
   p.temperature = o.temperature;
@@ -229,7 +249,7 @@ CaseResult run_sample(DType dt, int64_t rows, int64_t cols, Pattern pat, SampleO
     cpu_error = std::string(e.code()) + ": " + e.what();
   }
   const std::vector<int32_t> want = ints(ids);
-  const mto::plan::Dispatch plan = mto::plan::plan_sample(dt, p, mto::Tier::Simdgroup);
+  const mto::plan::Dispatch plan = mto::plan::plan_sample(dt, p, mto::Tier::Simdgroup, max_threads);
   return run_plan_case(
       "sample", plan, variant, {{Arg::X, bytes_of(x)}},
       {{Arg::Ids, want.size() * 4}, {Arg::Status, size_t(mto::plan::sample_status_bytes(p))}},
@@ -275,22 +295,33 @@ CaseResult plan_rules() {
   };
   mto::PickParams p = params(2, 1000);
   p.k = 257;
+  const mto::plan::TopKPlan wide_k = mto::plan::plan_top_k(DType::Float32, p, mto::Tier::Simdgroup);
+  if (wide_k.passes.at(0).kernel != "pick_topk_wide_f32" || wide_k.scratch_bytes != 2 * 257 * 4)
+    return fail("topK with k = 257 should run pick_topk_wide with an int32 [rows, k] scratch");
+  p.k = 1001;
   if (code_of([&] { mto::plan::plan_top_k(DType::Float32, p, mto::Tier::Simdgroup); }) != "E_ARG")
-    return fail("topK with k = 257 should be left to the cpu (E_ARG)");
+    return fail("topK with k > cols should be refused (E_ARG)");
   p.k = 256;
-  if (!code_of([&] { mto::plan::plan_top_k(DType::Float32, p, mto::Tier::TensorOps); }).empty())
-    return fail("topK with k = 256 should run on the GPU on every metal tier");
+  const mto::plan::TopKPlan narrow_k = mto::plan::plan_top_k(DType::Float32, p, mto::Tier::TensorOps);
+  if (narrow_k.passes.at(0).kernel != "pick_topk_f32" || narrow_k.scratch_bytes != 0)
+    return fail("topK with k = 256 should run pick_topk, without scratch, on every metal tier");
+  // A pipeline limit: pick_topk's 32 threads keep 128 ranks, fewer than k = 256: the wide kernel.
+  const mto::plan::Dispatch limited = mto::plan::plan_top_k(DType::Float32, p, mto::Tier::Simdgroup, 63).passes.at(0);
+  if (limited.kernel != "pick_topk_wide_f32" || limited.threads_per_threadgroup[0] != 32)
+    return fail("topK with k = 256 under a 63-thread pipeline limit should run pick_topk_wide on 32 threads");
+  if (code_of([&] { mto::plan::plan_top_k(DType::Float32, p, mto::Tier::Simdgroup, 31); }) != "E_BACKEND")
+    return fail("a pipeline limit below one SIMD-group should leave topK to the cpu (E_BACKEND)");
   if (code_of([&] { mto::plan::plan_argmax(DType::Int32, p, mto::Tier::Simdgroup); }) != "E_DTYPE")
     return fail("argmax of int32 x should be refused with E_DTYPE");
   if (code_of([&] { mto::plan::plan_argmax(DType::Float32, p, mto::Tier::Cpu); }) != "E_BACKEND")
     return fail("the cpu tier has no kernels (E_BACKEND)");
   mto::PickParams s = params(2, 1000);
-  s.top_p = 0.9;  // topP alone on a row wider than PICK_MAX_K: the cpu sorts the row
-  if (code_of([&] { mto::plan::plan_sample(DType::Float32, s, mto::Tier::Simdgroup); }) != "E_ARG")
-    return fail("sample with topP alone on 1000 columns should be left to the cpu");
+  s.top_p = 0.9;  // topP alone on a row wider than PICK_MAX_K: the whole row ranked
+  if (mto::plan::plan_sample(DType::Float32, s, mto::Tier::Simdgroup).kernel != "pick_sample_wide_f32")
+    return fail("sample with topP alone on 1000 columns should run pick_sample_wide");
   s.top_k = 300;
-  if (code_of([&] { mto::plan::plan_sample(DType::Float32, s, mto::Tier::Simdgroup); }) != "E_ARG")
-    return fail("sample with topK = 300 should be left to the cpu");
+  if (mto::plan::plan_sample(DType::Float32, s, mto::Tier::Simdgroup).kernel != "pick_sample_wide_f32")
+    return fail("sample with topK = 300 should run pick_sample_wide");
   auto mode = [&](const mto::PickParams& q) {
     PickKernelParams kp;
     const mto::plan::Dispatch d = mto::plan::plan_sample(DType::Float16, q, mto::Tier::Simdgroup);
@@ -312,6 +343,17 @@ CaseResult plan_rules() {
     return fail("a vocabulary row should take " + std::to_string(PICK_MAX_THREADS) + " threads");
   if (mto::plan::plan_argmax(DType::BFloat16, params(3, 50), mto::Tier::Simdgroup).threads_per_threadgroup[0] != 32)
     return fail("a 50-wide row should take 32 threads");
+  // Within a pipeline's limit: the largest power of two below it (the bitonic sort's sizes).
+  if (mto::plan::plan_argmax(DType::Float32, params(1, 128256), mto::Tier::Simdgroup, 790).threads_per_threadgroup[0] != 512 ||
+      mto::plan::plan_argmax(DType::Float32, params(1, 128256), mto::Tier::Simdgroup, 96).threads_per_threadgroup[0] != 64)
+    return fail("argmax under a 790 (96) thread limit should take 512 (64) threads");
+  mto::PickParams vocab = params(1, 128256);
+  vocab.top_p = 0.9;
+  const mto::plan::Dispatch wide_s = mto::plan::plan_sample(DType::Float32, vocab, mto::Tier::Simdgroup);
+  if (wide_s.threads_per_threadgroup[0] != PICK_WIDE_MAX_THREADS ||
+      mto::plan::plan_sample(DType::Float32, vocab, mto::Tier::Simdgroup, 800).threads_per_threadgroup[0] != 800)
+    return fail("pick_sample_wide should take " + std::to_string(PICK_WIDE_MAX_THREADS) +
+                " threads on a vocabulary row, 800 under an 800-thread limit");
   r.ok = true;
   return r;
 }
@@ -364,6 +406,35 @@ std::vector<Case> pick_cases() {
     const std::string name = "pick/topk/f32/1x128256/k50";
     cases.push_back({name, [=](const std::string& v) { return run_top_k(DType::Float32, 1, 128256, 50, Pattern::Normal, name, v); }});
   }
+  // topK past PICK_MAX_K (pick_topk_wide): k just above it, k = cols (the whole row sorted, NaN,
+  // +-inf, -0 and +0 included), ties everywhere (the first k indices), a row the k best end.
+  const TopK wide_topks[] = {
+      {2, 300, 257, Pattern::Normal},     {2, 1001, 1000, Pattern::Normal},   {5, 1001, 1001, Pattern::Special},
+      {5, 3000, 500, Pattern::Special},   {2, 5003, 300, Pattern::Constant},  {2, 5003, 2000, Pattern::Ascending},
+      {2, 3000, 600, Pattern::Stride},
+  };
+  for (DType dt : dtypes) {
+    for (const TopK& t : wide_topks) {
+      const std::string name = std::string("pick/topk/") + tag(dt) + shape(t.rows, t.cols) + "/k" +
+                               std::to_string(t.k) + pattern_name(t.pat);
+      cases.push_back({name, [=](const std::string& v) { return run_top_k(dt, t.rows, t.cols, t.k, t.pat, name, v); }});
+    }
+  }
+  {
+    // A vocabulary row: float32, and bfloat16 (whose 8-bit mantissas make ties of most values).
+    const std::string f32 = "pick/topk/f32/1x128256/k1000";
+    cases.push_back({f32, [=](const std::string& v) { return run_top_k(DType::Float32, 1, 128256, 1000, Pattern::Normal, f32, v); }});
+    const std::string bf16 = "pick/topk/bf16/1x128256/k257";
+    cases.push_back({bf16, [=](const std::string& v) { return run_top_k(DType::BFloat16, 1, 128256, 257, Pattern::Normal, bf16, v); }});
+    // Plans made for a pipeline limit: 32 threads keep fewer ranks than k = 256 (the wide kernel),
+    // and 64 threads of pick_topk and pick_argmax.
+    const std::string lim = "pick/topk/f32/3x1001/k256/limit63";
+    cases.push_back({lim, [=](const std::string& v) { return run_top_k(DType::Float32, 3, 1001, 256, Pattern::Normal, lim, v, 63); }});
+    const std::string lim96 = "pick/topk/f16/3x5003/k64/constant/limit96";
+    cases.push_back({lim96, [=](const std::string& v) { return run_top_k(DType::Float16, 3, 5003, 64, Pattern::Constant, lim96, v, 96); }});
+    const std::string arg96 = "pick/argmax/f32/1x128256/limit96";
+    cases.push_back({arg96, [=](const std::string& v) { return run_argmax(DType::Float32, 1, 128256, Pattern::Normal, arg96, v, 96); }});
+  }
 
   // sample: every mode, draws compared id for id over many rows (each its own uniform number).
   struct Sample {
@@ -412,6 +483,49 @@ std::vector<Case> pick_cases() {
     const std::string vocab_k = "pick/sample/f16/2x128256/k50.p0.9";
     cases.push_back({vocab_k, [=](const std::string& v) {
                        return run_sample(DType::Float16, 2, 128256, Pattern::Normal, {0.9, 50, 0.9, 98}, vocab_k, v);
+                     }});
+  }
+  // More candidates than pick_sample ranks (pick_sample_wide): topP alone on wide rows, topK past
+  // PICK_MAX_K with and without topP, ties across the k-th and the cut (constant rows), weights
+  // that underflow (low temperature), top_p so small it rounds to 0 (the best element), rows
+  // without a distribution.
+  const Sample wide_samples[] = {
+      {9, 1001, Pattern::Normal, {1.0, 0, 0.9, 21}, "p0.9"},
+      {6, 5003, Pattern::Normal, {0.8, 300, 1.0, 22}, "k300"},
+      {6, 5003, Pattern::Normal, {1.2, 1000, 0.5, 23}, "k1000.p0.5"},
+      {7, 5003, Pattern::Temperature, {0.05, 0, 0.95, 24}, "p0.95"},
+      {9, 3000, Pattern::Constant, {1.0, 0, 0.5, 25}, "p0.5"},
+      {4, 3000, Pattern::Constant, {1.0, 700, 0.3, 26}, "k700.p0.3"},
+      {5, 3000, Pattern::Stride, {1.0, 400, 0.99, 29}, "k400.p0.99"},
+      {4, 3000, Pattern::Normal, {1.0, 0, 1e-12, 28}, "p1e-12"},
+      {5, 1001, Pattern::Special, {1.0, 0, 0.9, 27}, "p0.9"},      // row 1 holds NaN: E_ARG
+      {4, 600, Pattern::PosInf, {1.0, 0, 0.8, 4}, "p0.8"},
+      {4, 600, Pattern::NegInf, {1.0, 400, 1.0, 4}, "k400"},
+      {1, 301, Pattern::Boundary, {kLog2e, 300, 1.0, kBoundarySeed}, "k300"},
+  };
+  for (DType dt : dtypes) {
+    for (const Sample& s : wide_samples) {
+      const std::string name = std::string("pick/sample/") + tag(dt) + shape(s.rows, s.cols) + "/" + s.what +
+                               pattern_name(s.pat);
+      cases.push_back({name, [=](const std::string& v) { return run_sample(dt, s.rows, s.cols, s.pat, s.o, name, v); }});
+    }
+  }
+  {
+    const std::string vocab_p = "pick/sample/f32/1x128256/p0.9";
+    cases.push_back({vocab_p, [=](const std::string& v) {
+                       return run_sample(DType::Float32, 1, 128256, Pattern::Normal, {1.0, 0, 0.9, 97}, vocab_p, v);
+                     }});
+    const std::string vocab_kp = "pick/sample/bf16/2x128256/k1000.p0.95";
+    cases.push_back({vocab_kp, [=](const std::string& v) {
+                       return run_sample(DType::BFloat16, 2, 128256, Pattern::Normal, {0.7, 1000, 0.95, 96}, vocab_kp, v);
+                     }});
+    const std::string lim = "pick/sample/f32/6x5003/k256.p0.95/limit63";
+    cases.push_back({lim, [=](const std::string& v) {
+                       return run_sample(DType::Float32, 6, 5003, Pattern::Normal, {1.3, 256, 0.95, 5}, lim, v, 63);
+                     }});
+    const std::string lim96 = "pick/sample/f32/8x1001/k20/limit96";
+    cases.push_back({lim96, [=](const std::string& v) {
+                       return run_sample(DType::Float32, 8, 1001, Pattern::Normal, {1.0, 20, 1.0, 12345}, lim96, v, 96);
                      }});
   }
   cases.push_back({"plan/pick", [](const std::string&) { return plan_rules(); }});

@@ -131,6 +131,11 @@ std::vector<Case> plan_cases() {
            p.vocab = 4; p.dim = 32; p.count = 0;
            plan::plan_embedding(p, false, kF32, Format::MXFP4, 32, Tier::Simdgroup);
          })},
+        {"embedding under a pipeline limit below one SIMD-group", expect_error(mto::code::Backend, [] {
+           mto::EmbeddingParams p;
+           p.vocab = 4; p.dim = 32; p.count = 2;
+           plan::plan_embedding(p, false, kF32, Format::MXFP4, 32, Tier::Simdgroup, 31);
+         })},
         {"groupedLinear T = 0", expect_error(mto::code::Shape, [] {
            mto::GroupedLinearParams p;
            p.T = 0; p.E = 2; p.N = 8; p.K = 64;
@@ -161,6 +166,15 @@ std::vector<Case> plan_cases() {
       r.error_kind = "mismatch";
       r.message = "tensorops plans: decode for M <= 8, qlinear_tensorops_gemm above; tensorops-mx falls back to "
                   "tensorops and says why";
+      return r;
+    }
+    // embedding within a pipeline's limit: the largest power of two under it (a 4096 row wants 256).
+    mto::EmbeddingParams e;
+    e.vocab = 4; e.dim = 4096; e.count = 2;
+    if (plan::plan_embedding(e, false, kF32, Format::MXFP4, 32, Tier::Simdgroup).threads_per_threadgroup[0] != 256 ||
+        plan::plan_embedding(e, false, kF32, Format::MXFP4, 32, Tier::Simdgroup, 200).threads_per_threadgroup[0] != 128) {
+      r.error_kind = "mismatch";
+      r.message = "embedding of a 4096 row should take 256 threads, 128 under a 200-thread pipeline limit";
       return r;
     }
     r.ok = true;
