@@ -1,24 +1,16 @@
 // dev.kernel(): users' MSL kernels, built into the MSL-on-CPU emulator and run in stream order.
 // Results against float64 references and against the built-in ops; the emulator's reports of a
 // planted out-of-bounds write, a divergent barrier, a race and a compile error; argument errors.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device, type Tensor } from '../lib/index';
 import { rmsNormResidual } from '../examples/user-kernel.mjs';
-import { fullSuite } from './helpers/suite';
+import { canRun, fullSuite } from './helpers/suite';
 
 const compiler = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
-const haveCompiler = (() => {
-  try {
-    execFileSync(compiler, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const haveCompiler = canRun(compiler);
 // As the MSL suite: the full suite on Linux (CI installs clang-19) fails without the compiler.
 const skip = !haveCompiler && (!fullSuite || process.platform !== 'linux');
 

@@ -2,9 +2,9 @@
 // every case of the driver must pass, and every planted fault must make the harness report the
 // failure it plants. Builds test/msl/build/msl-driver first (incremental; a fresh build takes
 // about 6 minutes of two idle cores, 9-10 on a loaded machine: the hook allows 30).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { fullSuite } from '../helpers/suite';
+import { canRun, fullSuite } from '../helpers/suite';
 import { build, driverPath, faults, root } from './build.mjs';
 import { main as runMutants } from './mutants.mjs';
 
@@ -17,14 +17,7 @@ interface Report { variant: string; seconds: number; cases: CaseResult[]; passed
 interface Fault { name: string; why: string; file: string; filter: string; expect: string; env?: Record<string, string> }
 
 const compiler = process.env.MSL_CXX || 'clang++-19';
-const haveCompiler = (() => {
-  try {
-    execFileSync(compiler, ['--version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-})();
+const haveCompiler = canRun(compiler);
 // The full suite (CI: .ci/run installs clang-19) fails on Linux without the compiler; the quick
 // one skips. The quick suite runs every case once; the full one adds other cooperative-layout
 // seeds, the fallback branches and every planted fault.
