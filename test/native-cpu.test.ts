@@ -91,13 +91,16 @@ describe.skipIf(process.platform !== 'linux' || process.arch !== 'x64')('cpu ker
     expect(isaLine(win.output), win.output).toBe(isaLine(native.output));
     // Every kernel table follows the cap: the lower of the cap and what the CPU has.
     const levels = ['baseline', 'avx2', 'avx512', 'avx512vbmi'];
-    const detected = levels.indexOf(native.output.match(/^cpu: detected=(\S+)$/m)?.[1] ?? '');
+    const cpu = native.output.match(/^cpu: detected=(\S+) vnni=([01])$/m);
+    const detected = levels.indexOf(cpu?.[1] ?? '');
     expect(detected, native.output).toBeGreaterThanOrEqual(0);
     const level = levels[Math.min(detected, cap === '' ? 3 : levels.indexOf(cap))];
     const gemm = level === 'avx512vbmi' ? 'avx512' : level;
     expect(isaLine(native.output)).toBe(`isa: core=${level} gemm=${gemm} dot=${level === 'baseline' ? 'none' : level}`);
-    // linear's int8 activations: the AVX2 integer kernels from AVX2 up, on both builds.
-    const q8 = `q8: ${level === 'baseline' ? 'none' : 'avx2-q8'}`;
+    // linear's int8 activations: the AVX2 integer kernels from AVX2 up, the AVX-512 VNNI ones where
+    // the level allows AVX-512 and the CPU has VNNI, on both builds.
+    const vnni = cpu?.[2] === '1' && levels.indexOf(level) >= 2;
+    const q8 = `q8: ${level === 'baseline' ? 'none' : vnni ? 'avx512-vnni-q8' : 'avx2-q8'}`;
     expect(native.output.match(/^q8: .*$/m)?.[0]).toBe(q8);
     expect(win.output.match(/^q8: .*$/m)?.[0]).toBe(q8);
     expect(win.output).toMatch(/^ok cpu features: /m);

@@ -1,6 +1,6 @@
 // CPUID / XGETBV feature detection (cpu_features.h). Bits from the Intel SDM vol. 2A, CPUID:
 // leaf 1 ECX (FMA 12, OSXSAVE 27, AVX 28, F16C 29), leaf 7 subleaf 0 EBX (AVX2 5, AVX512F 16,
-// AVX512BW 30, AVX512VL 31) and ECX (AVX512VBMI 1); XCR0 (XGETBV 0) bits 1-2 (SSE/AVX state)
+// AVX512BW 30, AVX512VL 31) and ECX (AVX512VBMI 1, AVX512_VNNI 11); XCR0 (XGETBV 0) bits 1-2 (SSE/AVX state)
 // and 5-7 (opmask, upper ZMM halves, ZMM16-31).
 #include "cpu_features.h"
 
@@ -52,8 +52,11 @@ X86Level detect() {
   if (!avx512) return X86Level::Avx2;
   return bit(l7.c, 1) ? X86Level::Avx512Vbmi : X86Level::Avx512;
 }
+
+bool detect_vnni() { return x86_detected_level() >= X86Level::Avx512 && bit(cpuid(7, 0).c, 11); }
 #else
 X86Level detect() { return X86Level::Baseline; }
+bool detect_vnni() { return false; }
 #endif
 
 }  // namespace
@@ -61,6 +64,11 @@ X86Level detect() { return X86Level::Baseline; }
 X86Level x86_detected_level() {
   static const X86Level level = detect();  // thread-safe one-time init
   return level;
+}
+
+bool x86_has_avx512_vnni() {
+  static const bool vnni = detect_vnni();
+  return vnni;
 }
 
 X86Level isa_cap() {

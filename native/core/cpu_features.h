@@ -26,6 +26,10 @@ X86Level x86_detected_level();
 // portable paths can be tested there. Read each call: callers keep their own choice.
 X86Level isa_cap();
 
+// Whether this CPU (and its OS) runs AVX512-VNNI (vpdpbusd: Ice Lake, Zen 4 and later), beside an
+// AVX-512 level: the int8-activation dot kernels use it (kernels/dot.h, dot_q8_kernels).
+bool x86_has_avx512_vnni();
+
 // x86_detected_level() capped by isa_cap().
 X86Level x86_level();
 

@@ -102,6 +102,7 @@ const DotKernels* dot_q8_kernels() {
     return dot_q8_kernels_neon();  // null where not compiled in (MSVC)
 #endif
 #if MTO_X86_KERNELS
+    if (x86_level() >= X86Level::Avx512 && x86_has_avx512_vnni()) return dot_q8_kernels_avx512();
     if (x86_level() >= X86Level::Avx2) return dot_q8_kernels_avx2();
 #endif
     return static_cast<const DotKernels*>(nullptr);

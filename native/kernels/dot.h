@@ -95,8 +95,10 @@ const DotKernels* dot_kernels_avx2();
 // the result is w . x' (x' = d * q, affine biases included), as if x were x'. prepare_x writes
 // the quantized rows (x_floats counts 4-byte words). Formats: affine4, affine8, mxint8, and 4-bit tables of small integers
 // times a power of two (mxfp4, mxint4); null where the CPU has none (x86 below AVX2, MSVC builds).
+// AVX-512 VNNI where the CPU has it and the level allows AVX-512, else AVX2.
 const DotKernels* dot_q8_kernels();
 const DotKernels* dot_q8_kernels_avx2();
+const DotKernels* dot_q8_kernels_avx512();  // AVX-512 with VNNI (vpdpbusd)
 const DotKernels* dot_q8_kernels_neon();
 
 // One block of 32 elements of x as int8: d = max|x| / 127, q[i] = x[i] * (127 / max|x|) rounded
