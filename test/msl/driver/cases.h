@@ -26,9 +26,10 @@ struct Comparison {
 // even, once): |got - rounded ref| <= tolerance * (1 + |rounded ref|), plus for float16/bfloat16
 // one unit in the last place at the larger of the two magnitudes (two float32 results within the
 // tolerance may round to neighbouring values); NaN matching NaN. The first mismatch is named as
-// `what`[row, column] of a matrix `row_width` wide.
+// `what`[row, column] of a matrix `row_width` wide. `slack`, where given, adds an absolute amount
+// per element (sums whose terms are far larger than the result: see linear_cases.cc).
 Comparison compare_outputs(const Bytes& got, mto::DType dtype, const std::vector<float>& ref, double tolerance,
-                           int64_t row_width, const char* what);
+                           int64_t row_width, const char* what, const std::vector<double>* slack = nullptr);
 
 using Compare = std::function<Comparison(const std::map<mto::plan::Arg, Bytes>& outputs)>;
 
