@@ -108,8 +108,8 @@ export interface NativeDeviceHandle {
   groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
   groupRows(ids: NativeTensorHandle, groups: number): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle];
   /** A program run over files of the inputs' bytes, in stream order (user kernels in the emulator). */
-  runProcess(argv: string[], inputs: NativeTensorHandle[], inputFiles: string[], outShapes: number[][],
-    outDtypes: string[], outFiles: string[]): NativeTensorHandle[];
+  runProcess(argv: string[], inputs: (NativeTensorHandle | NativeQTensorHandle)[], inputFiles: string[], outShapes: number[][],
+    outDtypes: string[], outFiles: string[], inputPlanes?: string[]): NativeTensorHandle[];
 }
 
 /** What binding.openDevice resolves with: backends made, not yet owned by a device. */

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { open, type Device, type Tensor } from '../lib/index';
+import { open, type Device, type Format, type QuantizedTensor, type Tensor } from '../lib/index';
 import { rmsNormResidual } from '../examples/user-kernel.mjs';
 import { canRun, fullSuite } from './helpers/suite';
 
@@ -145,6 +145,67 @@ describe.skipIf(skip)(`user kernels in the emulator${haveCompiler ? '' : ` (skip
     }).then(() => null, (e: { code: string; message: string }) => e);
     expect(err?.code).toBe('E_KERNEL');
     expect(err?.message).toMatch(/typo\.metal:2:\d+: error: use of undeclared identifier 'undefined_value'/);
+  });
+
+  // A kernel that writes every element of each quantized input through mto_quantized_at: bit for
+  // bit the library's own dequantize (the cpu backend's decode, an independent implementation in
+  // native/core/formats.cc), on shapes of an odd number of rows and of blocks per row.
+  it('binds quantized inputs (every format): a dequantizing kernel equals dev.dequantize bit for bit', async () => {
+    const groups: { format: Format; shape: number[]; blockSize?: number }[][] = [
+      [{ format: 'mxfp8', shape: [3, 5, 96] }, { format: 'mxfp4', shape: [7, 160] }, { format: 'mxint8', shape: [5, 32] }, { format: 'mxint4', shape: [3, 224] }],
+      [{ format: 'mxint2', shape: [9, 96] }, { format: 'mxfp8_e5m2', shape: [1, 3, 160] }, { format: 'mxfp6_e3m2', shape: [5, 96] }, { format: 'mxfp6_e2m3', shape: [3, 32] }],
+      [{ format: 'affine4', shape: [5, 3, 192], blockSize: 64 }, { format: 'affine8', shape: [7, 96], blockSize: 32 }, { format: 'affine4', shape: [3, 384], blockSize: 128 }],
+    ];
+    for (const [g, group] of groups.entries()) {
+      const names = group.map((_, i) => `q${i}`);
+      const k = await dev.kernel({
+        name: `dequant${g}`,
+        inputs: group.map((q, i) => ({ name: names[i], format: q.format })),
+        outputs: group.map((_, i) => ({ name: `o${i}`, dtype: 'float32' as const })),
+        source: [
+          'const uint i = thread_position_in_grid.x;',
+          ...group.map((q, i) => {
+            const n = names[i];
+            const planes = q.format.startsWith('affine') ? `${n}, ${n}_scales, ${n}_biases` : `${n}, ${n}_scales`;
+            return `if (i < ${n}_shape.rows * ${n}_shape.cols) o${i}[i] = mto_quantized_at<${n}_format>(${planes}, ${n}_shape, i / ${n}_shape.cols, i % ${n}_shape.cols);`;
+          }),
+        ].join('\n'),
+      });
+      const qs: QuantizedTensor[] = group.map((q, i) => {
+        const n = q.shape.reduce((a, b) => a * b, 1);
+        const xs = random(n, 10 * g + i).map((v, j) => (j % 97 === 5 ? v * 1e3 : v));  // some blocks with a large value
+        xs.fill(0, 32, 64);  // an all-zero block (scale byte 0 for MX)
+        return dev.quantize(dev.tensor(xs, q.shape), { format: q.format, blockSize: q.blockSize });
+      });
+      const count = (q: QuantizedTensor) => q.shape.reduce((a, b) => a * b, 1);
+      const most = Math.max(...qs.map(count));
+      const outs = k(...qs, { grid: [Math.ceil(most / 64) * 64], threadgroup: [64], shapes: Object.fromEntries(qs.map((q, i) => [`o${i}`, [count(q)]])) });
+      for (const [i, q] of qs.entries()) {
+        const got = new Uint32Array((await outs[i].toFloat32()).buffer);
+        const want = new Uint32Array((await q.dequantize('float32').toFloat32()).buffer);
+        expect(got.length).toBe(want.length);
+        let differ = 0;
+        for (let j = 0; j < want.length; j++) if (got[j] !== want[j]) differ++;
+        expect(differ, `${group[i].format} ${JSON.stringify(group[i].shape)}: elements differing from dequantize`).toBe(0);
+      }
+    }
+  });
+
+  it('checks quantized inputs: the format at the call, dtype and format together, bad formats, too many buffers', async () => {
+    const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code: string; message: string }) => `${e.code}: ${e.message}`);
+    const base = { name: 'qcheck', outputs: [{ name: 'o', dtype: 'float32' as const, shape: [1] }], source: 'o[0] = float(k_shape.cols);' };
+    expect(await code(dev.kernel({ ...base, inputs: [{ name: 'k', format: 'mxfp9' as never }] }))).toMatch(/^E_FORMAT: description.inputs\[0\].format must be one of .*'mxfp8'.*; got 'mxfp9'/);
+    expect(await code(dev.kernel({ ...base, inputs: [{ name: 'k', format: 'mxfp8', dtype: 'float32' } as never] }))).toMatch(/^E_ARG: description.inputs\[0\] has a dtype \('float32'\) and a format \('mxfp8'\)/);
+    expect(await code(dev.kernel({ ...base, inputs: [{ name: 'k', format: 'mxfp8' }, { name: 'k_scales', dtype: 'float32' }] }))).toMatch(/^E_ARG: .*'k_scales' names two things/);
+    const many = Array.from({ length: 8 }, (_, i) => ({ name: `m${i}`, format: 'affine8' as const }));
+    expect(await code(dev.kernel({ ...base, inputs: many }))).toMatch(/^E_ARG: qcheck binds 33 buffers .*; at most 31/);
+    const k = await dev.kernel({ ...base, inputs: [{ name: 'k', format: 'mxfp8' }] });
+    const x = dev.tensor(random(64, 9), [2, 32]);
+    const opts = { grid: [1], threadgroup: [1] };
+    expect(() => k(dev.quantize(x, { format: 'mxfp4' }), opts)).toThrow(/^input 'k' must be a QuantizedTensor of format 'mxfp8'; got one of format 'mxfp4'$/);
+    expect(() => k(x, opts)).toThrow(/input 'k' must be a QuantizedTensor of format 'mxfp8'; got a dense Tensor \(float32\)$/);
+    const [o] = k(dev.quantize(x, { format: 'mxfp8' }), opts);
+    expect(Array.from(await o.toFloat32())).toEqual([32]);
   });
 
   it('checks descriptions and calls with TensorOpsError codes naming the argument', async () => {

@@ -3,16 +3,18 @@
 // thread), and the result is a function that queues a run like every op: its outputs come back at
 // once and the run waits in the stream for its inputs.
 import { TensorOpsError, callNative } from '../errors';
-import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
-import { Tensor, handleOf } from '../tensor';
+import { type NativeDeviceHandle, type NativeQTensorHandle, type NativeTensorHandle, loadBinding } from '../native';
+import { formats } from '../formats';
+import { QuantizedTensor, Tensor, handleOf } from '../tensor';
 import type { DType, KernelCallOptions, KernelDescription } from '../types';
-import { DTYPES, checkDType, checkOptions, checkShape, describe, elementCount, readOnce } from '../validate';
+import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, elementCount, readOnce } from '../validate';
 import { emulatorProgram } from './emulator';
-import { type ConstantType, type KernelSpec, bufferIndex, kernelSource } from './source';
+import { quantizedShape } from './quantized';
+import { type ConstantType, type KernelSpec, bindings, kernelSource } from './source';
 
 /** A user kernel: call it with its input tensors (and options) to queue a run. */
 export interface UserKernel {
-  (...args: (Tensor | KernelCallOptions)[]): Tensor[];
+  (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[];
   /** The kernel's name. */
   readonly kernelName: string;
   /** The whole MSL source compiled (the body inside its generated signature). */
@@ -23,6 +25,7 @@ export interface UserKernel {
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 const ELEMENT_BYTES: Record<string, number> = { float32: 4, float16: 2, bfloat16: 2, int32: 4, bool: 1 };
+const MAX_BUFFERS = 31;
 const CONSTANT_TYPES: readonly ConstantType[] = ['int', 'uint', 'float', 'bool'];
 
 function checkName(value: unknown, arg: string, taken: Set<string>): string {
@@ -66,9 +69,18 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
   if (opts.header !== undefined && typeof opts.header !== 'string') {
     throw new TensorOpsError('E_ARG', `description.header must be a string; got ${describe(opts.header)}`);
   }
-  const inputs = checkList(opts.inputs, 'description.inputs').map((b, i) => {
-    checkOptions(b, `description.inputs[${i}]`, ['name', 'dtype']);
-    return { name: checkName(b.name, `description.inputs[${i}].name`, taken), dtype: checkDType(b.dtype, `description.inputs[${i}].dtype`, [...DTYPES, 'bool']) };
+  const inputs = checkList(opts.inputs, 'description.inputs').map((b, i): KernelSpec['inputs'][number] => {
+    const arg = `description.inputs[${i}]`;
+    checkOptions(b, arg, ['name', 'dtype', 'format']);
+    const name = checkName(b.name, `${arg}.name`, taken);
+    if (b.format === undefined) return { name, dtype: checkDType(b.dtype, `${arg}.dtype`, [...DTYPES, 'bool']) };
+    if (b.dtype !== undefined) {
+      throw new TensorOpsError('E_ARG', `${arg} has a dtype (${describe(b.dtype)}) and a format (${describe(b.format)}); give one: dtype for a Tensor, format for a QuantizedTensor`);
+    }
+    const format = checkFormat(b.format, `${arg}.format`);
+    // Each quantized input takes its planes' names too: NAME_scales, NAME_biases, NAME_shape, NAME_format.
+    for (const suffix of ['scales', 'biases', 'shape', 'format']) checkName(`${name}_${suffix}`, `${arg}.name's ${suffix} (${name}_${suffix})`, taken);
+    return { name, format };
   });
   const outputs: OutputSpec[] = checkList(opts.outputs, 'description.outputs').map((b, i) => {
     checkOptions(b, `description.outputs[${i}]`, ['name', 'dtype', 'shape', 'init']);
@@ -130,23 +142,35 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
     grid: desc.grid === undefined ? undefined : checkDims(desc.grid, 'description.grid'),
     threadgroup: desc.threadgroup === undefined ? undefined : checkDims(desc.threadgroup, 'description.threadgroup'),
   };
+  const layout = bindings(spec);
+  // Metal's limit on a kernel's buffer arguments; the emulator keeps it too, so a kernel that
+  // runs here binds on a Mac.
+  if (layout.length > MAX_BUFFERS) {
+    throw new TensorOpsError('E_ARG', `${spec.name} binds ${layout.length} buffers (${layout.map((b) => b.name).join(', ')}); at most ${MAX_BUFFERS} (a quantized input takes 3 or 4)`);
+  }
   const msl = kernelSource(spec);
+  const natives = loadBinding().tensors;
   const exe = await emulatorProgram(spec.name, msl);
 
-  const call = (...args: (Tensor | KernelCallOptions)[]): Tensor[] => {
+  const call = (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[] => {
     dev.checkOpen();
     const last = args[args.length - 1];
-    const hasOptions = args.length > 0 && !(last instanceof Tensor);
+    const hasOptions = args.length > 0 && !(last instanceof Tensor) && !(last instanceof QuantizedTensor);
     const tensors = hasOptions ? args.slice(0, -1) : args;
     const opts = checkOptions(hasOptions ? last : undefined, 'options', ['grid', 'threadgroup', 'shapes', 'constants']);
     if (tensors.length !== spec.inputs.length) {
       throw new TensorOpsError('E_ARG', `${spec.name} takes ${spec.inputs.length} input tensor(s) (${spec.inputs.map((b) => b.name).join(', ')}); got ${tensors.length}`);
     }
-    const handles = tensors.map((t, i) => {
+    tensors.forEach((t, i) => {
       const b = spec.inputs[i];
-      if (!(t instanceof Tensor)) throw new TensorOpsError('E_ARG', `input '${b.name}' must be a Tensor; got ${describe(t)}`);
-      if (t.dtype !== b.dtype) throw new TensorOpsError('E_DTYPE', `input '${b.name}' must be ${b.dtype}; got ${t.dtype}`);
-      return { handle: t[handleOf], bytes: elementCount(t.shape) * ELEMENT_BYTES[b.dtype] };
+      if (b.format !== undefined) {
+        if (!(t instanceof QuantizedTensor) || t.format !== b.format) {
+          throw new TensorOpsError('E_ARG', `input '${b.name}' must be a QuantizedTensor of format '${b.format}'; got ${t instanceof QuantizedTensor ? `one of format '${t.format}'` : t instanceof Tensor ? `a dense Tensor (${t.dtype})` : describe(t)}`);
+        }
+      } else {
+        if (!(t instanceof Tensor)) throw new TensorOpsError('E_ARG', `input '${b.name}' must be a Tensor of ${b.dtype}; got ${t instanceof QuantizedTensor ? `a QuantizedTensor (${t.format}): declare the input with format '${t.format}'` : describe(t)}`);
+        if (t.dtype !== b.dtype) throw new TensorOpsError('E_DTYPE', `input '${b.name}' must be ${b.dtype}; got ${t.dtype}`);
+      }
     });
     const grid = opts.grid === undefined ? defaults.grid : checkDims(opts.grid, 'options.grid');
     const group = opts.threadgroup === undefined ? defaults.threadgroup : checkDims(opts.threadgroup, 'options.threadgroup');
@@ -168,25 +192,47 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
       if (values[c.name] === undefined) throw new TensorOpsError('E_ARG', `options.constants.${c.name} is missing (a ${c.type})`);
       return constantTensor(dev, c.type, values[c.name], `options.constants.${c.name}`);
     });
-    const buffer = (index: number, mode: 'i' | 'o', bytes: number, fill: string, label: string) => [String(index), mode, String(bytes), fill, label];
-    const argv = [
-      exe, '{dir}', spec.name,
-      ...grid.map((g, i) => String(g / group[i])), ...group.map(String), '0',
-      String(handles.length + outputs.length + constants.length),
-      ...handles.flatMap((h, i) => buffer(bufferIndex(spec, 'input', i), 'i', h.bytes, '-', spec.inputs[i].name)),
-      ...outputs.flatMap((o, i) => buffer(bufferIndex(spec, 'output', i), 'o', elementCount(outShapes[i]) * ELEMENT_BYTES[o.dtype],
-        o.init === undefined ? '-' : `${o.dtype}:${o.init}`, o.name)),
-      ...constants.flatMap((c, i) => buffer(bufferIndex(spec, 'constant', i), 'i', ELEMENT_BYTES[c.dtype], '-', spec.constants[i].name)),
-    ];
-    const inputs = [...handles.map((h) => h.handle), ...constants.map((c) => c[handleOf])];
-    const inputFiles = [...handles.map((_, i) => bufferIndex(spec, 'input', i)), ...constants.map((_, i) => bufferIndex(spec, 'constant', i))]
-      .map((i) => `b${i}.bin`);
+    // Each buffer parameter's file (bN.bin for [[buffer(N)]]) and bytes; a quantized input's shape
+    // goes as a small int32 tensor, like a constant.
+    const made: Tensor[] = [...constants];
+    const inputs: { handle: NativeTensorHandle | NativeQTensorHandle; plane: string; file: string }[] = [];
+    const outputFiles: string[] = [];
+    const argv = [exe, '{dir}', spec.name, ...grid.map((g, i) => String(g / group[i])), ...group.map(String), '0', String(layout.length)];
+    layout.forEach((b, n) => {
+      const file = `b${n}.bin`;
+      let bytes: number;
+      let fill = '-';
+      if (b.kind === 'output') {
+        bytes = elementCount(outShapes[b.of]) * ELEMENT_BYTES[outputs[b.of].dtype];
+        if (outputs[b.of].init !== undefined) fill = `${outputs[b.of].dtype}:${outputs[b.of].init}`;
+        outputFiles.push(file);
+      } else if (b.kind === 'constant') {
+        bytes = ELEMENT_BYTES[constants[b.of].dtype];
+        inputs.push({ handle: constants[b.of][handleOf], plane: '', file });
+      } else if (b.plane === undefined) {
+        const t = tensors[b.of] as Tensor;
+        bytes = elementCount(t.shape) * ELEMENT_BYTES[t.dtype];
+        inputs.push({ handle: t[handleOf], plane: '', file });
+      } else if (b.plane === 'shape') {
+        const q = tensors[b.of] as QuantizedTensor;
+        const shape = dev.tensor(quantizedShape(q.shape, formats[q.format].bits, q.blockSize), [4], 'int32');
+        made.push(shape);
+        bytes = 16;
+        inputs.push({ handle: shape[handleOf], plane: '', file });
+      } else {
+        const q = tensors[b.of] as QuantizedTensor;
+        const lengths = callNative(() => natives.planeLengths(q[handleOf]));
+        bytes = b.plane === 'codes' ? lengths.codes : b.plane === 'biases' ? lengths.biases * 2 : lengths.scales * (q.format.startsWith('affine') ? 2 : 1);
+        inputs.push({ handle: q[handleOf], plane: b.plane, file });
+      }
+      argv.push(String(n), b.kind === 'output' ? 'o' : 'i', String(bytes), fill, b.name);
+    });
     try {
-      const ids = callNative(() => native.runProcess(argv, inputs, inputFiles, outShapes, outputs.map((o) => o.dtype),
-        outputs.map((_, i) => `b${bufferIndex(spec, 'output', i)}.bin`)));
+      const ids = callNative(() => native.runProcess(argv, inputs.map((i) => i.handle), inputs.map((i) => i.file), outShapes,
+        outputs.map((o) => o.dtype), outputFiles, inputs.map((i) => i.plane)));
       return ids.map((h) => dev.wrap(h));
     } finally {
-      for (const c of constants) c.dispose();  // the queued run holds its own reference
+      for (const t of made) t.dispose();  // the queued run holds its own reference
     }
   };
   return Object.defineProperties(call, {
