@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device, type Format, type QuantizedTensor, type Tensor } from '../lib/index';
 import { rmsNormResidual } from '../examples/user-kernel.mjs';
+import { attentionCall, quantizedKvAttention } from '../examples/user-kernel-attention.mjs';
 import { canRun, fullSuite } from './helpers/suite';
 
 const compiler = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
@@ -93,6 +94,41 @@ describe.skipIf(skip)(`user kernels in the emulator${haveCompiler ? '' : ` (skip
       let diff = 0;
       for (let i = 0; i < yv.length; i++) diff = Math.max(diff, Math.abs(yv[i] - y2v[i]) / (Math.abs(y2v[i]) + 1e-2));
       expect(diff).toBeLessThan(dtype === 'float32' ? 1e-5 : 2e-3);
+    }
+  });
+
+  // The second worked example (examples/user-kernel-attention.mjs): attention over an mxfp8 KV
+  // cache, against dev.attention with the same QuantizedTensors. Both decode K and V to the same
+  // float32 values (bit for bit: the test above) and compute in float32, so they differ only by
+  // the order of the 64-term dot products and of the online softmax's rescaling and by exp's
+  // last ulp: a few float32 ulps of the output's scale, bounded here by 1e-5 * max|v|. In
+  // float16 both round that float32 value to half, so they may also differ by one half step
+  // where it lies at a rounding boundary (2^-10 of the value).
+  it('runs the quantized-K/V attention example: equal to dev.attention with the same mxfp8 K and V (float32 and float16, GQA, causal)', async () => {
+    const D = 64;
+    const cases = [
+      { B: 2, Hq: 4, Hkv: 2, Lq: 3, Lk: 37, causal: false },
+      { B: 1, Hq: 2, Hkv: 1, Lq: 5, Lk: 3, causal: true },  // rows 0 and 1 see no key: zeros
+    ];
+    for (const dtype of ['float32', 'float16'] as const) {
+      const kernel = await dev.kernel(quantizedKvAttention(dtype, D));
+      for (const [n, c] of cases.entries()) {
+        const q = dev.tensor(random(c.B * c.Hq * c.Lq * D, 20 + n), [c.B, c.Hq, c.Lq, D]).astype(dtype);
+        const vs = random(c.B * c.Hkv * c.Lk * D, 40 + n);
+        const k = dev.quantize(dev.tensor(random(c.B * c.Hkv * c.Lk * D, 30 + n), [c.B, c.Hkv, c.Lk, D]), { format: 'mxfp8' });
+        const v = dev.quantize(dev.tensor(vs, [c.B, c.Hkv, c.Lk, D]), { format: 'mxfp8' });
+        const [o] = kernel(q, k, v, attentionCall(q.shape, k.shape, c.causal));
+        const want = await dev.attention(q, k, v, { causal: c.causal }).toFloat32();
+        const got = await o.toFloat32();
+        const vmax = vs.reduce((a, x) => Math.max(a, Math.abs(x)), 0);
+        let worst = 0;
+        for (let i = 0; i < want.length; i++) {
+          const bound = 1e-5 * vmax + (dtype === 'float16' ? 2 ** -10 * Math.abs(want[i]) : 0);
+          worst = Math.max(worst, Math.abs(got[i] - want[i]) / bound);
+        }
+        expect(worst, `${dtype} ${JSON.stringify(c)}: largest difference / its bound`).toBeLessThanOrEqual(1);
+        if (c.causal) expect(Array.from(got.slice(0, 2 * D)).every((x) => x === 0)).toBe(true);
+      }
     }
   });
 
