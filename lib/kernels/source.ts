@@ -15,7 +15,8 @@ export interface KernelSpec {
   header: string;
   /** A dense input has a dtype, a quantized one a format. */
   inputs: readonly ({ name: string; dtype: AnyDType; format?: undefined } | { name: string; format: Format; dtype?: undefined })[];
-  outputs: readonly { name: string; dtype: DType }[];
+  /** `init`: every element's value before the kernel runs (else undefined). */
+  outputs: readonly { name: string; dtype: DType; init?: number }[];
   constants: readonly { name: string; type: ConstantType }[];
   templates: readonly [string, number | boolean | DType][];
 }

@@ -2,14 +2,13 @@
 // checked once, the source built (on the cpu backend: into an emulator program, off the JS
 // thread), and the result is a function that queues a run like every op: its outputs come back at
 // once and the run waits in the stream for its inputs.
-import { TensorOpsError, callNative } from '../errors';
-import { type NativeDeviceHandle, type NativeQTensorHandle, type NativeTensorHandle, loadBinding } from '../native';
-import { formats } from '../formats';
-import { QuantizedTensor, Tensor, handleOf } from '../tensor';
+import { TensorOpsError, callNative, toTensorOpsError } from '../errors';
+import type { NativeDeviceHandle } from '../native';
+import { QuantizedTensor, Tensor } from '../tensor';
 import type { DType, KernelCallOptions, KernelDescription } from '../types';
-import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, elementCount, readOnce } from '../validate';
+import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from '../validate';
 import { emulatorProgram } from './emulator';
-import { quantizedShape } from './quantized';
+import { type KernelDevice, emulatorRunner, metalRunner } from './runners';
 import { type ConstantType, type KernelSpec, bindings, kernelSource } from './source';
 
 /** A user kernel: call it with its input tensors (and options) to queue a run. */
@@ -19,12 +18,11 @@ export interface UserKernel {
   readonly kernelName: string;
   /** The whole MSL source compiled (the body inside its generated signature). */
   readonly mslSource: string;
-  /** Where it runs: 'emulator' (the MSL-on-CPU emulator: for testing, not speed). */
-  readonly runsOn: 'emulator';
+  /** Where it runs: 'metal' (compiled by Metal, on the metal backend) or 'emulator' (the MSL-on-CPU emulator, elsewhere: for testing, not speed). */
+  readonly runsOn: 'metal' | 'emulator';
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const ELEMENT_BYTES: Record<string, number> = { float32: 4, float16: 2, bfloat16: 2, int32: 4, bool: 1 };
 const MAX_BUFFERS = 31;
 const CONSTANT_TYPES: readonly ConstantType[] = ['int', 'uint', 'float', 'bool'];
 
@@ -113,28 +111,24 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
   return { spec, outputs };
 }
 
-function constantTensor(dev: KernelDevice, type: ConstantType, value: unknown, arg: string): Tensor {
+/** A constant's value as the kernel reads it (`constant T&`): 4 bytes (int, uint, float) or 1 (bool). */
+function constantBytes(type: ConstantType, value: unknown, arg: string): Uint8Array {
   if (type === 'bool') {
     if (typeof value !== 'boolean') throw new TensorOpsError('E_ARG', `${arg} must be a boolean; got ${describe(value)}`);
-    return dev.tensor(new Uint8Array([value ? 1 : 0]), [1], 'bool');
+    return new Uint8Array([value ? 1 : 0]);
   }
   if (typeof value !== 'number' || !Number.isFinite(value) && type !== 'float') {
     throw new TensorOpsError('E_ARG', `${arg} must be a number; got ${describe(value)}`);
   }
-  if (type === 'float') return dev.tensor(new Float32Array([value as number]), [1]);
+  if (type === 'float') return new Uint8Array(new Float32Array([value]).buffer);
   const [lo, hi] = type === 'int' ? [-(2 ** 31), 2 ** 31] : [0, 2 ** 32];
   if (!Number.isInteger(value) || value < lo || value >= hi) {
     throw new TensorOpsError('E_ARG', `${arg} must be an integer in [${lo}, ${hi}); got ${describe(value)}`);
   }
-  return dev.tensor(new Int32Array([value | 0]), [1], 'int32');  // a uint's bits, as int32
+  return new Uint8Array(new Int32Array([value | 0]).buffer);  // a uint's bits, as int32
 }
 
-/** What a user kernel needs of its device. */
-export interface KernelDevice {
-  tensor(data: Float32Array | Int32Array | Uint8Array, shape: readonly number[], dtype?: 'float32' | 'int32' | 'bool'): Tensor;
-  wrap(h: NativeTensorHandle): Tensor;
-  checkOpen(): void;
-}
+export type { KernelDevice } from './runners';
 
 export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, desc: KernelDescription): Promise<UserKernel> {
   const { spec, outputs } = readSpec(desc);
@@ -149,8 +143,14 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
     throw new TensorOpsError('E_ARG', `${spec.name} binds ${layout.length} buffers (${layout.map((b) => b.name).join(', ')}); at most ${MAX_BUFFERS} (a quantized input takes 3 or 4)`);
   }
   const msl = kernelSource(spec);
-  const natives = loadBinding().tensors;
-  const exe = await emulatorProgram(spec.name, msl);
+  // The backend compiles it (metal), else the emulator builds it (every other backend).
+  const compiled = await Promise.resolve(callNative(() => native.compileKernel(spec.name, msl)))
+    .catch((err: unknown) => { throw toTensorOpsError(err); });
+  const runsOn = compiled ? 'metal' : 'emulator';
+  const limit = compiled?.maxThreads;
+  const run = compiled
+    ? metalRunner(dev, native, spec, layout, compiled)
+    : emulatorRunner(dev, native, spec, layout, await emulatorProgram(spec.name, msl));
 
   const call = (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[] => {
     dev.checkOpen();
@@ -190,54 +190,17 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
     const values = checkOptions(opts.constants, 'options.constants', spec.constants.map((c) => c.name));
     const constants = spec.constants.map((c) => {
       if (values[c.name] === undefined) throw new TensorOpsError('E_ARG', `options.constants.${c.name} is missing (a ${c.type})`);
-      return constantTensor(dev, c.type, values[c.name], `options.constants.${c.name}`);
+      return constantBytes(c.type, values[c.name], `options.constants.${c.name}`);
     });
-    // Each buffer parameter's file (bN.bin for [[buffer(N)]]) and bytes; a quantized input's shape
-    // goes as a small int32 tensor, like a constant.
-    const made: Tensor[] = [...constants];
-    const inputs: { handle: NativeTensorHandle | NativeQTensorHandle; plane: string; file: string }[] = [];
-    const outputFiles: string[] = [];
-    const argv = [exe, '{dir}', spec.name, ...grid.map((g, i) => String(g / group[i])), ...group.map(String), '0', String(layout.length)];
-    layout.forEach((b, n) => {
-      const file = `b${n}.bin`;
-      let bytes: number;
-      let fill = '-';
-      if (b.kind === 'output') {
-        bytes = elementCount(outShapes[b.of]) * ELEMENT_BYTES[outputs[b.of].dtype];
-        if (outputs[b.of].init !== undefined) fill = `${outputs[b.of].dtype}:${outputs[b.of].init}`;
-        outputFiles.push(file);
-      } else if (b.kind === 'constant') {
-        bytes = ELEMENT_BYTES[constants[b.of].dtype];
-        inputs.push({ handle: constants[b.of][handleOf], plane: '', file });
-      } else if (b.plane === undefined) {
-        const t = tensors[b.of] as Tensor;
-        bytes = elementCount(t.shape) * ELEMENT_BYTES[t.dtype];
-        inputs.push({ handle: t[handleOf], plane: '', file });
-      } else if (b.plane === 'shape') {
-        const q = tensors[b.of] as QuantizedTensor;
-        const shape = dev.tensor(quantizedShape(q.shape, formats[q.format].bits, q.blockSize), [4], 'int32');
-        made.push(shape);
-        bytes = 16;
-        inputs.push({ handle: shape[handleOf], plane: '', file });
-      } else {
-        const q = tensors[b.of] as QuantizedTensor;
-        const lengths = callNative(() => natives.planeLengths(q[handleOf]));
-        bytes = b.plane === 'codes' ? lengths.codes : b.plane === 'biases' ? lengths.biases * 2 : lengths.scales * (q.format.startsWith('affine') ? 2 : 1);
-        inputs.push({ handle: q[handleOf], plane: b.plane, file });
-      }
-      argv.push(String(n), b.kind === 'output' ? 'o' : 'i', String(bytes), fill, b.name);
-    });
-    try {
-      const ids = callNative(() => native.runProcess(argv, inputs.map((i) => i.handle), inputs.map((i) => i.file), outShapes,
-        outputs.map((o) => o.dtype), outputFiles, inputs.map((i) => i.plane)));
-      return ids.map((h) => dev.wrap(h));
-    } finally {
-      for (const t of made) t.dispose();  // the queued run holds its own reference
+    const threads = group[0] * group[1] * group[2];
+    if (limit !== undefined && threads > limit) {
+      throw new TensorOpsError('E_ARG', `threadgroup ${describe(group)} has ${threads} threads; ${spec.name}'s pipeline allows at most ${limit} on this GPU`);
     }
+    return run({ tensors: tensors as (Tensor | QuantizedTensor)[], threadgroups: grid.map((g, i) => g / group[i]), threads: group, outShapes, constants });
   };
   return Object.defineProperties(call, {
     kernelName: { value: spec.name, enumerable: true },
     mslSource: { value: msl, enumerable: true },
-    runsOn: { value: 'emulator', enumerable: true },
+    runsOn: { value: runsOn, enumerable: true },
   }) as UserKernel;
 }
