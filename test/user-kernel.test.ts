@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { open, type Device, type Format, type QuantizedTensor, type Tensor } from '../lib/index';
+import { decodeElements, open, type Device, type Format, type QuantizedTensor, type Tensor } from '../lib/index';
 import { rmsNormResidual } from '../examples/user-kernel.mjs';
 import { attentionCall, quantizedKvAttention } from '../examples/user-kernel-attention.mjs';
 import { canRun, fullSuite } from './helpers/suite';
@@ -225,6 +225,33 @@ describe.skipIf(skip)(`user kernels in the emulator${haveCompiler ? '' : ` (skip
         expect(differ, `${group[i].format} ${JSON.stringify(group[i].shape)}: elements differing from dequantize`).toBe(0);
       }
     }
+  });
+
+  // The same headers by #include, as our shaders include them, in a kernel with no quantized
+  // input: every code of each element decoder against decodeElements (the library's codec).
+  it('gives a header that includes mx_formats.h the element decoders: every code equals decodeElements', async () => {
+    const decoders = [['e8m0', 'mto_decode_e8m0'], ['fp8_e4m3', 'mto_decode_fp8_e4m3'], ['fp8_e5m2', 'mto_decode_fp8_e5m2'],
+      ['fp4_e2m1', 'mto_decode_fp4_e2m1'], ['int8', 'mto_decode_int8'], ['int2', 'mto_decode_int2']] as const;
+    const k = await dev.kernel({
+      name: 'decoders',
+      header: '// our decoders\n#include "mx_formats.h"\ninline float twice(float v) { return 2.0f * v; }',
+      inputs: [{ name: 'codes', dtype: 'int32' }],
+      outputs: decoders.map(([e]) => ({ name: `o_${e}`, dtype: 'float32' as const, shape: [256] })),
+      source: ['const uint i = thread_position_in_grid.x;', ...decoders.map(([e, f]) => `o_${e}[i] = ${f}(uint(codes[i]));`),
+        'o_int8[i] = twice(o_int8[i]) * 0.5f;'].join('\n'),
+    });
+    const codes = Uint8Array.from({ length: 256 }, (_, i) => i);
+    const outs = k(dev.tensor(Int32Array.from(codes), [256], 'int32'), { grid: [256], threadgroup: [64] });
+    for (const [i, [element]] of decoders.entries()) {
+      const width = element === 'fp4_e2m1' ? 16 : element === 'int2' ? 4 : 256;  // the codec reads the low bits
+      const want = new Uint32Array(decodeElements(element, codes.map((c) => c % width)).buffer);
+      const got = new Uint32Array((await outs[i].toFloat32()).buffer);
+      for (let c = 0; c < 256; c++) if (got[c] !== want[c]) expect(`${element} code ${c}: ${got[c].toString(16)}`).toBe(want[c].toString(16));
+    }
+    // A header error still names the header's own line: the include kept its line.
+    const err = await dev.kernel({ name: 'badheader', header: '#include "mx_formats.h"\nconstant int broken = no_such_value;', outputs: [{ name: 'o', dtype: 'float32', shape: [1] }], source: 'o[0] = 0.0f;' })
+      .then(() => null, (e: { code: string; message: string }) => e);
+    expect(err?.message).toMatch(/badheader\.header\.metal:2:\d+: error: use of undeclared identifier .no_such_value./);
   });
 
   it('checks quantized inputs: the format at the call, dtype and format together, bad formats, too many buffers', async () => {

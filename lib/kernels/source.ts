@@ -41,6 +41,9 @@ export const POSITION_ATTRIBUTES: Readonly<Record<string, string>> = {
   threads_per_simdgroup: 'uint',
 };
 
+/** `#include "mx_formats.h"` or `"mx_dequant.h"` on a line of its own. */
+const DECODE_INCLUDE = /^[ \t]*#[ \t]*include[ \t]*"(mx_formats|mx_dequant)\.h"[ \t]*$/gm;
+
 const mentions = (text: string, word: string) => new RegExp(`\\b${word}\\b`).test(text);
 
 /** One [[buffer(n)]] parameter: n is its place in bindings(). */
@@ -80,14 +83,19 @@ export function kernelSource(spec: KernelSpec): string {
   // #line directives: the compiler's messages name the user's own lines (NAME.metal:LINE for the
   // body, NAME.header.metal:LINE for the header).
   const quantized = spec.inputs.filter((b) => b.format !== undefined);
+  // Our decode headers, included as our shaders include them: their text goes before the header
+  // (nothing resolves a quoted include at a run-time compile), the include line stays as an empty
+  // one so that the header's line numbers do not move.
+  const header = spec.header.replace(DECODE_INCLUDE, '');
+  const decode = quantized.length > 0 || header !== spec.header;
   return [
     '#include <metal_stdlib>',
     'using namespace metal;',
-    ...(quantized.length ? [quantizedPrelude()] : []),
+    ...(decode ? [quantizedPrelude()] : []),
     ...quantized.map((b) => `constexpr constant int ${b.name}_format = ${FORMAT_IDS[b.format!]};`),
     ...templates,
     `#line 1 "${spec.name}.header.metal"`,
-    spec.header,
+    header,
     `#line 1 "${spec.name}.signature"`,
     `[[kernel]] void ${spec.name}(${params.join(', ')}) {`,
     `#line 1 "${spec.name}.metal"`,

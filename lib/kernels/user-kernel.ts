@@ -167,6 +167,11 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
         if (!(t instanceof QuantizedTensor) || t.format !== b.format) {
           throw new TensorOpsError('E_ARG', `input '${b.name}' must be a QuantizedTensor of format '${b.format}'; got ${t instanceof QuantizedTensor ? `one of format '${t.format}'` : t instanceof Tensor ? `a dense Tensor (${t.dtype})` : describe(t)}`);
         }
+        // NAME_shape's fields are uint (as our shaders' own parameters): a tensor past them cannot be described.
+        const rows = t.shape.slice(0, -1).reduce((a, d) => a * d, 1);
+        if (rows >= 2 ** 32 || t.shape[t.shape.length - 1] >= 2 ** 32) {
+          throw new TensorOpsError('E_SHAPE', `input '${b.name}' has shape [${t.shape.join(', ')}]: ${b.name}_shape holds its rows and cols as uint, each below 2^32`);
+        }
       } else {
         if (!(t instanceof Tensor)) throw new TensorOpsError('E_ARG', `input '${b.name}' must be a Tensor of ${b.dtype}; got ${t instanceof QuantizedTensor ? `a QuantizedTensor (${t.format}): declare the input with format '${t.format}'` : describe(t)}`);
         if (t.dtype !== b.dtype) throw new TensorOpsError('E_DTYPE', `input '${b.name}' must be ${b.dtype}; got ${t.dtype}`);
