@@ -7,6 +7,7 @@
 // that Metal compiles and runs the source (type-checked only: npm run check:metal).
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Device } from '../lib/index';
+import { loadBinding, type NativeDeviceHandle } from '../lib/native';
 import { asyncTestDevice } from './helpers/devices';
 
 describe('user kernels on a backend that compiles them (the async test backend standing in for Metal)', () => {
@@ -43,6 +44,19 @@ describe('user kernels on a backend that compiles them (the async test backend s
     expect(args[8].slice(2)).toEqual([4, f32(-2.5)]);
     expect(args[9].slice(2)).toEqual([1, 1]);
     expect(Array.from(await a.toFloat32())).toEqual([1.5, 1.5, 1.5, 1.5, 1.5]);
+  });
+
+  // lib/ always passes what compileKernel gave; the addon still refuses anything else, naming it.
+  it('the addon refuses a program it did not make and bad geometry with E_ARG, and answers null on the cpu backend', () => {
+    const Native = loadBinding().NativeDevice as unknown as new (threads: number, backend: string, tier: string, test: Record<string, unknown>) => NativeDeviceHandle;
+    const native = new Native(1, 'cpu', '', { asyncTestBackend: true });
+    const code = (f: () => unknown) => { try { f(); return 'returned'; } catch (e) { return `${(e as { code: string }).code}: ${(e as Error).message}`; } };
+    expect(code(() => native.runKernel({} as never, [1, 1, 1, 1, 1, 1], [], []))).toMatch(/^E_ARG: program must be what compileKernel resolved with; got/);
+    expect(code(() => native.runKernel(42 as never, [1, 1, 1, 1, 1, 1], [], []))).toMatch(/^E_ARG: program must be/);
+    const cpu = new Native(1, 'cpu', '', {});
+    expect(cpu.compileKernel('k', 'kernel void k() {}')).toBeNull();
+    native.close();
+    cpu.close();
   });
 
   it("rejects a source the compiler refuses with E_KERNEL at the user's line; checks the pipeline's thread limit", async () => {
