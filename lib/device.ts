@@ -354,8 +354,9 @@ export class Device implements TensorOwner {
   /**
    * A user kernel from MSL source (docs/design/API.md "User kernels"): resolves once it is built
    * (off the JS thread; E_KERNEL quoting the compiler when it does not compile) with a function
-   * that queues a run like every op. In this version every backend runs it in the MSL-on-CPU
-   * emulator (`kernel.runsOn`), which checks bounds, barriers and races: for testing, not speed.
+   * that queues a run like every op. The metal backend compiles it with Metal (`kernel.runsOn`
+   * 'metal'; type-checked, never yet run on a Mac); every other backend runs it in the MSL-on-CPU
+   * emulator ('emulator'), which checks bounds, barriers and races: for testing, not speed.
    */
   async kernel(description: KernelDescription): Promise<UserKernel> {
     this.#checkOpen();

@@ -108,9 +108,26 @@ export interface NativeDeviceHandle {
   groupedLinear(x: NativeTensorHandle, w: Operand, groupSizes: NativeTensorHandle, outDtype: string | null, int8Activations: boolean): NativeTensorHandle;
   groupRows(ids: NativeTensorHandle, groups: number): [NativeTensorHandle, NativeTensorHandle, NativeTensorHandle];
   /** A program run over files of the inputs' bytes, in stream order (user kernels in the emulator). */
-  runProcess(argv: string[], inputs: NativeTensorHandle[], inputFiles: string[], outShapes: number[][],
-    outDtypes: string[], outFiles: string[]): NativeTensorHandle[];
+  runProcess(argv: string[], inputs: (NativeTensorHandle | NativeQTensorHandle)[], inputFiles: string[], outShapes: number[][],
+    outDtypes: string[], outFiles: string[], inputPlanes?: string[]): NativeTensorHandle[];
+  /** A user kernel compiled by the backend (metal), off the JS thread; null where the backend compiles no MSL (cpu). */
+  compileKernel(name: string, source: string): Promise<NativeKernelProgram> | null;
+  /** One run of a compiled user kernel, in stream order. */
+  runKernel(program: NativeKernelProgram['program'], geometry: number[], args: NativeKernelArg[],
+    outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[]): NativeTensorHandle[];
 }
+
+/** A user kernel's pipeline as the addon holds it, with its limits on this device. */
+export interface NativeKernelProgram {
+  program: { readonly __kernelProgram: unique symbol };
+  maxThreads: number;
+  simdWidth: number;
+}
+/** What one [[buffer(index)]] of a compiled user kernel is bound to: a tensor, a plane of a quantized one, or bytes. */
+export type NativeKernelArg =
+  | { index: number; tensor: NativeTensorHandle }
+  | { index: number; tensor: NativeQTensorHandle; plane: 'codes' | 'scales' | 'biases' }
+  | { index: number; bytes: Uint8Array };
 
 /** What binding.openDevice resolves with: backends made, not yet owned by a device. */
 export type OpenedDeviceHandle = { readonly __opened: unique symbol };

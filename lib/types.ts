@@ -210,11 +210,14 @@ export interface AttentionOptions {
   layout?: 'bhld' | 'blhd';
 }
 
-/** One input of a user kernel: bound as `device const T* name` (T from the dtype). */
-export interface KernelInput {
-  name: string;
-  dtype: AnyDType;
-}
+/**
+ * One input of a user kernel. With a dtype: a Tensor, bound as `device const T* name` (T from the
+ * dtype). With a format: a QuantizedTensor of that format, bound as its planes `name` (codes,
+ * `device const uchar*`), `name_scales` (E8M0 `uchar` for MX, `half` for affine), `name_biases`
+ * (affine only), `name_shape` (rows, cols, row_bytes, block) and the compile-time `name_format`
+ * (docs/design/API.md "User kernels").
+ */
+export type KernelInput = { name: string; dtype: AnyDType; format?: undefined } | { name: string; format: Format; dtype?: undefined };
 
 /** One output of a user kernel: bound as `device T* name`, made at each call. */
 export interface KernelOutput {

@@ -191,6 +191,27 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.status, r.output).toBe(0);
   });
 
+  // Users' kernels (user_kernel.mm): the asynchronous compile's completion handler takes the
+  // library first and the error second; written the other way round, it would read the error as
+  // the library. The check must refuse the swapped block, and a selector that does not exist.
+  const libraryHandler = 'completionHandler:^(id<MTLLibrary> library, NSError* error) {';
+
+  it("fails on the user-kernel compile's completion handler with its parameters swapped", () => {
+    const file = editedCopy('user-kernel-handler', (s) => s.replace(libraryHandler,
+      'completionHandler:^(NSError* error, id<MTLLibrary> library) {'), 'user_kernel.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/cannot initialize a parameter of type 'MTLNewLibraryCompletionHandler/);
+  });
+
+  it("fails on the user-kernel pipeline made through a selector that does not exist", () => {
+    const file = editedCopy('user-kernel-selector', (s) => s.replace('[device newComputePipelineStateWithFunction:function\n',
+      '[device newComputePipelineStateWithFunction:function\n                                             options:0\n'), 'user_kernel.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'newComputePipelineStateWithFunction:options:completionHandler:'|instance method .* not found/);
+  });
+
   it('extracts the embedded MSL probe sources with their language versions', () => {
     const out = join(scratch, 'msl');
     const r = checkMetal('--extract-msl', out);

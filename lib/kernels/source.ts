@@ -2,8 +2,10 @@
 // function whose parameters are made from the description, as MLX's mx.fast.metal_kernel makes
 // them: inputs `device const T* name`, outputs `device T* name`, scalar constants `constant T&
 // name`, in that order at [[buffer(0..)]], then each thread-position attribute the body names.
+// A quantized input takes several buffers in its place (its planes and shape: quantized.ts).
 // The same text goes to Metal and to the emulator, so both see exactly one kernel.
-import type { AnyDType, DType } from '../types';
+import type { AnyDType, DType, Format } from '../types';
+import { FORMAT_IDS, quantizedPlanes, quantizedPrelude } from './quantized';
 
 export type ConstantType = 'int' | 'uint' | 'float' | 'bool';
 
@@ -11,8 +13,10 @@ export interface KernelSpec {
   name: string;
   source: string;
   header: string;
-  inputs: readonly { name: string; dtype: AnyDType }[];
-  outputs: readonly { name: string; dtype: DType }[];
+  /** A dense input has a dtype, a quantized one a format. */
+  inputs: readonly ({ name: string; dtype: AnyDType; format?: undefined } | { name: string; format: Format; dtype?: undefined })[];
+  /** `init`: every element's value before the kernel runs (else undefined). */
+  outputs: readonly { name: string; dtype: DType; init?: number }[];
   constants: readonly { name: string; type: ConstantType }[];
   templates: readonly [string, number | boolean | DType][];
 }
@@ -37,13 +41,32 @@ export const POSITION_ATTRIBUTES: Readonly<Record<string, string>> = {
   threads_per_simdgroup: 'uint',
 };
 
+/** `#include "mx_formats.h"` or `"mx_dequant.h"` on a line of its own. */
+const DECODE_INCLUDE = /^[ \t]*#[ \t]*include[ \t]*"(mx_formats|mx_dequant)\.h"[ \t]*$/gm;
+
 const mentions = (text: string, word: string) => new RegExp(`\\b${word}\\b`).test(text);
 
-/** Buffer indices: inputs, outputs, constants in that order. */
-export function bufferIndex(spec: KernelSpec, kind: 'input' | 'output' | 'constant', i: number): number {
-  if (kind === 'input') return i;
-  if (kind === 'output') return spec.inputs.length + i;
-  return spec.inputs.length + spec.outputs.length + i;
+/** One [[buffer(n)]] parameter: n is its place in bindings(). */
+export interface Binding {
+  kind: 'input' | 'output' | 'constant';
+  /** Which input, output or constant of the description. */
+  of: number;
+  /** A quantized input's plane; absent for everything else. */
+  plane?: 'codes' | 'scales' | 'biases' | 'shape';
+  /** The parameter's name, and its declaration without the attribute. */
+  name: string;
+  param: string;
+}
+
+/** Every buffer parameter in signature order: inputs (a quantized one as its planes), outputs, constants. */
+export function bindings(spec: KernelSpec): Binding[] {
+  return [
+    ...spec.inputs.flatMap((b, i): Binding[] => (b.format !== undefined
+      ? quantizedPlanes(b.name, b.format).map((p) => ({ kind: 'input', of: i, ...p }))
+      : [{ kind: 'input', of: i, name: b.name, param: `device const ${MSL_TYPE[b.dtype]}* ${b.name}` }])),
+    ...spec.outputs.map((b, i): Binding => ({ kind: 'output', of: i, name: b.name, param: `device ${MSL_TYPE[b.dtype]}* ${b.name}` })),
+    ...spec.constants.map((c, i): Binding => ({ kind: 'constant', of: i, name: c.name, param: `constant ${c.type}& ${c.name}` })),
+  ];
 }
 
 export function kernelSource(spec: KernelSpec): string {
@@ -52,21 +75,27 @@ export function kernelSource(spec: KernelSpec): string {
     : typeof v === 'boolean' ? `constexpr constant bool ${k} = ${v};`
     : `constexpr constant int ${k} = ${v};`);
   const params = [
-    ...spec.inputs.map((b, i) => `device const ${MSL_TYPE[b.dtype]}* ${b.name} [[buffer(${bufferIndex(spec, 'input', i)})]]`),
-    ...spec.outputs.map((b, i) => `device ${MSL_TYPE[b.dtype]}* ${b.name} [[buffer(${bufferIndex(spec, 'output', i)})]]`),
-    ...spec.constants.map((c, i) => `constant ${c.type}& ${c.name} [[buffer(${bufferIndex(spec, 'constant', i)})]]`),
+    ...bindings(spec).map((b, n) => `${b.param} [[buffer(${n})]]`),
     ...Object.entries(POSITION_ATTRIBUTES)
       .filter(([attr]) => mentions(spec.source, attr))
       .map(([attr, type]) => `${type} ${attr} [[${attr}]]`),
   ];
   // #line directives: the compiler's messages name the user's own lines (NAME.metal:LINE for the
   // body, NAME.header.metal:LINE for the header).
+  const quantized = spec.inputs.filter((b) => b.format !== undefined);
+  // Our decode headers, included as our shaders include them: their text goes before the header
+  // (nothing resolves a quoted include at a run-time compile), the include line stays as an empty
+  // one so that the header's line numbers do not move.
+  const header = spec.header.replace(DECODE_INCLUDE, '');
+  const decode = quantized.length > 0 || header !== spec.header;
   return [
     '#include <metal_stdlib>',
     'using namespace metal;',
+    ...(decode ? [quantizedPrelude()] : []),
+    ...quantized.map((b) => `constexpr constant int ${b.name}_format = ${FORMAT_IDS[b.format!]};`),
     ...templates,
     `#line 1 "${spec.name}.header.metal"`,
-    spec.header,
+    header,
     `#line 1 "${spec.name}.signature"`,
     `[[kernel]] void ${spec.name}(${params.join(', ')}) {`,
     `#line 1 "${spec.name}.metal"`,

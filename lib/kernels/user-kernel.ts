@@ -2,27 +2,28 @@
 // checked once, the source built (on the cpu backend: into an emulator program, off the JS
 // thread), and the result is a function that queues a run like every op: its outputs come back at
 // once and the run waits in the stream for its inputs.
-import { TensorOpsError, callNative } from '../errors';
-import type { NativeDeviceHandle, NativeTensorHandle } from '../native';
-import { Tensor, handleOf } from '../tensor';
+import { TensorOpsError, callNative, toTensorOpsError } from '../errors';
+import type { NativeDeviceHandle } from '../native';
+import { QuantizedTensor, Tensor } from '../tensor';
 import type { DType, KernelCallOptions, KernelDescription } from '../types';
-import { DTYPES, checkDType, checkOptions, checkShape, describe, elementCount, readOnce } from '../validate';
+import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from '../validate';
 import { emulatorProgram } from './emulator';
-import { type ConstantType, type KernelSpec, bufferIndex, kernelSource } from './source';
+import { type KernelDevice, emulatorRunner, metalRunner } from './runners';
+import { type ConstantType, type KernelSpec, bindings, kernelSource } from './source';
 
 /** A user kernel: call it with its input tensors (and options) to queue a run. */
 export interface UserKernel {
-  (...args: (Tensor | KernelCallOptions)[]): Tensor[];
+  (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[];
   /** The kernel's name. */
   readonly kernelName: string;
   /** The whole MSL source compiled (the body inside its generated signature). */
   readonly mslSource: string;
-  /** Where it runs: 'emulator' (the MSL-on-CPU emulator: for testing, not speed). */
-  readonly runsOn: 'emulator';
+  /** Where it runs: 'metal' (compiled by Metal, on the metal backend) or 'emulator' (the MSL-on-CPU emulator, elsewhere: for testing, not speed). */
+  readonly runsOn: 'metal' | 'emulator';
 }
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-const ELEMENT_BYTES: Record<string, number> = { float32: 4, float16: 2, bfloat16: 2, int32: 4, bool: 1 };
+const MAX_BUFFERS = 31;
 const CONSTANT_TYPES: readonly ConstantType[] = ['int', 'uint', 'float', 'bool'];
 
 function checkName(value: unknown, arg: string, taken: Set<string>): string {
@@ -66,9 +67,18 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
   if (opts.header !== undefined && typeof opts.header !== 'string') {
     throw new TensorOpsError('E_ARG', `description.header must be a string; got ${describe(opts.header)}`);
   }
-  const inputs = checkList(opts.inputs, 'description.inputs').map((b, i) => {
-    checkOptions(b, `description.inputs[${i}]`, ['name', 'dtype']);
-    return { name: checkName(b.name, `description.inputs[${i}].name`, taken), dtype: checkDType(b.dtype, `description.inputs[${i}].dtype`, [...DTYPES, 'bool']) };
+  const inputs = checkList(opts.inputs, 'description.inputs').map((b, i): KernelSpec['inputs'][number] => {
+    const arg = `description.inputs[${i}]`;
+    checkOptions(b, arg, ['name', 'dtype', 'format']);
+    const name = checkName(b.name, `${arg}.name`, taken);
+    if (b.format === undefined) return { name, dtype: checkDType(b.dtype, `${arg}.dtype`, [...DTYPES, 'bool']) };
+    if (b.dtype !== undefined) {
+      throw new TensorOpsError('E_ARG', `${arg} has a dtype (${describe(b.dtype)}) and a format (${describe(b.format)}); give one: dtype for a Tensor, format for a QuantizedTensor`);
+    }
+    const format = checkFormat(b.format, `${arg}.format`);
+    // Each quantized input takes its planes' names too: NAME_scales, NAME_biases, NAME_shape, NAME_format.
+    for (const suffix of ['scales', 'biases', 'shape', 'format']) checkName(`${name}_${suffix}`, `${arg}.name's ${suffix} (${name}_${suffix})`, taken);
+    return { name, format };
   });
   const outputs: OutputSpec[] = checkList(opts.outputs, 'description.outputs').map((b, i) => {
     checkOptions(b, `description.outputs[${i}]`, ['name', 'dtype', 'shape', 'init']);
@@ -101,28 +111,24 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
   return { spec, outputs };
 }
 
-function constantTensor(dev: KernelDevice, type: ConstantType, value: unknown, arg: string): Tensor {
+/** A constant's value as the kernel reads it (`constant T&`): 4 bytes (int, uint, float) or 1 (bool). */
+function constantBytes(type: ConstantType, value: unknown, arg: string): Uint8Array {
   if (type === 'bool') {
     if (typeof value !== 'boolean') throw new TensorOpsError('E_ARG', `${arg} must be a boolean; got ${describe(value)}`);
-    return dev.tensor(new Uint8Array([value ? 1 : 0]), [1], 'bool');
+    return new Uint8Array([value ? 1 : 0]);
   }
   if (typeof value !== 'number' || !Number.isFinite(value) && type !== 'float') {
     throw new TensorOpsError('E_ARG', `${arg} must be a number; got ${describe(value)}`);
   }
-  if (type === 'float') return dev.tensor(new Float32Array([value as number]), [1]);
+  if (type === 'float') return new Uint8Array(new Float32Array([value]).buffer);
   const [lo, hi] = type === 'int' ? [-(2 ** 31), 2 ** 31] : [0, 2 ** 32];
   if (!Number.isInteger(value) || value < lo || value >= hi) {
     throw new TensorOpsError('E_ARG', `${arg} must be an integer in [${lo}, ${hi}); got ${describe(value)}`);
   }
-  return dev.tensor(new Int32Array([value | 0]), [1], 'int32');  // a uint's bits, as int32
+  return new Uint8Array(new Int32Array([value | 0]).buffer);  // a uint's bits, as int32
 }
 
-/** What a user kernel needs of its device. */
-export interface KernelDevice {
-  tensor(data: Float32Array | Int32Array | Uint8Array, shape: readonly number[], dtype?: 'float32' | 'int32' | 'bool'): Tensor;
-  wrap(h: NativeTensorHandle): Tensor;
-  checkOpen(): void;
-}
+export type { KernelDevice } from './runners';
 
 export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, desc: KernelDescription): Promise<UserKernel> {
   const { spec, outputs } = readSpec(desc);
@@ -130,23 +136,46 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
     grid: desc.grid === undefined ? undefined : checkDims(desc.grid, 'description.grid'),
     threadgroup: desc.threadgroup === undefined ? undefined : checkDims(desc.threadgroup, 'description.threadgroup'),
   };
+  const layout = bindings(spec);
+  // Metal's limit on a kernel's buffer arguments; the emulator keeps it too, so a kernel that
+  // runs here binds on a Mac.
+  if (layout.length > MAX_BUFFERS) {
+    throw new TensorOpsError('E_ARG', `${spec.name} binds ${layout.length} buffers (${layout.map((b) => b.name).join(', ')}); at most ${MAX_BUFFERS} (a quantized input takes 3 or 4)`);
+  }
   const msl = kernelSource(spec);
-  const exe = await emulatorProgram(spec.name, msl);
+  // The backend compiles it (metal), else the emulator builds it (every other backend).
+  const compiled = await Promise.resolve(callNative(() => native.compileKernel(spec.name, msl)))
+    .catch((err: unknown) => { throw toTensorOpsError(err); });
+  const runsOn = compiled ? 'metal' : 'emulator';
+  const limit = compiled?.maxThreads;
+  const run = compiled
+    ? metalRunner(dev, native, spec, layout, compiled)
+    : emulatorRunner(dev, native, spec, layout, await emulatorProgram(spec.name, msl));
 
-  const call = (...args: (Tensor | KernelCallOptions)[]): Tensor[] => {
+  const call = (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[] => {
     dev.checkOpen();
     const last = args[args.length - 1];
-    const hasOptions = args.length > 0 && !(last instanceof Tensor);
+    const hasOptions = args.length > 0 && !(last instanceof Tensor) && !(last instanceof QuantizedTensor);
     const tensors = hasOptions ? args.slice(0, -1) : args;
     const opts = checkOptions(hasOptions ? last : undefined, 'options', ['grid', 'threadgroup', 'shapes', 'constants']);
     if (tensors.length !== spec.inputs.length) {
       throw new TensorOpsError('E_ARG', `${spec.name} takes ${spec.inputs.length} input tensor(s) (${spec.inputs.map((b) => b.name).join(', ')}); got ${tensors.length}`);
     }
-    const handles = tensors.map((t, i) => {
+    tensors.forEach((t, i) => {
       const b = spec.inputs[i];
-      if (!(t instanceof Tensor)) throw new TensorOpsError('E_ARG', `input '${b.name}' must be a Tensor; got ${describe(t)}`);
-      if (t.dtype !== b.dtype) throw new TensorOpsError('E_DTYPE', `input '${b.name}' must be ${b.dtype}; got ${t.dtype}`);
-      return { handle: t[handleOf], bytes: elementCount(t.shape) * ELEMENT_BYTES[b.dtype] };
+      if (b.format !== undefined) {
+        if (!(t instanceof QuantizedTensor) || t.format !== b.format) {
+          throw new TensorOpsError('E_ARG', `input '${b.name}' must be a QuantizedTensor of format '${b.format}'; got ${t instanceof QuantizedTensor ? `one of format '${t.format}'` : t instanceof Tensor ? `a dense Tensor (${t.dtype})` : describe(t)}`);
+        }
+        // NAME_shape's fields are uint (as our shaders' own parameters): a tensor past them cannot be described.
+        const rows = t.shape.slice(0, -1).reduce((a, d) => a * d, 1);
+        if (rows >= 2 ** 32 || t.shape[t.shape.length - 1] >= 2 ** 32) {
+          throw new TensorOpsError('E_SHAPE', `input '${b.name}' has shape [${t.shape.join(', ')}]: ${b.name}_shape holds its rows and cols as uint, each below 2^32`);
+        }
+      } else {
+        if (!(t instanceof Tensor)) throw new TensorOpsError('E_ARG', `input '${b.name}' must be a Tensor of ${b.dtype}; got ${t instanceof QuantizedTensor ? `a QuantizedTensor (${t.format}): declare the input with format '${t.format}'` : describe(t)}`);
+        if (t.dtype !== b.dtype) throw new TensorOpsError('E_DTYPE', `input '${b.name}' must be ${b.dtype}; got ${t.dtype}`);
+      }
     });
     const grid = opts.grid === undefined ? defaults.grid : checkDims(opts.grid, 'options.grid');
     const group = opts.threadgroup === undefined ? defaults.threadgroup : checkDims(opts.threadgroup, 'options.threadgroup');
@@ -166,32 +195,17 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
     const values = checkOptions(opts.constants, 'options.constants', spec.constants.map((c) => c.name));
     const constants = spec.constants.map((c) => {
       if (values[c.name] === undefined) throw new TensorOpsError('E_ARG', `options.constants.${c.name} is missing (a ${c.type})`);
-      return constantTensor(dev, c.type, values[c.name], `options.constants.${c.name}`);
+      return constantBytes(c.type, values[c.name], `options.constants.${c.name}`);
     });
-    const buffer = (index: number, mode: 'i' | 'o', bytes: number, fill: string, label: string) => [String(index), mode, String(bytes), fill, label];
-    const argv = [
-      exe, '{dir}', spec.name,
-      ...grid.map((g, i) => String(g / group[i])), ...group.map(String), '0',
-      String(handles.length + outputs.length + constants.length),
-      ...handles.flatMap((h, i) => buffer(bufferIndex(spec, 'input', i), 'i', h.bytes, '-', spec.inputs[i].name)),
-      ...outputs.flatMap((o, i) => buffer(bufferIndex(spec, 'output', i), 'o', elementCount(outShapes[i]) * ELEMENT_BYTES[o.dtype],
-        o.init === undefined ? '-' : `${o.dtype}:${o.init}`, o.name)),
-      ...constants.flatMap((c, i) => buffer(bufferIndex(spec, 'constant', i), 'i', ELEMENT_BYTES[c.dtype], '-', spec.constants[i].name)),
-    ];
-    const inputs = [...handles.map((h) => h.handle), ...constants.map((c) => c[handleOf])];
-    const inputFiles = [...handles.map((_, i) => bufferIndex(spec, 'input', i)), ...constants.map((_, i) => bufferIndex(spec, 'constant', i))]
-      .map((i) => `b${i}.bin`);
-    try {
-      const ids = callNative(() => native.runProcess(argv, inputs, inputFiles, outShapes, outputs.map((o) => o.dtype),
-        outputs.map((_, i) => `b${bufferIndex(spec, 'output', i)}.bin`)));
-      return ids.map((h) => dev.wrap(h));
-    } finally {
-      for (const c of constants) c.dispose();  // the queued run holds its own reference
+    const threads = group[0] * group[1] * group[2];
+    if (limit !== undefined && threads > limit) {
+      throw new TensorOpsError('E_ARG', `threadgroup ${describe(group)} has ${threads} threads; ${spec.name}'s pipeline allows at most ${limit} on this GPU`);
     }
+    return run({ tensors: tensors as (Tensor | QuantizedTensor)[], threadgroups: grid.map((g, i) => g / group[i]), threads: group, outShapes, constants });
   };
   return Object.defineProperties(call, {
     kernelName: { value: spec.name, enumerable: true },
     mslSource: { value: msl, enumerable: true },
-    runsOn: { value: 'emulator', enumerable: true },
+    runsOn: { value: runsOn, enumerable: true },
   }) as UserKernel;
 }

@@ -1,4 +1,5 @@
 #include "async_test_backend.h"
+#include "async_test_kernel.h"
 
 #include <atomic>
 #include <chrono>
@@ -136,6 +137,18 @@ class AsyncTestBackend final : public Backend {
     prepared("attention");
     count(libraries);
     return later(done, [=, &o](Backend& b, Completion d) { b.attention(q, k, v, p, o, std::move(d)); });
+  }
+
+  // Users' kernels: compiled and "run" by stand-ins (async_test_kernel.h), in stream order.
+  bool compile_user_kernel(const std::string& name, const std::string& source, UserKernelCompiled done) override {
+    test_compile_user_kernel(name, source, std::move(done));
+    return true;
+  }
+  bool user_kernel(const UserKernelLaunch& launch, Completion done) override {
+    return later(done, [launch](Backend&, Completion d) {
+      test_run_user_kernel(launch);
+      d(OpStatus{});
+    });
   }
 
   // Ends the batch (a command buffer's commit): the "GPU" thread runs it after the earlier ones.

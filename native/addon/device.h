@@ -67,7 +67,10 @@ class NativeDevice : public Napi::ObjectWrap<NativeDevice> {
   Napi::Value Write(const Napi::CallbackInfo& info);         // (dst, src, axis, offset)
   void write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::Value src, int64_t axis, int64_t offset);
   // ops_process.cc
-  Napi::Value RunProcess(const Napi::CallbackInfo& info);    // (argv, inputs, inputFiles, outShapes, outDtypes, outFiles)
+  Napi::Value RunProcess(const Napi::CallbackInfo& info);    // (argv, inputs, inputFiles, outShapes, outDtypes, outFiles, inputPlanes?)
+  // ops_kernel.cc: users' kernels on a backend that compiles MSL (core/user_kernel.h)
+  Napi::Value CompileKernel(const Napi::CallbackInfo& info); // (name, source) -> Promise<program> | null
+  Napi::Value RunKernel(const Napi::CallbackInfo& info);     // (program, geometry, args, outputs)
 
   // Synchronize(): undefined when every op queued so far has run, else a Promise resolved then
   // (failed ops included: their reads reject).

@@ -49,6 +49,8 @@ void NativeDevice::bind_methods(Napi::Object self) {
       {"groupedLinear", &call_bound<&NativeDevice::GroupedLinear>},
       {"groupRows", &call_bound<&NativeDevice::GroupRows>},
       {"runProcess", &call_bound<&NativeDevice::RunProcess>},
+      {"compileKernel", &call_bound<&NativeDevice::CompileKernel>},
+      {"runKernel", &call_bound<&NativeDevice::RunKernel>},
       {"write", &call_bound<&NativeDevice::Write>},
   };
   for (const auto& [name, method] : methods) {

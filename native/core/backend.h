@@ -15,6 +15,7 @@
 #include "ops.h"
 #include "tensor.h"
 #include "tiers.h"
+#include "user_kernel.h"
 
 namespace mto {
 
@@ -32,6 +33,10 @@ struct OpStatus {
 struct EncodeNeedsPreparation {
   std::function<void()> prepare;
 };
+
+// compile_user_kernel's answer, called once on any thread: the program, or null and the failure
+// (E_KERNEL quoting the compiler).
+using UserKernelCompiled = std::function<void(UserKernelProgramPtr, OpStatus)>;
 
 // Called exactly once per op that a backend accepted, on any thread (the cpu backend calls it
 // before returning; the metal backend from the command buffer's completed handler).
@@ -134,6 +139,17 @@ class Backend {
   virtual bool copy(const std::vector<const Tensor*>&, const std::vector<CopyPart>&, Tensor&, Completion) {
     return false;
   }
+
+  // Users' kernels (core/user_kernel.h). compile_user_kernel starts compiling `source` (the whole
+  // generated MSL text, kernel `name` in it) without blocking the caller and calls `done` once,
+  // on any thread; false, and `done` never called, when this backend compiles no MSL (the cpu
+  // backend: lib/ runs user kernels in the emulator). user_kernel encodes one run of a program
+  // this backend made; false when it cannot bind the launch's buffers.
+  virtual bool compile_user_kernel(const std::string& name, const std::string& source, UserKernelCompiled done) {
+    (void)name, (void)source, (void)done;
+    return false;
+  }
+  virtual bool user_kernel(const UserKernelLaunch&, Completion) { return false; }
 };
 using BackendPtr = std::shared_ptr<Backend>;
 

@@ -11,6 +11,7 @@
 #include "batch_encoder.h"
 #include "ops.h"
 #include "qtensor.h"
+#include "user_kernel.h"
 
 namespace mto::metal {
 namespace {
@@ -34,7 +35,8 @@ class MetalBackend final : public Backend {
         stream_(make_batch_encoder(device, caps, choice.tier, residency_), ShaderLibraries::for_device(device, caps),
                 commit_policy(caps.architecture, std::getenv("METAL_TENSOROPS_COMMIT_OPS"),
                               std::getenv("METAL_TENSOROPS_COMMIT_MB"))),
-        ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable()} {}
+        ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable()},
+        user_kernels_(device) {}
 
   BackendInfo info() const override {
     BackendInfo i;
@@ -122,6 +124,14 @@ class MetalBackend final : public Backend {
                   Completion done) override {
     return metal::group_rows(ctx_, ids, p, sizes, rows, positions, std::move(done));
   }
+  // Users' kernels (user_kernel.h): compiled here, run in the stream like the ops.
+  bool compile_user_kernel(const std::string& name, const std::string& source, UserKernelCompiled done) override {
+    user_kernels_.compile(name, source, std::move(done));
+    return true;
+  }
+  bool user_kernel(const UserKernelLaunch& launch, Completion done) override {
+    return metal::user_kernel(ctx_, launch, std::move(done));
+  }
 
  private:
   id<MTLDevice> device_;
@@ -132,6 +142,7 @@ class MetalBackend final : public Backend {
   std::shared_ptr<MetalBufferPool> pool_;
   CommandStream stream_;
   MetalContext ctx_;
+  UserKernels user_kernels_;
 };
 
 }  // namespace

@@ -64,6 +64,13 @@ class CommandStream {
   bool submit(const std::vector<plan::Dispatch>& passes, const std::vector<ArgTable>& args,
               std::shared_ptr<void> hold, Completion done);
 
+  // One run of a user kernel (core/user_kernel.h; user_kernel.mm) into the open batch, as submit
+  // encodes a pass: `pipeline` with each launch argument at its [[buffer(index)]], a tensor plane
+  // by its MTLBuffer or bytes by set_bytes. An output with an init value is filled on the host
+  // first (fresh shared storage that no command encoded before it uses). Returns false, having
+  // encoded nothing, when a plane is not Metal storage.
+  bool submit_user(id<MTLComputePipelineState> pipeline, const UserKernelLaunch& launch, Completion done);
+
   // Ends the batch's encoder and commits its command buffer (no-op when nothing is open).
   void flush();
 

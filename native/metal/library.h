@@ -23,6 +23,10 @@ class PipelineArchive;
 id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
                                const OsVersion& os, std::string* error);
 
+// The options compile_library compiles with (MSL `version` set explicitly, safe math), for other
+// compiles that must behave alike (users' kernels: user_kernel.mm).
+MTLCompileOptions* compile_options(MslVersion version);
+
 // Pipelines of one library, created on first use and kept for the process (a first compile costs
 // tens of ms per kernel, docs/design/METAL.md). With an archive, pipelines come from it first and
 // added to it after, so the next process starts warm. Thread-safe.

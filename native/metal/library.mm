@@ -79,13 +79,18 @@ MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& 
 
 }  // namespace
 
+MTLCompileOptions* compile_options(MslVersion version) {
+  MTLCompileOptions* options = [MTLCompileOptions new];
+  options.languageVersion = language_version(version);
+  set_safe_math(options);
+  return options;
+}
+
 id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, MslVersion version,
                                const OsVersion& os, std::string* error) {
   if (!language_version_usable(version, os, error)) return nil;
   @autoreleasepool {
-    MTLCompileOptions* options = [MTLCompileOptions new];
-    options.languageVersion = language_version(version);
-    set_safe_math(options);
+    MTLCompileOptions* options = compile_options(version);
     NSError* err = nil;
     id<MTLLibrary> library = [device newLibraryWithSource:to_ns(source) options:options error:&err];
     if (!library) *error = error_text(err, "newLibraryWithSource:options:error: returned nil");

@@ -90,4 +90,8 @@ bool grouped_linear(MetalContext& ctx, const Operand& x, const Operand& w, const
 bool group_rows(MetalContext& ctx, const Tensor& ids, const GroupRowsParams& p, Tensor& sizes, Tensor& rows,
                 Tensor& positions, Completion done);
 
+// user_kernel.mm: one run of a user kernel this backend compiled (UserKernels); false for a
+// program it did not make or a plane that is not Metal storage.
+bool user_kernel(MetalContext& ctx, const UserKernelLaunch& launch, Completion done);
+
 }  // namespace mto::metal

@@ -451,6 +451,11 @@ MTO_SDK_MACOS(26.0)
 @end
 
 // MTLDevice.h
+// The asynchronous compiles' callbacks (Apple's MTLDevice.h typedefs): called once, on a thread
+// of Metal's, with the result or nil and the error.
+typedef void (^MTLNewLibraryCompletionHandler)(id<MTLLibrary> _Nullable library, NSError *_Nullable error);
+typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelineState> _Nullable computePipelineState,
+                                                            NSError *_Nullable error);
 @protocol MTLDevice <NSObject>
 @property(nonnull, readonly) NSString *name;
 @property(readonly) uint64_t registryID MTO_SDK_MACOS(10.13);
@@ -469,6 +474,13 @@ MTO_SDK_MACOS(26.0)
 - (nullable id<MTLComputePipelineState>)
     newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
                                   error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(10.11);
+- (void)newLibraryWithSource:(NSString *)source
+                     options:(nullable MTLCompileOptions *)options
+           completionHandler:(MTLNewLibraryCompletionHandler)completionHandler
+    MTO_SDK_MACOS(10.11);
+- (void)newComputePipelineStateWithFunction:(id<MTLFunction>)computeFunction
+                          completionHandler:(MTLNewComputePipelineStateCompletionHandler)completionHandler
     MTO_SDK_MACOS(10.11);
 - (nullable id<MTLComputePipelineState>)
     newComputePipelineStateWithDescriptor:(MTLComputePipelineDescriptor *)descriptor

@@ -1,0 +1,123 @@
+// Users' kernels on the metal backend (user_kernel.h): compiling them, and encoding a run into
+// the stream's batch through the same encoder as every op (batch_encoder.h).
+#include "user_kernel.h"
+
+#import <Foundation/Foundation.h>
+
+#include <cstring>
+
+#include "buffers.h"
+#include "core/error.h"
+#include "encode.h"
+#include "library.h"
+#include "objc_strings.h"
+#include "ops.h"
+
+namespace mto::metal {
+namespace {
+
+// MSL 3.1: the version our own simdgroup kernels compile at (bfloat needs it) and the newest one
+// the deployment target (macOS 14) has, so a kernel that compiles on one Mac compiles on all.
+constexpr MslVersion kUserMsl{3, 1};
+
+uint32_t clamp_u32(NSUInteger n) { return n > NSUInteger(UINT32_MAX) ? UINT32_MAX : uint32_t(n); }
+
+}  // namespace
+
+UserKernels::UserKernels(id<MTLDevice> device) : device_(device), state_(std::make_shared<State>()) {}
+
+void UserKernels::compile(const std::string& name, const std::string& source, UserKernelCompiled done) {
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto it = state_->programs.find(source);
+    if (it != state_->programs.end()) {
+      UserKernelProgramPtr p = it->second;
+      done(std::move(p), OpStatus{});
+      return;
+    }
+  }
+  // The handlers run on a thread of Metal's, maybe after this call and the backend are gone: the
+  // blocks capture copies (a block would capture the reference parameters as references).
+  std::shared_ptr<State> state = state_;
+  id<MTLDevice> device = device_;
+  const std::string kernel = name, text = source;
+  const UserKernelCompiled finish = std::move(done);
+  @autoreleasepool {
+    [device newLibraryWithSource:to_ns(text)
+                         options:compile_options(kUserMsl)
+               completionHandler:^(id<MTLLibrary> library, NSError* error) {
+                 if (!library) {
+                   // The compiler's whole log: with the #line directives its positions are
+                   // NAME.metal:LINE:COL (the body) and NAME.header.metal:LINE:COL.
+                   finish(nullptr, OpStatus{code::Kernel, "kernel '" + kernel + "' does not compile:\n" +
+                                                            error_text(error, "newLibraryWithSource: gave no library and no message")});
+                   return;
+                 }
+                 id<MTLFunction> function = [library newFunctionWithName:to_ns(kernel)];
+                 if (!function) {
+                   finish(nullptr, OpStatus{code::Kernel, "kernel '" + kernel + "' compiled, but its library has no function of that name"});
+                   return;
+                 }
+                 [device newComputePipelineStateWithFunction:function
+                                           completionHandler:^(id<MTLComputePipelineState> pipeline, NSError* perror) {
+                   if (!pipeline) {
+                     finish(nullptr, OpStatus{code::Kernel, "kernel '" + kernel + "' compiled, but Metal made no pipeline of it: " +
+                                                              error_text(perror, "no message")});
+                     return;
+                   }
+                   auto program = std::make_shared<MetalUserProgram>();
+                   program->pipeline = pipeline;
+                   program->max_threads = clamp_u32(pipeline.maxTotalThreadsPerThreadgroup);
+                   program->simd_width = clamp_u32(pipeline.threadExecutionWidth);
+                   {
+                     std::lock_guard<std::mutex> lock(state->mu);
+                     state->programs.emplace(text, program);
+                   }
+                   finish(std::move(program), OpStatus{});
+                 }];
+               }];
+  }
+}
+
+bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const UserKernelLaunch& launch, Completion done) {
+  // Everything that can fail is checked before anything is encoded into the shared batch.
+  std::vector<id<MTLBuffer>> buffers(launch.args.size(), nil);
+  for (size_t i = 0; i < launch.args.size(); ++i) {
+    const UserKernelArg& a = launch.args[i];
+    if (!a.buffer) continue;
+    buffers[i] = mtl_buffer(a.buffer.get());
+    if (!buffers[i]) return false;
+  }
+  for (const UserKernelArg& a : launch.args) {
+    if (a.fill.empty() || !a.buffer) continue;
+    uint8_t* p = static_cast<uint8_t*>(a.buffer->data());
+    const size_t n = a.fill.size(), bytes = a.buffer->bytes();
+    for (size_t at = 0; at + n <= bytes; at += n) std::memcpy(p + at, a.fill.data(), n);
+  }
+  @autoreleasepool {
+    encoder_->begin();  // throws, having encoded nothing, when Metal gives no command buffer
+    encoder_->set_pipeline(pipeline);
+    for (size_t i = 0; i < launch.args.size(); ++i) {
+      const UserKernelArg& a = launch.args[i];
+      if (buffers[i]) {
+        encoder_->set_buffer(buffers[i], a.index);
+        bytes_in_batch_ += size_t(buffers[i].length);
+      } else {
+        encoder_->set_bytes(a.bytes.data(), a.bytes.size(), a.index);
+      }
+    }
+    encoder_->dispatch(MTLSizeMake(launch.threadgroups[0], launch.threadgroups[1], launch.threadgroups[2]),
+                       MTLSizeMake(launch.threads[0], launch.threads[1], launch.threads[2]));
+    encoder_->on_completed(std::move(done));
+  }
+  if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
+  return true;
+}
+
+bool user_kernel(MetalContext& ctx, const UserKernelLaunch& launch, Completion done) {
+  const auto* program = dynamic_cast<const MetalUserProgram*>(launch.program.get());
+  if (!program || !program->pipeline) return false;
+  return ctx.stream.submit_user(program->pipeline, launch, std::move(done));
+}
+
+}  // namespace mto::metal
