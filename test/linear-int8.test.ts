@@ -9,6 +9,7 @@ import { open, type Device, type Format, type QuantizedTensor } from '../lib/ind
 import { expectClose, randn } from './helpers/compare';
 import { int8LinearRef } from './helpers/int8-activations';
 import { linearRef } from './helpers/reference';
+import { loadBinding } from '../lib/native';
 
 let dev: Device;
 beforeAll(async () => {
@@ -16,6 +17,8 @@ beforeAll(async () => {
 });
 
 const hasInt8Kernels = ['x64', 'arm64'].includes(process.arch) && process.env.METAL_TENSOROPS_CPU_ISA !== 'baseline';
+// The integer GEMM for more than 8 rows, where this CPU has one (the addon's test-only report).
+const gemmQ8 = (loadBinding() as unknown as { _internal: { cpuKernels(): { gemmQ8: string | null } } })._internal.cpuKernels().gemmQ8;
 const maxDiff = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let m = 0;
   for (let i = 0; i < a.length; i++) m = Math.max(m, Math.abs(a[i] - b[i]) / (1 + Math.abs(b[i])));
@@ -86,11 +89,48 @@ describe("linear with activations: 'int8'", () => {
     }
   });
 
-  it('more than 8 rows of x (prefill) compute in float32 as without the option', async () => {
-    const K = 128, M = 9;
-    const w = await dev.quantize(dev.tensor(randn(N * K, 12), [N, K]), { format: 'affine4' });
-    const [y, yFloat] = await runBoth(randn(M * K, 13), w, M, K);
-    expectClose(y, yFloat, 0, 'M=9');
+  // More than 8 rows (prefill): the integer GEMM where the CPU has one (AVX-512 VNNI), else float32
+  // as without the option. Every format and group, M past its 4-row tiles and 64-row slices, N
+  // past its 8-row panels, odd block counts, a bias.
+  describe(`more than 8 rows of x (prefill): ${gemmQ8 ?? 'float32, as without the option (no integer GEMM here)'}`, () => {
+    for (const [format, blockSize, K] of cases) {
+      it(`${format} block ${blockSize}, K ${K}, M = 9, 70, 133`, async () => {
+        const N2 = 21;
+        const w = await dev.quantize(dev.tensor(randn(N2 * K, K + 3), [N2, K]), { format, blockSize });
+        const wd = await w.dequantize().toFloat32();
+        const bias = randn(N2, 5);
+        for (const M of [9, 70, 133]) {
+          const x = randn(M * K, M);
+          const xt = dev.tensor(x, [M, K]);
+          const [y, yFloat] = await Promise.all([
+            dev.linear(xt, w, { activations: 'int8', bias: dev.tensor(bias, [N2]) }).toFloat32(),
+            dev.linear(xt, w, { bias: dev.tensor(bias, [N2]) }).toFloat32(),
+          ]);
+          if (!gemmQ8) { expectClose(y, yFloat, 0, `M=${M}`); continue; }
+          // 2793 outputs at M = 133 against the decode tests' 344: the worst float32 rounding of the
+          // scale/bias split (s sum(q x') + b sum(x')) reaches 1.2e-5 of 1 + |y| for affine8.
+          const want = int8LinearRef(x, wd, M, N2, K).map((v, i) => v + bias[i % N2]);
+          expectClose(y, want, 2e-5, `${format} block ${blockSize} M=${M}`);
+          expect(maxDiff(y, yFloat), `${format} M=${M}: the integer path ran`).toBeGreaterThan(1e-5);
+          if (M !== 9) continue;
+          // Row by row, the decode kernels (one row of x a call) compute the same rule.
+          for (let m = 0; m < M; m++) {
+            const r = await dev.linear(dev.tensor(x.slice(m * K, (m + 1) * K), [1, K]), w, { activations: 'int8', bias: dev.tensor(bias, [N2]) }).toFloat32();
+            expectClose(y.slice(m * N2, (m + 1) * N2), r, 1e-5, `${format} row ${m} against the decode kernels`);
+          }
+        }
+      });
+    }
+    it('a NaN or huge x row sends the whole call to the float path', async () => {
+      const K = 128, M = 12;
+      const w = await dev.quantize(dev.tensor(randn(N * K, 12), [N, K]), { format: 'affine4' });
+      for (const v of [NaN, 2 ** 110]) {
+        const x = randn(M * K, 13);
+        x[5 * K + 3] = v;
+        const [y, yFloat] = await runBoth(x, w, M, K);
+        expectClose(y, yFloat, 0, String(v));
+      }
+    });
   });
 
   it('a NaN block scale makes exactly its row of y NaN', async () => {

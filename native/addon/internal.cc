@@ -23,6 +23,8 @@
 #include "core/stream.h"
 #include "async_test_backend.h"
 #include "js_completion.h"
+#include "kernels/dot.h"
+#include "kernels/gemm_q8.h"
 
 namespace mto::addon {
 namespace {
@@ -443,6 +445,21 @@ Napi::Value AsyncTestCountersOf(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// The cpu backend's fused kernel tables this process picked (kernels/dot.h, gemm_q8.h), by name,
+// null where there are none: tests choose their references by them.
+static Napi::Value CpuKernels(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Napi::Object o = Napi::Object::New(env);
+  const auto name = [&](const char* n) { return n ? Napi::Value(Napi::String::New(env, n)) : env.Null(); };
+  const auto* dot = mto::kernels::dot_kernels();
+  const auto* q8 = mto::kernels::dot_q8_kernels();
+  const auto* gemm = mto::kernels::gemm_q8_kernels();
+  o.Set("dot", name(dot ? dot->name : nullptr));
+  o.Set("q8", name(q8 ? q8->name : nullptr));
+  o.Set("gemmQ8", name(gemm ? gemm->name : nullptr));
+  return o;
+}
+
 Napi::Object InitInternal(Napi::Env env) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("selectTier", Napi::Function::New(env, SelectTier, "selectTier"));
@@ -464,6 +481,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("asyncTestCounters", Napi::Function::New(env, AsyncTestCountersOf, "asyncTestCounters"));
   o.Set("commitPolicy", Napi::Function::New(env, CommitPolicyOf, "commitPolicy"));
   o.Set("debouncedWrites", Napi::Function::New(env, DebouncedWrites, "debouncedWrites"));
+  o.Set("cpuKernels", Napi::Function::New(env, CpuKernels, "cpuKernels"));
   return o;
 }
 

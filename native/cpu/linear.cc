@@ -15,6 +15,7 @@
 #include "../kernels/dot.h"
 #include "gemm.h"
 #include "gemv.h"
+#include "linear_q8.h"
 #include "ops.h"
 
 namespace mto::cpu {
@@ -159,6 +160,12 @@ void linear(ThreadPool& pool, const Operand& x, const Operand& w, const Tensor* 
         gemv_fused(pool, *kern, dw, M, N, xf, K, bf, y, N);
         return;
       }
+    }
+    // Prompt-sized int8 activations: the integer GEMM where this CPU has one.
+    const mto::kernels::GemmQ8Kernels* g = p.int8_activations && M > kFusedMaxRows ? mto::kernels::gemm_q8_kernels() : nullptr;
+    if (g && dot_weights(w.quant->view(), lut, &dw) && g->supports(dw) && fits_fused_kernels(xf, M, K)) {
+      linear_q8(pool, *g, dw, M, N, xf, K, bf, y, N);
+      return;
     }
     run(QuantRows(*w.quant));
   } else {

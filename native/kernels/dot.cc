@@ -3,6 +3,7 @@
 // table obeys (avx512 here also leaves out the VBMI variant, so its plain AVX-512 FP8 path can be
 // tested).
 #include "dot.h"
+#include "gemm_q8.h"
 #include "../core/cpu_features.h"
 #include "../core/portable.h"
 
@@ -108,6 +109,13 @@ const DotKernels* dot_q8_kernels() {
     return static_cast<const DotKernels*>(nullptr);
   }();
   return k;
+}
+
+const GemmQ8Kernels* gemm_q8_kernels() {
+#if MTO_X86_KERNELS
+  if (x86_level() >= X86Level::Avx512 && x86_has_avx512_vnni()) return gemm_q8_kernels_avx512();
+#endif
+  return nullptr;
 }
 
 const DotKernels* dot_kernels() {

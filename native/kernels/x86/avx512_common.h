@@ -1,6 +1,7 @@
 // Pieces the AVX-512 dot kernels share (dot_avx512.cc: float32 x; dot_q8_avx512.cc: x quantized
 // to int8): the target attributes, block scales, their prefetch and the affine bias terms. Inline,
-// in each including file, compiled with the AVX-512 target attribute (callers check the CPU first).
+// in each including file, compiled with the AVX-512 target attribute (callers check the CPU first);
+// and one block of x quantized to int8 by the rule of quantize_x_block (dot_q8_avx512.cc, gemm_q8).
 #pragma once
 #include "../dot.h"
 #include "../../core/portable.h"
@@ -14,6 +15,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #define MTO_T512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")))
@@ -74,6 +76,23 @@ MTO_T512 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const flo
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[m] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(xs + m * sr + g), acc[m]);
   }
+}
+
+// One block of 32 x as quantize_x_block does it (same float32 product, rounded half to even), its
+// codes as int32 in a (elements 0-15) and b (16-31); false where 127 / max|x| overflows float32
+// (the caller then uses quantize_x_block, which goes through float64 there).
+MTO_T512 MTO_INL bool quantize_x_block16(const float* x, __m512i& a, __m512i& b, float& d) {
+  const __m512 xa = _mm512_loadu_ps(x), xb = _mm512_loadu_ps(x + 16);
+  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(xa), _mm512_abs_ps(xb)));
+  const float id = amax > 0 ? 127.0f / amax : 0.0f;
+  if (std::isinf(id)) return false;
+  d = amax / 127.0f;
+  const __m512 f = _mm512_set1_ps(id);
+  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
+  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  a = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(xa, f), kNearest), lo), hi);
+  b = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(xb, f), kNearest), lo), hi);
+  return true;
 }
 
 }  // namespace mto::kernels::avx512

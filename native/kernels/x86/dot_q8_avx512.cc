@@ -23,7 +23,6 @@
 #if MTO_X86_KERNELS
 #include "avx512_common.h"
 
-#include <cmath>
 #include <cstring>
 
 #define MTO_T512VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx2,fma,f16c")))
@@ -80,23 +79,6 @@ bool supported_q8_avx512(const DotWeights& w) {
 
 size_t x_words_q8_avx512(const DotWeights& w, int M) { return size_t(M) * size_t(Q8Layout(w).words()); }
 
-// One block of 32 x as quantize_x_block does it (same float32 product, rounded half to even), its
-// codes as int32 in a (elements 0-15) and b (16-31); false where 127 / max|x| overflows float32
-// (the caller then uses quantize_x_block, which goes through float64 there).
-MTO_T512 MTO_INL bool quantize_block(const float* x, __m512i& a, __m512i& b, float& d) {
-  const __m512 xa = _mm512_loadu_ps(x), xb = _mm512_loadu_ps(x + 16);
-  const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(xa), _mm512_abs_ps(xb)));
-  const float id = amax > 0 ? 127.0f / amax : 0.0f;
-  if (std::isinf(id)) return false;
-  d = amax / 127.0f;
-  const __m512 f = _mm512_set1_ps(id);
-  const __m512i lo = _mm512_set1_epi32(-127), hi = _mm512_set1_epi32(127);
-  constexpr int kNearest = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
-  a = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(xa, f), kNearest), lo), hi);
-  b = _mm512_min_epi32(_mm512_max_epi32(_mm512_cvt_roundps_epi32(_mm512_mul_ps(xb, f), kNearest), lo), hi);
-  return true;
-}
-
 MTO_T512 void prepare_x_q8_avx512(const DotWeights& w, const float* x, int64_t ldx, int M, float* xp) {
   const Q8Layout l(w);
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -110,7 +92,7 @@ MTO_T512 void prepare_x_q8_avx512(const DotWeights& w, const float* x, int64_t l
     std::memset(base, 0, size_t(l.words()) * 4);
     for (int64_t b = 0; b < l.blocks; ++b) {
       __m512i a, c;
-      if (!quantize_block(xm + b * 32, a, c, d[b])) {
+      if (!quantize_x_block16(xm + b * 32, a, c, d[b])) {
         alignas(64) int8_t blk[32];
         quantize_x_block(xm + b * 32, blk, d + b);
         const __m256i v = _mm256_load_si256(reinterpret_cast<const __m256i*>(blk));
