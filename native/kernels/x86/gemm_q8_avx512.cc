@@ -1,6 +1,6 @@
 // AVX-512 VNNI int8 GEMM for prompt-sized linear with int8 activations (kernels/gemm_q8.h).
 //
-// A panel of 8 weight rows is unpacked once into int8 values w (affine4: q - 8, affine8: q - 128,
+// A panel of 16 weight rows is unpacked once into int8 values w (affine4: q - 8, affine8: q - 128,
 // those 8 or 128 scales moved into the bias, so that the block sums are not all of one sign and the
 // bias term does not cancel most of them; mxint8: q; 4-bit tables: their int8 values), laid out so
 // that each 64 bytes hold 4 consecutive elements of each of 16 rows. x is quantized once into
