@@ -111,7 +111,7 @@ export interface NativeDeviceHandle {
   runProcess(argv: string[], inputs: (NativeTensorHandle | NativeQTensorHandle)[], inputFiles: string[], outShapes: number[][],
     outDtypes: string[], outFiles: string[], inputPlanes?: string[]): NativeTensorHandle[];
   /** A user kernel compiled by the backend (metal), off the JS thread; null where the backend compiles no MSL (cpu). */
-  compileKernel(name: string, source: string): Promise<NativeKernelProgram> | null;
+  compileKernel(name: string, source: string, tier: 'simdgroup' | 'tensorops'): Promise<NativeKernelProgram> | null;
   /** One run of a compiled user kernel, in stream order. */
   runKernel(program: NativeKernelProgram['program'], geometry: number[], args: NativeKernelArg[],
     outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[]): NativeTensorHandle[];

@@ -251,6 +251,13 @@ export interface KernelDescription {
   /** The default grid (threads per dimension) and threadgroup (threads per dimension) of a call. */
   grid?: readonly number[];
   threadgroup?: readonly number[];
+  /**
+   * 'simdgroup' (default): MSL 3.1. 'tensorops': MSL 4.0 with TensorOps (`<metal_tensor>` and
+   * MetalPerformancePrimitives included, `mpp::tensor_ops` opened), on a Mac whose tier is
+   * tensorops or tensorops-mx. The emulator scrambles cooperative-tensor layouts and runs each
+   * call under two of them, so a kernel that assumes one fails with E_KERNEL.
+   */
+  tier?: 'simdgroup' | 'tensorops';
 }
 
 /** The options of one call of a user kernel. */

@@ -73,7 +73,9 @@ export function emulatorRunner(dev: KernelDevice, native: NativeDeviceHandle, sp
     };
     const inputs: { handle: NativeTensorHandle | NativeQTensorHandle; plane: string; file: string }[] = [];
     const outputFiles: string[] = [];
-    const argv = [exe, '{dir}', spec.name, ...c.threadgroups.map(String), ...c.threads.map(String), '0', String(layout.length)];
+    // A tensorops kernel runs under two cooperative-tensor layouts (emulator/main.cc LAYOUTS).
+    const layouts = spec.tier === 'tensorops' ? '2' : '1';
+    const argv = [exe, '{dir}', spec.name, ...c.threadgroups.map(String), ...c.threads.map(String), '0', layouts, String(layout.length)];
     try {
       layout.forEach((b, n) => {
         const file = `b${n}.bin`;

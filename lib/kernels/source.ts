@@ -9,6 +9,19 @@ import { FORMAT_IDS, quantizedPlanes, quantizedPrelude } from './quantized';
 
 export type ConstantType = 'int' | 'uint' | 'float' | 'bool';
 
+/**
+ * The kernel tiers a user kernel may ask for: 'simdgroup' (MSL 3.1: simdgroup functions and
+ * matrices; every Mac we support) and 'tensorops' (MSL 4.0: also TensorOps, the
+ * MetalPerformancePrimitives matmul2d and cooperative tensors; macOS 26 on a GPU with the tier).
+ */
+export const KERNEL_TIERS = ['simdgroup', 'tensorops'] as const;
+export type KernelTier = (typeof KERNEL_TIERS)[number];
+
+/** The MSL version each tier's source is compiled at (on Metal, and by the emulator's flags). */
+export const MSL_VERSION: Readonly<Record<KernelTier, 'metal3.1' | 'metal4.0'>> = {
+  simdgroup: 'metal3.1', tensorops: 'metal4.0',
+};
+
 export interface KernelSpec {
   name: string;
   source: string;
@@ -19,6 +32,7 @@ export interface KernelSpec {
   outputs: readonly { name: string; dtype: DType; init?: number }[];
   constants: readonly { name: string; type: ConstantType }[];
   templates: readonly [string, number | boolean | DType][];
+  tier: KernelTier;
 }
 
 /** MSL's name of a dtype's element. */
@@ -90,7 +104,13 @@ export function kernelSource(spec: KernelSpec): string {
   const decode = quantized.length > 0 || header !== spec.header;
   return [
     '#include <metal_stdlib>',
+    // TensorOps as our own tensorops shaders include it (shaders/matmul_tensorops.metal): the
+    // tensor types, then matmul2d and friends, their namespace opened for the body.
+    ...(spec.tier === 'tensorops'
+      ? ['#include <metal_tensor>', '#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>']
+      : []),
     'using namespace metal;',
+    ...(spec.tier === 'tensorops' ? ['using namespace mpp::tensor_ops;'] : []),
     ...(decode ? [quantizedPrelude()] : []),
     ...quantized.map((b) => `constexpr constant int ${b.name}_format = ${FORMAT_IDS[b.format!]};`),
     ...templates,

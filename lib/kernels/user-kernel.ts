@@ -9,7 +9,7 @@ import type { DType, KernelCallOptions, KernelDescription } from '../types';
 import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from '../validate';
 import { emulatorProgram } from './emulator';
 import { type KernelDevice, emulatorRunner, metalRunner } from './runners';
-import { type ConstantType, type KernelSpec, bindings, kernelSource } from './source';
+import { type ConstantType, type KernelSpec, type KernelTier, KERNEL_TIERS, MSL_VERSION, bindings, kernelSource } from './source';
 
 /** A user kernel: call it with its input tensors (and options) to queue a run. */
 export interface UserKernel {
@@ -58,7 +58,7 @@ interface OutputSpec { name: string; dtype: DType; shape?: number[]; init?: numb
 
 function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputSpec[] } {
   const opts = checkOptions(desc, 'description',
-    ['name', 'source', 'header', 'inputs', 'outputs', 'constants', 'templates', 'grid', 'threadgroup']);
+    ['name', 'source', 'header', 'inputs', 'outputs', 'constants', 'templates', 'grid', 'threadgroup', 'tier']);
   const taken = new Set<string>();
   const name = checkName(opts.name, 'description.name', taken);
   if (typeof opts.source !== 'string' || !opts.source.trim()) {
@@ -107,7 +107,11 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
     if (!ok) throw new TensorOpsError('E_ARG', `description.templates.${k} must be an int32 integer, a boolean or a dtype; got ${describe(v)}`);
     return [k, v] as [string, number | boolean | DType];
   });
-  const spec: KernelSpec = { name, source: opts.source, header: (opts.header as string | undefined) ?? '', inputs, outputs, constants, templates };
+  const tier = opts.tier === undefined ? 'simdgroup' : opts.tier as KernelTier;
+  if (!KERNEL_TIERS.includes(tier)) {
+    throw new TensorOpsError('E_ARG', `description.tier must be one of ${KERNEL_TIERS.map((t) => `'${t}'`).join(', ')}; got ${describe(opts.tier)}`);
+  }
+  const spec: KernelSpec = { name, source: opts.source, header: (opts.header as string | undefined) ?? '', inputs, outputs, constants, templates, tier };
   return { spec, outputs };
 }
 
@@ -144,13 +148,13 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
   }
   const msl = kernelSource(spec);
   // The backend compiles it (metal), else the emulator builds it (every other backend).
-  const compiled = await Promise.resolve(callNative(() => native.compileKernel(spec.name, msl)))
+  const compiled = await Promise.resolve(callNative(() => native.compileKernel(spec.name, msl, spec.tier)))
     .catch((err: unknown) => { throw toTensorOpsError(err); });
   const runsOn = compiled ? 'metal' : 'emulator';
   const limit = compiled?.maxThreads;
   const run = compiled
     ? metalRunner(dev, native, spec, layout, compiled)
-    : emulatorRunner(dev, native, spec, layout, await emulatorProgram(spec.name, msl));
+    : emulatorRunner(dev, native, spec, layout, await emulatorProgram(spec.name, msl, MSL_VERSION[spec.tier]));
 
   const call = (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[] => {
     dev.checkOpen();
