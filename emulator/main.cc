@@ -6,8 +6,8 @@
 //
 //   user-kernel DIR NAME GX GY GZ TX TY TZ TGMEM LAYOUTS N [INDEX MODE BYTES FILL LABEL]...
 //
-// GX.. are threadgroups per grid, TX.. threads per threadgroup, TGMEM the bytes of
-// [[threadgroup(0)]] memory (0: none). LAYOUTS is 1, or 2 for a kernel with TensorOps: then the
+// GX.. are threadgroups per grid, TX.. threads per threadgroup, TGMEM the host-sized threadgroup
+// memory: `-` (none) or INDEX:BYTES[,INDEX:BYTES]... for each [[threadgroup(INDEX)]] parameter. LAYOUTS is 1, or 2 for a kernel with TensorOps: then the
 // whole run is made twice, under two cooperative-tensor layouts (MTOH_COOP_SEED, the one the
 // environment gives, else the shim's default, and a second derived from it), each in a child
 // process of its own (the shim reads the seed once per process), and outputs that differ between
@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -88,6 +89,24 @@ bool read_file(const std::string& path, std::vector<unsigned char>* out) {
   std::ifstream f(path, std::ios::binary);
   if (!f) return false;
   out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  return true;
+}
+
+// TGMEM: "-", or "INDEX:BYTES" pairs separated by commas.
+bool parse_threadgroup_memory(const std::string& s, std::vector<std::pair<int, uint32_t>>* out) {
+  if (s == "-") return true;
+  size_t at = 0;
+  while (at <= s.size()) {
+    const size_t end = std::min(s.find(',', at), s.size());
+    const std::string item = s.substr(at, end - at);
+    const size_t colon = item.find(':');
+    uint32_t index = 0, bytes = 0;
+    if (colon == std::string::npos || !parse_u32(item.substr(0, colon).c_str(), &index) ||
+        !parse_u32(item.substr(colon + 1).c_str(), &bytes) || bytes == 0)
+      return false;
+    out->emplace_back(int(index), bytes);
+    at = end + 1;
+  }
   return true;
 }
 
@@ -187,12 +206,13 @@ int main(int argc, char** argv) {
   if (argc < 12) return usage("too few arguments");
   const std::string dir = argv[1], name = argv[2];
   mtoh::Geometry geometry;
-  uint32_t tgmem = 0, layouts = 0, n = 0;
+  uint32_t layouts = 0, n = 0;
+  std::vector<std::pair<int, uint32_t>> threadgroup_memory;
   for (int i = 0; i < 3; ++i) {
     if (!parse_u32(argv[3 + i], &geometry.threadgroups[i]) || !parse_u32(argv[6 + i], &geometry.threads[i]))
       return usage("bad geometry");
   }
-  if (!parse_u32(argv[9], &tgmem) || !parse_u32(argv[10], &layouts) || (layouts != 1 && layouts != 2)) {
+  if (!parse_threadgroup_memory(argv[9], &threadgroup_memory) || !parse_u32(argv[10], &layouts) || (layouts != 1 && layouts != 2)) {
     return usage("bad threadgroup memory or layout count");
   }
   if (!parse_u32(argv[11], &n) || argc != 12 + 5 * int(n)) return usage("bad buffer list");
@@ -219,8 +239,6 @@ int main(int argc, char** argv) {
 
   const mtoh::KernelInfo* kernel = mtoh::find_kernel("user", "", name);
   if (!kernel) return usage(("no kernel named " + name).c_str());
-  std::vector<std::pair<int, uint32_t>> threadgroup_memory;
-  if (tgmem) threadgroup_memory.emplace_back(0, tgmem);
 
   auto run = [&](const std::string& suffix) {
     return run_passes(*kernel, geometry, specs, inputs, threadgroup_memory, dir, suffix);

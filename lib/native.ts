@@ -114,7 +114,8 @@ export interface NativeDeviceHandle {
   compileKernel(name: string, source: string, tier: 'simdgroup' | 'tensorops'): Promise<NativeKernelProgram> | null;
   /** One run of a compiled user kernel, in stream order. */
   runKernel(program: NativeKernelProgram['program'], geometry: number[], args: NativeKernelArg[],
-    outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[]): NativeTensorHandle[];
+    outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[],
+    threadgroupMemory?: { index: number; bytes: number }[]): NativeTensorHandle[];
 }
 
 /** A user kernel's pipeline as the addon holds it, with its limits on this device. */

@@ -235,6 +235,18 @@ export interface KernelConstant {
   type: 'int' | 'uint' | 'float' | 'bool';
 }
 
+/**
+ * Threadgroup memory of a user kernel that each call sizes (Metal's setThreadgroupMemoryLength),
+ * bound as `threadgroup T* name [[threadgroup(i)]]`, i its place in the list.
+ */
+export interface KernelThreadgroupMemory {
+  name: string;
+  /** The element type T. */
+  dtype: DType;
+  /** Elements per threadgroup, unless each call gives it (options.threadgroupMemory). */
+  length?: number;
+}
+
 /** dev.kernel()'s description of a user kernel (docs/design/API.md "User kernels"). */
 export interface KernelDescription {
   /** An MSL identifier: the kernel's name. */
@@ -258,6 +270,12 @@ export interface KernelDescription {
    * call under two of them, so a kernel that assumes one fails with E_KERNEL.
    */
   tier?: 'simdgroup' | 'tensorops';
+  /**
+   * Threadgroup memory set by the host at each call: at most 32 KiB per threadgroup in all, each
+   * entry counted rounded up to 16 bytes (Metal's rule), with the source's own `threadgroup` arrays
+   * on top (the emulator counts those too).
+   */
+  threadgroupMemory?: readonly KernelThreadgroupMemory[];
 }
 
 /** The options of one call of a user kernel. */
@@ -270,4 +288,6 @@ export interface KernelCallOptions {
   shapes?: Readonly<Record<string, readonly number[]>>;
   /** Each constant's value by name. */
   constants?: Readonly<Record<string, number | boolean>>;
+  /** Elements per threadgroup of each threadgroupMemory entry by name (for this call; else the description's length). */
+  threadgroupMemory?: Readonly<Record<string, number>>;
 }

@@ -70,6 +70,20 @@ describe('user kernels on a backend that compiles them (the async test backend s
     expect(plain.mslSource).not.toMatch(/metal_tensor|mpp/);
   });
 
+  // What the metal backend gives setThreadgroupMemoryLength:atIndex: (encoders type-checked only):
+  // each entry's bytes rounded up to 16, at its [[threadgroup(i)]] index, sized by the call.
+  it('hands threadgroup memory to the backend: index and bytes rounded up to 16, per call', async () => {
+    const k = await dev.kernel({
+      name: 'tgmem', outputs: [{ name: 'record', dtype: 'int32', shape: [64] }], source: 'record[0] = 0;',
+      threadgroupMemory: [{ name: 's', dtype: 'float16', length: 5 }, { name: 't', dtype: 'float32' }],
+    });
+    expect(k.mslSource).toContain('threadgroup half* s [[threadgroup(0)]], threadgroup float* t [[threadgroup(1)]]');
+    const [record] = k({ grid: [32], threadgroup: [32], threadgroupMemory: { t: 9 } });
+    const r = Array.from(await record.data() as Int32Array);
+    // 6 geometry values, the argument count (1), its 4 values, then (index, bytes) pairs.
+    expect(r.slice(11, 15)).toEqual([0, 16, 1, 48]);
+  });
+
   it("rejects a source the compiler refuses with E_KERNEL at the user's line; checks the pipeline's thread limit", async () => {
     const err = await dev.kernel({
       name: 'broken', outputs: [{ name: 'o', dtype: 'float32', shape: [1] }], source: 'o[0] = 1.0f;\n#error no',

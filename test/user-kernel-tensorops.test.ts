@@ -3,25 +3,9 @@
 // which runs every tensorops call under two layouts. A matmul tile written through the API's
 // element access equals float64 under several seeds; the same tile written as if a thread's
 // elements were row-major is reported as a layout dependence; the tier is validated.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { open, type Device, type KernelDescription, type Tensor } from '../lib/index';
-import { canRun, fullSuite } from './helpers/suite';
-
-const compiler = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
-const haveCompiler = canRun(compiler);
-// As test/user-kernel.test.ts: the full suite on Linux (CI installs clang-19) fails without it.
-const skip = !haveCompiler && (!fullSuite || process.platform !== 'linux');
-
-const random = (n: number, seed: number) => {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32) * 4 - 2;
-  });
-};
+import type { Device, KernelDescription } from '../lib/index';
+import { emulatorDevice, failure, random, rejection, skipEmulator, skipReason } from './helpers/user-kernels';
 
 const [M, N, K] = [16, 32, 48];
 
@@ -60,31 +44,18 @@ function tile(name: string, store = STORE): KernelDescription {
   };
 }
 
-async function failure(t: Tensor): Promise<{ code: string; message: string }> {
-  const err = await t.toFloat32().then(() => null, (e: { code: string; message: string }) => e);
-  expect(err, 'the read should reject').not.toBeNull();
-  return err!;
-}
-
-describe.skipIf(skip)(`user kernels with TensorOps in the emulator${haveCompiler ? '' : ` (skipped: ${compiler} not found)`}`, () => {
+describe.skipIf(skipEmulator)(`user kernels with TensorOps in the emulator${skipReason}`, () => {
   let dev: Device;
-  let cache: string;
-  const saved = { cache: process.env.METAL_TENSOROPS_CACHE_DIR, seed: process.env.MTOH_COOP_SEED };
-  const restore = (key: string, value: string | undefined) => {
-    if (value === undefined) delete process.env[key];
-    else process.env[key] = value;
+  let close: () => Promise<void>;
+  const savedSeed = process.env.MTOH_COOP_SEED;
+  const setSeed = (value: string | undefined) => {
+    if (value === undefined) delete process.env.MTOH_COOP_SEED;
+    else process.env.MTOH_COOP_SEED = value;
   };
-  beforeAll(async () => {
-    if (!haveCompiler) throw new Error(`${compiler} not found: install clang-19 (apt-get install -y clang-19)`);
-    cache = mkdtempSync(join(tmpdir(), 'mto-kernels-'));
-    process.env.METAL_TENSOROPS_CACHE_DIR = cache;
-    dev = await open({ backend: 'cpu', threads: 2 });
-  });
+  beforeAll(async () => ({ dev, close } = await emulatorDevice()));
   afterAll(async () => {
-    await dev?.close();
-    restore('METAL_TENSOROPS_CACHE_DIR', saved.cache);
-    restore('MTOH_COOP_SEED', saved.seed);
-    if (cache) rmSync(cache, { recursive: true, force: true });
+    await close?.();
+    setSeed(savedSeed);
   });
 
   it('runs a matmul2d tile written through get_multidimensional_index: float64 under several layout seeds', async () => {
@@ -94,7 +65,7 @@ describe.skipIf(skip)(`user kernels with TensorOps in the emulator${haveCompiler
     const a = dev.tensor(as, [M, K]), b = dev.tensor(bs, [K, N]);
     // Each run is itself made under two layouts (the seed given and one derived from it).
     for (const seed of [undefined, '1', '0xC0FFEE']) {
-      restore('MTOH_COOP_SEED', seed);
+      setSeed(seed);
       const got = await k(a, b)[0].toFloat32();
       let worst = 0;
       for (let m = 0; m < M; m++) {
@@ -110,7 +81,7 @@ describe.skipIf(skip)(`user kernels with TensorOps in the emulator${haveCompiler
       }
       expect(worst, `MTOH_COOP_SEED=${seed}`).toBeLessThanOrEqual(1);
     }
-    restore('MTOH_COOP_SEED', saved.seed);
+    setSeed(savedSeed);
   });
 
   it('reports a kernel that assumes the cooperative layout (row-major by lane) with E_KERNEL saying what to check', async () => {
@@ -132,10 +103,9 @@ describe.skipIf(skip)(`user kernels with TensorOps in the emulator${haveCompiler
   });
 
   it('checks the tier: E_ARG naming the value and the tiers, and TensorOps outside the tensorops tier does not compile', async () => {
-    const code = (p: Promise<unknown>) => p.then(() => 'resolved', (e: { code: string; message: string }) => `${e.code}: ${e.message}`);
     const good = tile('tier_check');
-    expect(await code(dev.kernel({ ...good, tier: 'tensorop' as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops'; got 'tensorop'");
-    expect(await code(dev.kernel({ ...good, tier: 4 as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops'; got 4");
-    expect(await code(dev.kernel({ ...good, tier: 'simdgroup' }))).toMatch(/^E_KERNEL: kernel 'tier_check' does not compile:\n.*tier_check\.metal:1:\d+: error: use of undeclared identifier 'dextents'/);
+    expect(await rejection(dev.kernel({ ...good, tier: 'tensorop' as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops'; got 'tensorop'");
+    expect(await rejection(dev.kernel({ ...good, tier: 4 as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops'; got 4");
+    expect(await rejection(dev.kernel({ ...good, tier: 'simdgroup' }))).toMatch(/^E_KERNEL: kernel 'tier_check' does not compile:\n.*tier_check\.metal:1:\d+: error: use of undeclared identifier 'dextents'/);
   });
 });

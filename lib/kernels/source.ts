@@ -1,7 +1,8 @@
 // The MSL text of a user kernel (dev.kernel()): the body the user wrote, inside a [[kernel]]
 // function whose parameters are made from the description, as MLX's mx.fast.metal_kernel makes
 // them: inputs `device const T* name`, outputs `device T* name`, scalar constants `constant T&
-// name`, in that order at [[buffer(0..)]], then each thread-position attribute the body names.
+// name`, in that order at [[buffer(0..)]], then host-sized threadgroup memory `threadgroup T* name`
+// at [[threadgroup(0..)]], then each thread-position attribute the body names.
 // A quantized input takes several buffers in its place (its planes and shape: quantized.ts).
 // The same text goes to Metal and to the emulator, so both see exactly one kernel.
 import type { AnyDType, DType, Format } from '../types';
@@ -33,6 +34,8 @@ export interface KernelSpec {
   constants: readonly { name: string; type: ConstantType }[];
   templates: readonly [string, number | boolean | DType][];
   tier: KernelTier;
+  /** Host-sized threadgroup memory, [[threadgroup(i)]] in this order. */
+  threadgroupMemory: readonly { name: string; dtype: DType }[];
 }
 
 /** MSL's name of a dtype's element. */
@@ -90,6 +93,7 @@ export function kernelSource(spec: KernelSpec): string {
     : `constexpr constant int ${k} = ${v};`);
   const params = [
     ...bindings(spec).map((b, n) => `${b.param} [[buffer(${n})]]`),
+    ...spec.threadgroupMemory.map((m, i) => `threadgroup ${MSL_TYPE[m.dtype]}* ${m.name} [[threadgroup(${i})]]`),
     ...Object.entries(POSITION_ATTRIBUTES)
       .filter(([attr]) => mentions(spec.source, attr))
       .map(([attr, type]) => `${type} ${attr} [[${attr}]]`),

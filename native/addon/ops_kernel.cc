@@ -112,7 +112,8 @@ Napi::Value NativeDevice::CompileKernel(const Napi::CallbackInfo& info) {
 
 // (program, geometry: [GX, GY, GZ, TX, TY, TZ] (threadgroups, threads per threadgroup),
 //  args: [{ index, tensor, plane? } | { index, bytes: Uint8Array }],
-//  outputs: [{ index, shape, dtype, init? }]) -> output ids
+//  outputs: [{ index, shape, dtype, init? }],
+//  threadgroupMemory?: [{ index, bytes }] (bytes a positive multiple of 16)) -> output ids
 Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -164,6 +165,20 @@ Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
         held.push_back(std::move(t));
       }
       launch.args.push_back(std::move(arg));
+    }
+    if (!info[4].IsUndefined()) {
+      if (!info[4].IsArray()) throw_error(env, code::Arg, "threadgroupMemory must be an array; got " + describe_value(info[4]));
+      Napi::Array tg = info[4].As<Napi::Array>();
+      for (uint32_t i = 0; i < tg.Length(); ++i) {
+        const std::string at = "threadgroupMemory[" + std::to_string(i) + "]";
+        if (!tg.Get(i).IsObject()) throw_error(env, code::Arg, at + " must be an object");
+        Napi::Object m = tg.Get(i).As<Napi::Object>();
+        UserKernelThreadgroupMemory mem{u32_arg(m.Get("index"), at + ".index"), u32_arg(m.Get("bytes"), at + ".bytes")};
+        if (mem.bytes == 0 || mem.bytes % 16 != 0) {
+          throw_error(env, code::Arg, at + ".bytes must be a positive multiple of 16; got " + std::to_string(mem.bytes));
+        }
+        launch.threadgroup_memory.push_back(mem);
+      }
     }
     Napi::Array outs = info[3].As<Napi::Array>();
     std::vector<TensorPtr> outputs;

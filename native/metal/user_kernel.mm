@@ -106,6 +106,7 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
         encoder_->set_bytes(a.bytes.data(), a.bytes.size(), a.index);
       }
     }
+    for (const UserKernelThreadgroupMemory& m : launch.threadgroup_memory) encoder_->set_threadgroup_memory(m.bytes, m.index);
     encoder_->dispatch(MTLSizeMake(launch.threadgroups[0], launch.threadgroups[1], launch.threadgroups[2]),
                        MTLSizeMake(launch.threads[0], launch.threads[1], launch.threads[2]));
     encoder_->on_completed(std::move(done));
