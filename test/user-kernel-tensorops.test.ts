@@ -52,7 +52,10 @@ describe.skipIf(skipEmulator)(`user kernels with TensorOps in the emulator${skip
     if (value === undefined) delete process.env.MTOH_COOP_SEED;
     else process.env.MTOH_COOP_SEED = value;
   };
-  beforeAll(async () => ({ dev, close } = await emulatorDevice()));
+  beforeAll(async () => {
+    setSeed(undefined);  // the shim's default layout first, whatever this shell set
+    ({ dev, close } = await emulatorDevice());
+  });
   afterAll(async () => {
     await close?.();
     setSeed(savedSeed);
@@ -81,7 +84,7 @@ describe.skipIf(skipEmulator)(`user kernels with TensorOps in the emulator${skip
       }
       expect(worst, `MTOH_COOP_SEED=${seed}`).toBeLessThanOrEqual(1);
     }
-    setSeed(savedSeed);
+    setSeed(undefined);
   });
 
   it('reports a kernel that assumes the cooperative layout (row-major by lane) with E_KERNEL saying what to check', async () => {
@@ -93,9 +96,14 @@ describe.skipIf(skipEmulator)(`user kernels with TensorOps in the emulator${skip
       '  if (e < M * N) c[e] = acc[i];',
       '}',
     ]));
-    const err = await failure(k(dev.tensor(random(M * K, 3), [M, K]), dev.tensor(random(K * N, 4), [K, N]))[0]);
+    const [a, b] = [dev.tensor(random(M * K, 3), [M, K]), dev.tensor(random(K * N, 4), [K, N])];
+    const err = await failure(k(a, b)[0]);
     expect(err.code).toBe('E_KERNEL');
-    expect(err.message).toMatch(/cooperative_layout: output 'c' differs between two cooperative-tensor layouts \(MTOH_COOP_SEED 0x[0-9a-f]+ and 0x[0-9a-f]+\) from byte \d+: the kernel depends on how a cooperative tensor's elements are spread over the threads.*get_multidimensional_index/);
+    expect(err.message).toMatch(/cooperative_layout: output 'c' differs between two cooperative-tensor layouts \(MTOH_COOP_SEED 0x5eedc0de and 0x[0-9a-f]+\) from byte \d+: the kernel depends on how a cooperative tensor's elements are spread over the threads.*get_multidimensional_index/);
+    // The environment's seed is the first layout (so the seeds of the test above reach the runs).
+    setSeed('0x1234');
+    expect((await failure(k(a, b)[0])).message).toMatch(/\(MTOH_COOP_SEED 0x1234 and 0x[0-9a-f]+\)/);
+    setSeed(undefined);
     // Reading a slot that holds no element is caught in the run itself.
     const invalid = await dev.kernel(tile('tile_invalid', ['for (int i = 0; i < acc.get_capacity(); ++i) c[i] = acc[i];']));
     expect((await failure(invalid(dev.tensor(random(M * K, 3), [M, K]), dev.tensor(random(K * N, 4), [K, N]))[0])).message)
