@@ -4,7 +4,10 @@
 // emulator the MSL harness (test/msl) tests our own shaders with. Run
 // by lib/kernels/emulator.ts as a child process (so nothing of it runs on the caller's JS thread):
 //
-//   node emulator/build-kernel.mjs SOURCE.metal EXE CACHE_DIR
+//   node emulator/build-kernel.mjs SOURCE.metal EXE CACHE_DIR [STD]
+//
+// STD is the MSL version the source is written in: metal3.1 (default) or metal4.0 (the tensorops
+// tier, whose <metal_tensor> and MetalPerformancePrimitives shim headers need it).
 //
 // The runtime's objects are built once per compiler and runtime version into CACHE_DIR. Every file
 // is written under a temporary name and renamed, so processes building the same kernel at once
@@ -28,6 +31,12 @@ const runtime = join(root, 'emulator/runtime');
 // C++14-based MSL too, so C++17 in it is an error here as on a Mac.
 const common = ['-O1', '-g0', '-pthread', '-fno-fast-math', '-w'];
 const kernelFlags = [...common, '-std=c++14', '-D__METAL_VERSION__=310', `-I${shim}`, `-I${runtime}`];
+// MSL 4.0 is C++17-based with class-type template arguments (matmul2d<matmul2d_descriptor(...)>),
+// which clang takes as C++20: the harness's own flags for the tensorops tier (test/msl/build.mjs).
+const flagsByStd = {
+  'metal3.1': kernelFlags,
+  'metal4.0': kernelFlags.map((f) => (f === '-std=c++14' ? '-std=c++20' : f === '-D__METAL_VERSION__=310' ? '-D__METAL_VERSION__=400' : f)),
+};
 const hostFlags = [...common, '-std=c++17', `-I${runtime}`];
 
 const unique = () => `.${process.pid}.${Date.now()}.tmp`;
@@ -53,14 +62,16 @@ async function runtimeObjects(cxx, cacheDir) {
 }
 
 async function main() {
-  const [source, exe, cacheDir] = process.argv.slice(2);
+  const [source, exe, cacheDir, std = 'metal3.1'] = process.argv.slice(2);
+  const flags = flagsByStd[std];
+  if (!flags) throw new Error(`build-kernel: STD must be ${Object.keys(flagsByStd).join(' or ')}; got ${std}`);
   const cxx = process.env.METAL_TENSOROPS_EMULATOR_CXX;  // set by lib/kernels/emulator.ts
   const name = basename(source, '.metal');
   const generated = exe + '.cc';
   writeFileSync(generated, generate(readFileSync(source, 'utf8'), { file: `${name}.metal`, library: 'user', variant: '' }));
   const kernelObject = exe + '.o';
   try {
-    await compile(cxx, kernelFlags, generated, kernelObject);
+    await compile(cxx, flags, generated, kernelObject);
   } catch (err) {
     // The compiler's own words; the generated file's name says nothing to the user.
     process.stderr.write(String(err.stderr || err.message));

@@ -111,10 +111,11 @@ export interface NativeDeviceHandle {
   runProcess(argv: string[], inputs: (NativeTensorHandle | NativeQTensorHandle)[], inputFiles: string[], outShapes: number[][],
     outDtypes: string[], outFiles: string[], inputPlanes?: string[]): NativeTensorHandle[];
   /** A user kernel compiled by the backend (metal), off the JS thread; null where the backend compiles no MSL (cpu). */
-  compileKernel(name: string, source: string): Promise<NativeKernelProgram> | null;
+  compileKernel(name: string, source: string, tier: 'simdgroup' | 'tensorops'): Promise<NativeKernelProgram> | null;
   /** One run of a compiled user kernel, in stream order. */
   runKernel(program: NativeKernelProgram['program'], geometry: number[], args: NativeKernelArg[],
-    outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[]): NativeTensorHandle[];
+    outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[],
+    threadgroupMemory?: { index: number; bytes: number }[]): NativeTensorHandle[];
 }
 
 /** A user kernel's pipeline as the addon holds it, with its limits on this device. */

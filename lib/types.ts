@@ -235,6 +235,18 @@ export interface KernelConstant {
   type: 'int' | 'uint' | 'float' | 'bool';
 }
 
+/**
+ * Threadgroup memory of a user kernel that each call sizes (Metal's setThreadgroupMemoryLength),
+ * bound as `threadgroup T* name [[threadgroup(i)]]`, i its place in the list.
+ */
+export interface KernelThreadgroupMemory {
+  name: string;
+  /** The element type T. */
+  dtype: DType;
+  /** Elements per threadgroup, unless each call gives it (options.threadgroupMemory). */
+  length?: number;
+}
+
 /** dev.kernel()'s description of a user kernel (docs/design/API.md "User kernels"). */
 export interface KernelDescription {
   /** An MSL identifier: the kernel's name. */
@@ -251,6 +263,19 @@ export interface KernelDescription {
   /** The default grid (threads per dimension) and threadgroup (threads per dimension) of a call. */
   grid?: readonly number[];
   threadgroup?: readonly number[];
+  /**
+   * 'simdgroup' (default): MSL 3.1. 'tensorops': MSL 4.0 with TensorOps (`<metal_tensor>` and
+   * MetalPerformancePrimitives included, `mpp::tensor_ops` opened), on a Mac whose tier is
+   * tensorops or tensorops-mx. The emulator scrambles cooperative-tensor layouts and runs each
+   * call under two of them, so a kernel that assumes one fails with E_KERNEL.
+   */
+  tier?: 'simdgroup' | 'tensorops';
+  /**
+   * Threadgroup memory set by the host at each call: at most 32 KiB per threadgroup in all, each
+   * entry counted rounded up to 16 bytes (Metal's rule), with the source's own `threadgroup` arrays
+   * on top (the emulator counts those too).
+   */
+  threadgroupMemory?: readonly KernelThreadgroupMemory[];
 }
 
 /** The options of one call of a user kernel. */
@@ -263,4 +288,6 @@ export interface KernelCallOptions {
   shapes?: Readonly<Record<string, readonly number[]>>;
   /** Each constant's value by name. */
   constants?: Readonly<Record<string, number | boolean>>;
+  /** Elements per threadgroup of each threadgroupMemory entry by name (for this call; else the description's length). */
+  threadgroupMemory?: Readonly<Record<string, number>>;
 }

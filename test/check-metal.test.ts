@@ -150,6 +150,17 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.output).toMatch(/cannot initialize a parameter of type 'MTLGPUAddress'|incompatible pointer to integer conversion/);
   });
 
+  // Users' kernels' threadgroup memory is set on the Metal 4 encoder: the argument table has no
+  // such method (it binds resources only), so a call there must not type-check.
+  it('fails on threadgroup memory set on the argument table instead of the Metal 4 encoder', () => {
+    const file = editedCopy('threadgroup-memory-table', (s) => s.replace(
+      '[encoder_ setThreadgroupMemoryLength:length atIndex:index];', '[table_ setThreadgroupMemoryLength:length atIndex:index];'),
+    'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'setThreadgroupMemoryLength:atIndex:'/);
+  });
+
   it('fails on the Metal 4 path reached without @available (an unguarded macOS 26 call)', () => {
     const file = editedCopy('metal4-unguarded', (s) => s.replace(
       '    if (@available(macOS 26.0, *)) return make_metal4_encoder(device, std::move(residency));',

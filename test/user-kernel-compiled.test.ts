@@ -54,9 +54,34 @@ describe('user kernels on a backend that compiles them (the async test backend s
     expect(code(() => native.runKernel({} as never, [1, 1, 1, 1, 1, 1], [], []))).toMatch(/^E_ARG: program must be what compileKernel resolved with; got/);
     expect(code(() => native.runKernel(42 as never, [1, 1, 1, 1, 1, 1], [], []))).toMatch(/^E_ARG: program must be/);
     const cpu = new Native(1, 'cpu', '', {});
-    expect(cpu.compileKernel('k', 'kernel void k() {}')).toBeNull();
+    expect(cpu.compileKernel('k', 'kernel void k() {}', 'simdgroup')).toBeNull();
+    expect(code(() => native.compileKernel('k', 'kernel void k() {}', 'tensorop' as never))).toBe("E_ARG: tier must be 'simdgroup' or 'tensorops'; got 'tensorop'");
     native.close();
     cpu.close();
+  });
+
+  // The tier reaches the backend (the metal backend compiles a tensorops kernel at MSL 4.0 and
+  // refuses it, E_BACKEND, on a device below the tier: type-checked only), and the source has TensorOps.
+  it('compiles a tensorops kernel with the TensorOps headers included and mpp::tensor_ops opened', async () => {
+    const k = await dev.kernel({ name: 'tops', tier: 'tensorops', outputs: [{ name: 'o', dtype: 'float32', shape: [1] }], source: 'o[0] = 1.0f;' });
+    expect(k.runsOn).toBe('metal');
+    expect(k.mslSource).toMatch(/^#include <metal_stdlib>\n#include <metal_tensor>\n#include <MetalPerformancePrimitives\/MetalPerformancePrimitives.h>\nusing namespace metal;\nusing namespace mpp::tensor_ops;\n/);
+    const plain = await dev.kernel({ name: 'plain', outputs: [{ name: 'o', dtype: 'float32', shape: [1] }], source: 'o[0] = 1.0f;' });
+    expect(plain.mslSource).not.toMatch(/metal_tensor|mpp/);
+  });
+
+  // What the metal backend gives setThreadgroupMemoryLength:atIndex: (encoders type-checked only):
+  // each entry's bytes rounded up to 16, at its [[threadgroup(i)]] index, sized by the call.
+  it('hands threadgroup memory to the backend: index and bytes rounded up to 16, per call', async () => {
+    const k = await dev.kernel({
+      name: 'tgmem', outputs: [{ name: 'record', dtype: 'int32', shape: [64] }], source: 'record[0] = 0;',
+      threadgroupMemory: [{ name: 's', dtype: 'float16', length: 5 }, { name: 't', dtype: 'float32' }],
+    });
+    expect(k.mslSource).toContain('threadgroup half* s [[threadgroup(0)]], threadgroup float* t [[threadgroup(1)]]');
+    const [record] = k({ grid: [32], threadgroup: [32], threadgroupMemory: { t: 9 } });
+    const r = Array.from(await record.data() as Int32Array);
+    // 6 geometry values, the argument count (1), its 4 values, then (index, bytes) pairs.
+    expect(r.slice(11, 15)).toEqual([0, 16, 1, 48]);
   });
 
   it("rejects a source the compiler refuses with E_KERNEL at the user's line; checks the pipeline's thread limit", async () => {

@@ -1,50 +1,17 @@
 // dev.kernel(): users' MSL kernels, built into the MSL-on-CPU emulator and run in stream order.
 // Results against float64 references and against the built-in ops; the emulator's reports of a
 // planted out-of-bounds write, a divergent barrier, a race and a compile error; argument errors.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeElements, open, type Device, type Format, type QuantizedTensor, type Tensor } from '../lib/index';
+import { decodeElements, type Device, type Format, type QuantizedTensor } from '../lib/index';
 import { rmsNormResidual } from '../examples/user-kernel.mjs';
 import { attentionCall, quantizedKvAttention } from '../examples/user-kernel-attention.mjs';
-import { canRun, fullSuite } from './helpers/suite';
+import { emulatorDevice, failure, random, skipEmulator, skipReason } from './helpers/user-kernels';
 
-const compiler = process.env.METAL_TENSOROPS_EMULATOR_CXX || 'clang++-19';
-const haveCompiler = canRun(compiler);
-// As the MSL suite: the full suite on Linux (CI installs clang-19) fails without the compiler.
-const skip = !haveCompiler && (!fullSuite || process.platform !== 'linux');
-
-const random = (n: number, seed: number) => {
-  let s = seed >>> 0;
-  return Float32Array.from({ length: n }, () => {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    return (s / 2 ** 32) * 4 - 2;
-  });
-};
-
-async function failure(t: Tensor): Promise<{ code: string; message: string }> {
-  const err = await t.toFloat32().then(() => null, (e: { code: string; message: string }) => e);
-  expect(err, 'the read should reject').not.toBeNull();
-  return err!;
-}
-
-describe.skipIf(skip)(`user kernels in the emulator${haveCompiler ? '' : ` (skipped: ${compiler} not found)`}`, () => {
+describe.skipIf(skipEmulator)(`user kernels in the emulator${skipReason}`, () => {
   let dev: Device;
-  let cache: string;
-  const saved = process.env.METAL_TENSOROPS_CACHE_DIR;
-  beforeAll(async () => {
-    if (!haveCompiler) throw new Error(`${compiler} not found: install clang-19 (apt-get install -y clang-19)`);
-    cache = mkdtempSync(join(tmpdir(), 'mto-kernels-'));
-    process.env.METAL_TENSOROPS_CACHE_DIR = cache;  // built afresh: the build is part of what is tested
-    dev = await open({ backend: 'cpu', threads: 2 });
-  });
-  afterAll(async () => {
-    await dev?.close();
-    if (saved === undefined) delete process.env.METAL_TENSOROPS_CACHE_DIR;
-    else process.env.METAL_TENSOROPS_CACHE_DIR = saved;
-    if (cache) rmSync(cache, { recursive: true, force: true });
-  });
+  let close: () => Promise<void>;
+  beforeAll(async () => ({ dev, close } = await emulatorDevice()));
+  afterAll(async () => close?.());
 
   it('computes a*x + y with a bounds check, against float64', async () => {
     const k = await dev.kernel({

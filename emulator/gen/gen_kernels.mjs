@@ -7,6 +7,8 @@
 //      kernels may use) become references to storage the runtime gives each threadgroup; plain
 //      C++ would make them per-thread locals (and clang rejects address-space-qualified locals).
 //   3. `1.5h` half literals become half(1.5).
+//   4. `[[threadgroup(n)]]` parameter attributes become `[[mtoh_threadgroup(n)]]`: `threadgroup` is
+//      the shim's address-space macro, which would expand inside the attribute.
 // After the closing brace of every [[kernel]] function it appends (same line) a binder struct,
 // mtoh_kernel_<name>, that calls the function with each argument bound from its MSL attribute:
 // [[buffer(n)]], [[threadgroup(n)]] or a thread-position attribute. MTO_KERNEL_INSTANCE (via the
@@ -122,7 +124,7 @@ export function findKernels(src) {
       if (!attr) throw new Error(`kernel ${name}: parameter without an attribute: ${p.trim()}`);
       const [, kind, arg] = attr;
       if (kind === 'buffer') return { call: `a.buffer(${arg})`, buffer: arg };
-      if (kind === 'threadgroup') return { call: `a.threadgroup_memory(${arg})`, threadgroup: arg };
+      if (kind === 'mtoh_threadgroup') return { call: `a.threadgroup_memory(${arg})`, threadgroup: arg };
       if (POSITION_ATTRS.has(kind)) return { call: `a.attr(::mtoh::Attr::${kind})` };
       throw new Error(`kernel ${name}: attribute [[${kind}]] is not supported by the harness`);
     });
@@ -153,7 +155,7 @@ export function generate(src, { file, library, variant, find, replace }) {
     if (count !== 1) throw new Error(`planted fault '${variant}': the text to replace occurs ${count} times in ${file} (must be once)`);
     src = src.replace(find, () => replace);
   }
-  src = rewriteLines(src);
+  src = rewriteLines(src).replace(/\[\[(\s*)threadgroup(\s*\()/g, '[[$1mtoh_threadgroup$2');
   const kernels = findKernels(src);
   if (kernels.length === 0) throw new Error(`${file}: no [[kernel]] functions found`);
   for (const k of [...kernels].reverse()) src = src.slice(0, k.bodyClose + 1) + binder(k) + src.slice(k.bodyClose + 1);

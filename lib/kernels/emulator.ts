@@ -47,28 +47,32 @@ function version(): string {
 // One build per source at a time in this process; the builder's renames cover other processes.
 const building = new Map<string, Promise<string>>();
 
-/** The emulator program of a kernel's MSL text (built on first use). Rejects with E_KERNEL. */
-export function emulatorProgram(name: string, msl: string): Promise<string> {
+/**
+ * The emulator program of a kernel's MSL text, compiled as MSL `std` (metal3.1, or metal4.0 for
+ * the tensorops tier: the TensorOps shim needs it), built on first use. Rejects with E_KERNEL.
+ */
+export function emulatorProgram(name: string, msl: string, std: 'metal3.1' | 'metal4.0'): Promise<string> {
   const compiler = emulatorCompiler();
-  const hash = createHash('sha256').update(version()).update(compiler).update('\0').update(msl).digest('hex').slice(0, 24);
+  const hash = createHash('sha256').update(version()).update(compiler).update('\0').update(std).update('\0').update(msl)
+    .digest('hex').slice(0, 24);
   const dir = emulatorCacheDir();
   const exe = join(dir, `${name}-${hash}`);
   let build = building.get(exe);
   if (!build) {
-    build = existsSync(exe) ? Promise.resolve(exe) : runBuilder(name, msl, exe, dir, compiler);
+    build = existsSync(exe) ? Promise.resolve(exe) : runBuilder(name, msl, std, exe, dir, compiler);
     building.set(exe, build);
     build.catch(() => building.delete(exe));
   }
   return build;
 }
 
-function runBuilder(name: string, msl: string, exe: string, dir: string, compiler: string): Promise<string> {
+function runBuilder(name: string, msl: string, std: string, exe: string, dir: string, compiler: string): Promise<string> {
   mkdirSync(dir, { recursive: true });
   const source = `${exe}.metal`;
   writeFileSync(source, msl);
   return new Promise((resolve, reject) => {
     const env = { ...process.env, METAL_TENSOROPS_EMULATOR_CXX: compiler };
-    execFile(process.execPath, [builder, source, exe, dir], { maxBuffer: 16 << 20, env }, (err, _stdout, stderr) => {
+    execFile(process.execPath, [builder, source, exe, dir, std], { maxBuffer: 16 << 20, env }, (err, _stdout, stderr) => {
       if (!err) return resolve(exe);
       const said = String(stderr).trim();
       if (/ENOENT|not found/.test(said) && !/error:/.test(said)) {

@@ -25,6 +25,11 @@ export interface CheckedCall {
   threads: number[];
   outShapes: number[][];
   constants: Uint8Array[];
+  /**
+   * Each [[threadgroup(i)]] entry's bytes: exactly its elements (the emulator, so a read past
+   * them is caught) and rounded up to 16 (what Metal's setThreadgroupMemoryLength takes).
+   */
+  threadgroupMemory: { bytes: number; metalBytes: number }[];
 }
 
 export type Runner = (call: CheckedCall) => Tensor[];
@@ -55,7 +60,8 @@ export function metalRunner(dev: KernelDevice, native: NativeDeviceHandle, spec:
         args.push({ index, tensor: (c.tensors[b.of] as QuantizedTensor)[handleOf], plane: b.plane });
       }
     });
-    const ids = callNative(() => native.runKernel(compiled.program, [...c.threadgroups, ...c.threads], args, outputs));
+    const memory = c.threadgroupMemory.map((m, index) => ({ index, bytes: m.metalBytes }));
+    const ids = callNative(() => native.runKernel(compiled.program, [...c.threadgroups, ...c.threads], args, outputs, memory));
     return ids.map((h) => dev.wrap(h));
   };
 }
@@ -73,7 +79,10 @@ export function emulatorRunner(dev: KernelDevice, native: NativeDeviceHandle, sp
     };
     const inputs: { handle: NativeTensorHandle | NativeQTensorHandle; plane: string; file: string }[] = [];
     const outputFiles: string[] = [];
-    const argv = [exe, '{dir}', spec.name, ...c.threadgroups.map(String), ...c.threads.map(String), '0', String(layout.length)];
+    // A tensorops kernel runs under two cooperative-tensor layouts (emulator/main.cc LAYOUTS).
+    const layouts = spec.tier === 'tensorops' ? '2' : '1';
+    const memory = c.threadgroupMemory.length ? c.threadgroupMemory.map((m, i) => `${i}:${m.bytes}`).join(',') : '-';
+    const argv = [exe, '{dir}', spec.name, ...c.threadgroups.map(String), ...c.threads.map(String), memory, layouts, String(layout.length)];
     try {
       layout.forEach((b, n) => {
         const file = `b${n}.bin`;

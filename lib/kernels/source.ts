@@ -1,13 +1,27 @@
 // The MSL text of a user kernel (dev.kernel()): the body the user wrote, inside a [[kernel]]
 // function whose parameters are made from the description, as MLX's mx.fast.metal_kernel makes
 // them: inputs `device const T* name`, outputs `device T* name`, scalar constants `constant T&
-// name`, in that order at [[buffer(0..)]], then each thread-position attribute the body names.
+// name`, in that order at [[buffer(0..)]], then host-sized threadgroup memory `threadgroup T* name`
+// at [[threadgroup(0..)]], then each thread-position attribute the body names.
 // A quantized input takes several buffers in its place (its planes and shape: quantized.ts).
 // The same text goes to Metal and to the emulator, so both see exactly one kernel.
 import type { AnyDType, DType, Format } from '../types';
 import { FORMAT_IDS, quantizedPlanes, quantizedPrelude } from './quantized';
 
 export type ConstantType = 'int' | 'uint' | 'float' | 'bool';
+
+/**
+ * The kernel tiers a user kernel may ask for: 'simdgroup' (MSL 3.1: simdgroup functions and
+ * matrices; every Mac we support) and 'tensorops' (MSL 4.0: also TensorOps, the
+ * MetalPerformancePrimitives matmul2d and cooperative tensors; macOS 26 on a GPU with the tier).
+ */
+export const KERNEL_TIERS = ['simdgroup', 'tensorops'] as const;
+export type KernelTier = (typeof KERNEL_TIERS)[number];
+
+/** The MSL version each tier's source is compiled at (on Metal, and by the emulator's flags). */
+export const MSL_VERSION: Readonly<Record<KernelTier, 'metal3.1' | 'metal4.0'>> = {
+  simdgroup: 'metal3.1', tensorops: 'metal4.0',
+};
 
 export interface KernelSpec {
   name: string;
@@ -19,6 +33,9 @@ export interface KernelSpec {
   outputs: readonly { name: string; dtype: DType; init?: number }[];
   constants: readonly { name: string; type: ConstantType }[];
   templates: readonly [string, number | boolean | DType][];
+  tier: KernelTier;
+  /** Host-sized threadgroup memory, [[threadgroup(i)]] in this order. */
+  threadgroupMemory: readonly { name: string; dtype: DType }[];
 }
 
 /** MSL's name of a dtype's element. */
@@ -76,6 +93,7 @@ export function kernelSource(spec: KernelSpec): string {
     : `constexpr constant int ${k} = ${v};`);
   const params = [
     ...bindings(spec).map((b, n) => `${b.param} [[buffer(${n})]]`),
+    ...spec.threadgroupMemory.map((m, i) => `threadgroup ${MSL_TYPE[m.dtype]}* ${m.name} [[threadgroup(${i})]]`),
     ...Object.entries(POSITION_ATTRIBUTES)
       .filter(([attr]) => mentions(spec.source, attr))
       .map(([attr, type]) => `${type} ${attr} [[${attr}]]`),
@@ -90,7 +108,13 @@ export function kernelSource(spec: KernelSpec): string {
   const decode = quantized.length > 0 || header !== spec.header;
   return [
     '#include <metal_stdlib>',
+    // TensorOps as our own tensorops shaders include it (shaders/matmul_tensorops.metal): the
+    // tensor types, then matmul2d and friends, their namespace opened for the body.
+    ...(spec.tier === 'tensorops'
+      ? ['#include <metal_tensor>', '#include <MetalPerformancePrimitives/MetalPerformancePrimitives.h>']
+      : []),
     'using namespace metal;',
+    ...(spec.tier === 'tensorops' ? ['using namespace mpp::tensor_ops;'] : []),
     ...(decode ? [quantizedPrelude()] : []),
     ...quantized.map((b) => `constexpr constant int ${b.name}_format = ${FORMAT_IDS[b.format!]};`),
     ...templates,

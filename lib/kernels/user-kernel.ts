@@ -9,7 +9,7 @@ import type { DType, KernelCallOptions, KernelDescription } from '../types';
 import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from '../validate';
 import { emulatorProgram } from './emulator';
 import { type KernelDevice, emulatorRunner, metalRunner } from './runners';
-import { type ConstantType, type KernelSpec, bindings, kernelSource } from './source';
+import { type ConstantType, type KernelSpec, type KernelTier, KERNEL_TIERS, MSL_VERSION, bindings, kernelSource } from './source';
 
 /** A user kernel: call it with its input tensors (and options) to queue a run. */
 export interface UserKernel {
@@ -56,9 +56,35 @@ function checkDims(value: unknown, arg: string): [number, number, number] {
 
 interface OutputSpec { name: string; dtype: DType; shape?: number[]; init?: number }
 
-function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputSpec[] } {
+interface MemorySpec { name: string; dtype: DType; length?: number }
+
+const ELEMENT_BYTES: Readonly<Record<DType, number>> = { float32: 4, float16: 2, bfloat16: 2, int32: 4 };
+// Apple GPUs' threadgroup memory (MTLDevice.maxThreadgroupMemoryLength on every Apple-family
+// GPU); the emulator keeps the same limit, so a kernel that runs here fits on a Mac.
+export const THREADGROUP_MEMORY_LIMIT = 32768;
+const MAX_THREADGROUP_MEMORY_ENTRIES = 31;
+/** Bytes Metal sets for `length` elements of `dtype`: setThreadgroupMemoryLength takes multiples of 16. */
+export const metalThreadgroupBytes = (length: number, dtype: DType) => Math.ceil((length * ELEMENT_BYTES[dtype]) / 16) * 16;
+
+function checkLength(value: unknown, arg: string): number {
+  if (!Number.isSafeInteger(value) || (value as number) < 1) {
+    throw new TensorOpsError('E_ARG', `${arg} must be a positive integer (elements per threadgroup); got ${describe(value)}`);
+  }
+  return value as number;
+}
+
+/** E_ARG when the entries' memory, as Metal counts it, passes the limit. */
+function checkTotal(entries: readonly { name: string; dtype: DType; length: number }[], arg: string): void {
+  const total = entries.reduce((sum, m) => sum + metalThreadgroupBytes(m.length, m.dtype), 0);
+  if (total > THREADGROUP_MEMORY_LIMIT) {
+    const parts = entries.map((m) => `${m.name}: ${m.length} x ${m.dtype} = ${metalThreadgroupBytes(m.length, m.dtype)} bytes`);
+    throw new TensorOpsError('E_ARG', `${arg} totals ${total} bytes (${parts.join(', ')}; each rounded up to 16 bytes); at most ${THREADGROUP_MEMORY_LIMIT} (32 KiB per threadgroup on Apple GPUs)`);
+  }
+}
+
+function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputSpec[]; memory: MemorySpec[] } {
   const opts = checkOptions(desc, 'description',
-    ['name', 'source', 'header', 'inputs', 'outputs', 'constants', 'templates', 'grid', 'threadgroup']);
+    ['name', 'source', 'header', 'inputs', 'outputs', 'constants', 'templates', 'grid', 'threadgroup', 'tier', 'threadgroupMemory']);
   const taken = new Set<string>();
   const name = checkName(opts.name, 'description.name', taken);
   if (typeof opts.source !== 'string' || !opts.source.trim()) {
@@ -107,8 +133,30 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
     if (!ok) throw new TensorOpsError('E_ARG', `description.templates.${k} must be an int32 integer, a boolean or a dtype; got ${describe(v)}`);
     return [k, v] as [string, number | boolean | DType];
   });
-  const spec: KernelSpec = { name, source: opts.source, header: (opts.header as string | undefined) ?? '', inputs, outputs, constants, templates };
-  return { spec, outputs };
+  const tier = opts.tier === undefined ? 'simdgroup' : opts.tier as KernelTier;
+  if (!KERNEL_TIERS.includes(tier)) {
+    throw new TensorOpsError('E_ARG', `description.tier must be one of ${KERNEL_TIERS.map((t) => `'${t}'`).join(', ')}; got ${describe(opts.tier)}`);
+  }
+  const memory = checkList(opts.threadgroupMemory, 'description.threadgroupMemory').map((m, i): MemorySpec => {
+    const arg = `description.threadgroupMemory[${i}]`;
+    checkOptions(m, arg, ['name', 'dtype', 'length']);
+    return {
+      name: checkName(m.name, `${arg}.name`, taken),
+      dtype: checkDType(m.dtype, `${arg}.dtype`, DTYPES) as DType,
+      length: m.length === undefined ? undefined : checkLength(m.length, `${arg}.length`),
+    };
+  });
+  if (memory.length > MAX_THREADGROUP_MEMORY_ENTRIES) {
+    throw new TensorOpsError('E_ARG', `description.threadgroupMemory has ${memory.length} entries; at most ${MAX_THREADGROUP_MEMORY_ENTRIES}`);
+  }
+  // Lengths the description gives must fit already (a call can only change them).
+  const given = memory.filter((m) => m.length !== undefined);
+  checkTotal(given.map((m) => ({ ...m, length: m.length! })), 'description.threadgroupMemory');
+  const spec: KernelSpec = {
+    name, source: opts.source, header: (opts.header as string | undefined) ?? '', inputs, outputs, constants, templates, tier,
+    threadgroupMemory: memory.map(({ name, dtype }) => ({ name, dtype })),
+  };
+  return { spec, outputs, memory };
 }
 
 /** A constant's value as the kernel reads it (`constant T&`): 4 bytes (int, uint, float) or 1 (bool). */
@@ -131,7 +179,7 @@ function constantBytes(type: ConstantType, value: unknown, arg: string): Uint8Ar
 export type { KernelDevice } from './runners';
 
 export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, desc: KernelDescription): Promise<UserKernel> {
-  const { spec, outputs } = readSpec(desc);
+  const { spec, outputs, memory } = readSpec(desc);
   const defaults = {
     grid: desc.grid === undefined ? undefined : checkDims(desc.grid, 'description.grid'),
     threadgroup: desc.threadgroup === undefined ? undefined : checkDims(desc.threadgroup, 'description.threadgroup'),
@@ -144,20 +192,20 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
   }
   const msl = kernelSource(spec);
   // The backend compiles it (metal), else the emulator builds it (every other backend).
-  const compiled = await Promise.resolve(callNative(() => native.compileKernel(spec.name, msl)))
+  const compiled = await Promise.resolve(callNative(() => native.compileKernel(spec.name, msl, spec.tier)))
     .catch((err: unknown) => { throw toTensorOpsError(err); });
   const runsOn = compiled ? 'metal' : 'emulator';
   const limit = compiled?.maxThreads;
   const run = compiled
     ? metalRunner(dev, native, spec, layout, compiled)
-    : emulatorRunner(dev, native, spec, layout, await emulatorProgram(spec.name, msl));
+    : emulatorRunner(dev, native, spec, layout, await emulatorProgram(spec.name, msl, MSL_VERSION[spec.tier]));
 
   const call = (...args: (Tensor | QuantizedTensor | KernelCallOptions)[]): Tensor[] => {
     dev.checkOpen();
     const last = args[args.length - 1];
     const hasOptions = args.length > 0 && !(last instanceof Tensor) && !(last instanceof QuantizedTensor);
     const tensors = hasOptions ? args.slice(0, -1) : args;
-    const opts = checkOptions(hasOptions ? last : undefined, 'options', ['grid', 'threadgroup', 'shapes', 'constants']);
+    const opts = checkOptions(hasOptions ? last : undefined, 'options', ['grid', 'threadgroup', 'shapes', 'constants', 'threadgroupMemory']);
     if (tensors.length !== spec.inputs.length) {
       throw new TensorOpsError('E_ARG', `${spec.name} takes ${spec.inputs.length} input tensor(s) (${spec.inputs.map((b) => b.name).join(', ')}); got ${tensors.length}`);
     }
@@ -197,11 +245,23 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
       if (values[c.name] === undefined) throw new TensorOpsError('E_ARG', `options.constants.${c.name} is missing (a ${c.type})`);
       return constantBytes(c.type, values[c.name], `options.constants.${c.name}`);
     });
+    const lengths = checkOptions(opts.threadgroupMemory, 'options.threadgroupMemory', memory.map((m) => m.name));
+    const sized = memory.map((m) => {
+      const given = lengths[m.name];
+      if (given === undefined && m.length === undefined) {
+        throw new TensorOpsError('E_ARG', `threadgroup memory '${m.name}' has no length: give it in the description or in options.threadgroupMemory`);
+      }
+      return { ...m, length: given === undefined ? m.length! : checkLength(given, `options.threadgroupMemory.${m.name}`) };
+    });
+    checkTotal(sized, 'threadgroup memory');
     const threads = group[0] * group[1] * group[2];
     if (limit !== undefined && threads > limit) {
       throw new TensorOpsError('E_ARG', `threadgroup ${describe(group)} has ${threads} threads; ${spec.name}'s pipeline allows at most ${limit} on this GPU`);
     }
-    return run({ tensors: tensors as (Tensor | QuantizedTensor)[], threadgroups: grid.map((g, i) => g / group[i]), threads: group, outShapes, constants });
+    return run({
+      tensors: tensors as (Tensor | QuantizedTensor)[], threadgroups: grid.map((g, i) => g / group[i]), threads: group, outShapes, constants,
+      threadgroupMemory: sized.map((m) => ({ bytes: m.length * ELEMENT_BYTES[m.dtype], metalBytes: metalThreadgroupBytes(m.length, m.dtype) })),
+    });
   };
   return Object.defineProperties(call, {
     kernelName: { value: spec.name, enumerable: true },

@@ -48,6 +48,7 @@ void test_run_user_kernel(const UserKernelLaunch& launch) {
     record.insert(record.end(), {int32_t(a.index), a.buffer ? 0 : 1, int32_t(bytes), first});
     if (a.buffer) last = &a;
   }
+  for (const UserKernelThreadgroupMemory& m : launch.threadgroup_memory) record.insert(record.end(), {int32_t(m.index), int32_t(m.bytes)});
   if (!last) return;
   std::memcpy(last->buffer->data(), record.data(), std::min(last->buffer->bytes(), record.size() * sizeof(int32_t)));
 }

@@ -78,20 +78,26 @@ std::vector<uint8_t> fill_bytes(DType t, double value) {
 
 }  // namespace
 
-// (name, source) -> Promise<{ program, maxThreads, simdWidth }> once compiled (rejected with
-// E_KERNEL quoting the compiler), or null when this device's backend compiles no MSL.
+// (name, source, tier: 'simdgroup' | 'tensorops') -> Promise<{ program, maxThreads, simdWidth }>
+// once compiled (rejected with E_KERNEL quoting the compiler, E_BACKEND for a tier the device
+// lacks), or null when this device's backend compiles no MSL.
 Napi::Value NativeDevice::CompileKernel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     require_open(env);
     const std::string name = string_arg(info[0], "name");
     const std::string source = string_arg(info[1], "source");
+    const std::string tier_text = string_arg(info[2], "tier");
+    if (tier_text != "simdgroup" && tier_text != "tensorops") {
+      throw_error(env, code::Arg, "tier must be 'simdgroup' or 'tensorops'; got '" + tier_text + "'");
+    }
+    const Tier tier = tier_text == "tensorops" ? Tier::TensorOps : Tier::Simdgroup;
     // Written by the backend's thread before it settles; read on the JS thread after: the
     // completion channel's queue orders the two.
     auto slot = std::make_shared<UserKernelProgramPtr>();
     JsCompletion completion(env, [slot](Napi::Env e) -> Napi::Value { return wrap_program(e, *slot); });
     Completion settle = completion.completion();
-    const bool started = backend_->compile_user_kernel(name, source, [slot, settle](UserKernelProgramPtr p, OpStatus s) {
+    const bool started = backend_->compile_user_kernel(name, source, tier, [slot, settle](UserKernelProgramPtr p, OpStatus s) {
       if (s.ok() && !p) s = OpStatus{code::Backend, "internal: a kernel compiled to no program"};
       *slot = std::move(p);
       settle(std::move(s));
@@ -106,7 +112,8 @@ Napi::Value NativeDevice::CompileKernel(const Napi::CallbackInfo& info) {
 
 // (program, geometry: [GX, GY, GZ, TX, TY, TZ] (threadgroups, threads per threadgroup),
 //  args: [{ index, tensor, plane? } | { index, bytes: Uint8Array }],
-//  outputs: [{ index, shape, dtype, init? }]) -> output ids
+//  outputs: [{ index, shape, dtype, init? }],
+//  threadgroupMemory?: [{ index, bytes }] (bytes a positive multiple of 16)) -> output ids
 Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -158,6 +165,20 @@ Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
         held.push_back(std::move(t));
       }
       launch.args.push_back(std::move(arg));
+    }
+    if (!info[4].IsUndefined()) {
+      if (!info[4].IsArray()) throw_error(env, code::Arg, "threadgroupMemory must be an array; got " + describe_value(info[4]));
+      Napi::Array tg = info[4].As<Napi::Array>();
+      for (uint32_t i = 0; i < tg.Length(); ++i) {
+        const std::string at = "threadgroupMemory[" + std::to_string(i) + "]";
+        if (!tg.Get(i).IsObject()) throw_error(env, code::Arg, at + " must be an object");
+        Napi::Object m = tg.Get(i).As<Napi::Object>();
+        UserKernelThreadgroupMemory mem{u32_arg(m.Get("index"), at + ".index"), u32_arg(m.Get("bytes"), at + ".bytes")};
+        if (mem.bytes == 0 || mem.bytes % 16 != 0) {
+          throw_error(env, code::Arg, at + ".bytes must be a positive multiple of 16; got " + std::to_string(mem.bytes));
+        }
+        launch.threadgroup_memory.push_back(mem);
+      }
     }
     Napi::Array outs = info[3].As<Napi::Array>();
     std::vector<TensorPtr> outputs;

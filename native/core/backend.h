@@ -141,12 +141,13 @@ class Backend {
   }
 
   // Users' kernels (core/user_kernel.h). compile_user_kernel starts compiling `source` (the whole
-  // generated MSL text, kernel `name` in it) without blocking the caller and calls `done` once,
+  // generated MSL text, kernel `name` in it, written for `tier`: Simdgroup, MSL 3.1, or TensorOps,
+  // MSL 4.0) without blocking the caller and calls `done` once,
   // on any thread; false, and `done` never called, when this backend compiles no MSL (the cpu
   // backend: lib/ runs user kernels in the emulator). user_kernel encodes one run of a program
   // this backend made; false when it cannot bind the launch's buffers.
-  virtual bool compile_user_kernel(const std::string& name, const std::string& source, UserKernelCompiled done) {
-    (void)name, (void)source, (void)done;
+  virtual bool compile_user_kernel(const std::string& name, const std::string& source, Tier tier, UserKernelCompiled done) {
+    (void)name, (void)source, (void)tier, (void)done;
     return false;
   }
   virtual bool user_kernel(const UserKernelLaunch&, Completion) { return false; }

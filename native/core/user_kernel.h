@@ -34,13 +34,22 @@ struct UserKernelArg {
   std::vector<uint8_t> fill;
 };
 
+// One [[threadgroup(index)]] parameter's memory: `bytes` per threadgroup, a multiple of 16
+// (Metal's rule; lib/ rounds up and checks the 32 KiB total).
+struct UserKernelThreadgroupMemory {
+  uint32_t index = 0;
+  uint32_t bytes = 0;
+};
+
 // One run: threadgroups per grid and threads per threadgroup (each dimension at least 1; lib/
-// checked the threadgroup against the program's max_threads) and every buffer parameter.
+// checked the threadgroup against the program's max_threads), every buffer parameter and every
+// threadgroup-memory parameter.
 struct UserKernelLaunch {
   UserKernelProgramPtr program;
   uint32_t threadgroups[3] = {1, 1, 1};
   uint32_t threads[3] = {1, 1, 1};
   std::vector<UserKernelArg> args;
+  std::vector<UserKernelThreadgroupMemory> threadgroup_memory;
 };
 
 }  // namespace mto

@@ -125,8 +125,18 @@ class MetalBackend final : public Backend {
     return metal::group_rows(ctx_, ids, p, sizes, rows, positions, std::move(done));
   }
   // Users' kernels (user_kernel.h): compiled here, run in the stream like the ops.
-  bool compile_user_kernel(const std::string& name, const std::string& source, UserKernelCompiled done) override {
-    user_kernels_.compile(name, source, std::move(done));
+  // A tier above this device's (TensorOps on a GPU or macOS without it, or one METAL_TENSOROPS_TIER
+  // turned off) is E_BACKEND: Metal's own error would be an undeclared 'mpp'.
+  bool compile_user_kernel(const std::string& name, const std::string& source, Tier tier, UserKernelCompiled done) override {
+    if (tier > choice_.tier) {
+      done(nullptr, OpStatus{code::Backend, "kernel '" + name + "' has tier '" + tier_name(tier) + "', above this device's tier '" +
+                                                tier_name(choice_.tier) + "'" +
+                                                (choice_.fallback_reason.empty() ? std::string() : " (" + choice_.fallback_reason + ")") +
+                                                ": give it tier 'simdgroup', or run it where DeviceInfo.tier is '" +
+                                                tier_name(tier) + "' or above"});
+      return true;
+    }
+    user_kernels_.compile(name, source, msl_version_for(tier), std::move(done));
     return true;
   }
   bool user_kernel(const UserKernelLaunch& launch, Completion done) override {

@@ -32,6 +32,8 @@ class BatchEncoder {
   virtual void set_pipeline(id<MTLComputePipelineState> pipeline) = 0;
   virtual void set_bytes(const void* bytes, size_t length, uint32_t index) = 0;
   virtual void set_buffer(id<MTLBuffer> buffer, uint32_t index) = 0;
+  // [[threadgroup(index)]] memory of `length` bytes (a multiple of 16, as Metal requires).
+  virtual void set_threadgroup_memory(uint32_t length, uint32_t index) = 0;
   // An MTLTensor (id<MTLTensor>, macOS 26) at buffer(index), as a kernel's tensor argument. False
   // where the path cannot bind one (Metal 3's encoder has no tensor setter).
   virtual bool set_tensor(id tensor, uint32_t index) = 0;

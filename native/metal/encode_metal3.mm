@@ -51,6 +51,9 @@ class Metal3Encoder final : public BatchEncoder {
     [encoder_ setBytes:bytes length:length atIndex:index];
   }
   void set_buffer(id<MTLBuffer> buffer, uint32_t index) override { [encoder_ setBuffer:buffer offset:0 atIndex:index]; }
+  void set_threadgroup_memory(uint32_t length, uint32_t index) override {
+    [encoder_ setThreadgroupMemoryLength:length atIndex:index];
+  }
   bool set_tensor(id, uint32_t) override { return false; }
   void dispatch(MTLSize groups, MTLSize threads) override {
     [encoder_ dispatchThreadgroups:groups threadsPerThreadgroup:threads];

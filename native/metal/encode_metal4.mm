@@ -126,6 +126,11 @@ class API_AVAILABLE(macos(26.0)) Metal4Encoder final : public BatchEncoder {
 
   void set_buffer(id<MTLBuffer> buffer, uint32_t index) override { [table_ setAddress:buffer.gpuAddress atIndex:index]; }
 
+  // On the encoder, not the argument table: threadgroup memory is no resource.
+  void set_threadgroup_memory(uint32_t length, uint32_t index) override {
+    [encoder_ setThreadgroupMemoryLength:length atIndex:index];
+  }
+
   bool set_tensor(id tensor, uint32_t index) override {
     id<MTLTensor> t = tensor;
     [table_ setResource:t.gpuResourceID atBufferIndex:index];

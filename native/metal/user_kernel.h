@@ -25,10 +25,10 @@ struct MetalUserProgram final : UserKernelProgram {
 class UserKernels {
  public:
   explicit UserKernels(id<MTLDevice> device);
-  // Compiles `source` (kernel `name`) unless a program of the same text was made already, and
+  // Compiles `source` (kernel `name`) at MSL `version` unless a program of the same text was made already, and
   // calls `done` once, on the calling thread for a cached program, else on Metal's: the program,
   // or E_KERNEL with the compiler's message (its `NAME.metal:LINE:COL` positions are the user's).
-  void compile(const std::string& name, const std::string& source, UserKernelCompiled done);
+  void compile(const std::string& name, const std::string& source, MslVersion version, UserKernelCompiled done);
 
  private:
   // Shared with the completion handlers, which may run after the backend is gone.

@@ -16,17 +16,17 @@
 namespace mto::metal {
 namespace {
 
-// MSL 3.1: the version our own simdgroup kernels compile at (bfloat needs it) and the newest one
-// the deployment target (macOS 14) has, so a kernel that compiles on one Mac compiles on all.
-constexpr MslVersion kUserMsl{3, 1};
-
 uint32_t clamp_u32(NSUInteger n) { return n > NSUInteger(UINT32_MAX) ? UINT32_MAX : uint32_t(n); }
 
 }  // namespace
 
 UserKernels::UserKernels(id<MTLDevice> device) : device_(device), state_(std::make_shared<State>()) {}
 
-void UserKernels::compile(const std::string& name, const std::string& source, UserKernelCompiled done) {
+// `version` is the tier's (msl_version_for): 3.1 for simdgroup kernels, the version our own
+// simdgroup kernels compile at (bfloat needs it) and the newest the deployment target (macOS 14)
+// has, so such a kernel compiles on every Mac; 4.0 for tensorops, where the TensorOps headers exist.
+// The cache is keyed by the source alone: the tier's includes make the texts of two tiers differ.
+void UserKernels::compile(const std::string& name, const std::string& source, MslVersion version, UserKernelCompiled done) {
   {
     std::lock_guard<std::mutex> lock(state_->mu);
     auto it = state_->programs.find(source);
@@ -44,7 +44,7 @@ void UserKernels::compile(const std::string& name, const std::string& source, Us
   const UserKernelCompiled finish = std::move(done);
   @autoreleasepool {
     [device newLibraryWithSource:to_ns(text)
-                         options:compile_options(kUserMsl)
+                         options:compile_options(version)
                completionHandler:^(id<MTLLibrary> library, NSError* error) {
                  if (!library) {
                    // The compiler's whole log: with the #line directives its positions are
@@ -106,6 +106,7 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
         encoder_->set_bytes(a.bytes.data(), a.bytes.size(), a.index);
       }
     }
+    for (const UserKernelThreadgroupMemory& m : launch.threadgroup_memory) encoder_->set_threadgroup_memory(m.bytes, m.index);
     encoder_->dispatch(MTLSizeMake(launch.threadgroups[0], launch.threadgroups[1], launch.threadgroups[2]),
                        MTLSizeMake(launch.threads[0], launch.threads[1], launch.threads[2]));
     encoder_->on_completed(std::move(done));

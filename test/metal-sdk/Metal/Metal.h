@@ -299,6 +299,7 @@ MTO_SDK_MACOS(11.0)
 - (void)setBytes:(const void *)bytes length:(NSUInteger)length atIndex:(NSUInteger)index
     MTO_SDK_MACOS(10.11);
 - (void)setBuffer:(nullable id<MTLBuffer>)buffer offset:(NSUInteger)offset atIndex:(NSUInteger)index;
+- (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
        threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
 @end
@@ -395,6 +396,7 @@ MTO_SDK_MACOS(26.0)
 @protocol MTL4ComputeCommandEncoder <MTL4CommandEncoder>
 - (void)setComputePipelineState:(id<MTLComputePipelineState>)state;
 - (void)setArgumentTable:(nullable id<MTL4ArgumentTable>)argumentTable;
+- (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
        threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
 @end
