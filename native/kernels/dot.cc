@@ -112,10 +112,13 @@ const DotKernels* dot_q8_kernels() {
 }
 
 const GemmQ8Kernels* gemm_q8_kernels() {
+  static const GemmQ8Kernels* const k = [] {
 #if MTO_X86_KERNELS
-  if (x86_level() >= X86Level::Avx512 && x86_has_avx512_vnni()) return gemm_q8_kernels_avx512();
+    if (x86_level() >= X86Level::Avx512 && x86_has_avx512_vnni()) return gemm_q8_kernels_avx512();
 #endif
-  return nullptr;
+    return static_cast<const GemmQ8Kernels*>(nullptr);
+  }();
+  return k;
 }
 
 const DotKernels* dot_kernels() {
