@@ -233,6 +233,21 @@ describe('softmax', () => {
     });
   }
 
+  it('an output larger than the caches (streamed from a scratch row): 67 x 131071 float32 equals the reference, NaN and -inf rows too', async () => {
+    const [rows, cols] = [67, 131071];  // 35 MB; odd width, so most rows start unaligned
+    const x = randn(rows * cols, 31, 6);
+    for (let c = 0; c < 5000; c++) x[3 * cols + c] = -Infinity;
+    x[5 * cols + 77777] = NaN;
+    for (const [name, dev] of devices) {
+      const got = await dev.softmax(dev.tensor(x, [rows, cols])).toFloat32();
+      const ref = softmaxRef(x, cols);
+      expect(got.subarray(5 * cols, 6 * cols).every(Number.isNaN), `${name} NaN row`).toBe(true);
+      ref.fill(0, 5 * cols, 6 * cols);
+      got.fill(0, 5 * cols, 6 * cols);
+      expectClose(got, ref, tols.float32, `${name} ${rows}x${cols}`);
+    }
+  });
+
   it('empty dimensions: zero rows, or rows of nothing, give an empty output', async () => {
     for (const [name, dev] of devices) {
       for (const shape of [[0, 5], [4, 0], [0], [2, 0, 3], [3, 2, 0]]) {
