@@ -91,6 +91,17 @@ describe('binary ops with broadcasting', () => {
     }
   }
 
+  it('outputs larger than the caches (streamed to memory): add broadcast over 4097 x 2049, silu over 8.4M, float32, equal the float64 reference', async () => {
+    const [rows, cols] = [4097, 2049];  // 33.6 MB: odd widths, so runs start unaligned
+    const a = randn(rows * cols, 41, 3), b = randn(cols, 42, 3);
+    for (const [name, dev] of devices) {
+      const y = await dev.add(dev.tensor(a, [rows, cols]), dev.tensor(b, [cols])).toFloat32();
+      expectClose(y, broadcastRef(a, [rows, cols], b, [cols], (x, z) => x + z).res, 1.2e-7, `${name} add`);
+      const s = await dev.silu(dev.tensor(a, [rows, cols])).toFloat32();
+      expectClose(s, Float64Array.from(a, silu), 1e-6, `${name} silu`);
+    }
+  });
+
   it('mixed dtypes give float32; NaN and infinities follow float arithmetic', async () => {
     for (const [, dev] of devices) {
       const y = dev.add(dev.tensor([1, 2], [2], 'float16'), dev.tensor([0.5, 0.25], [2], 'bfloat16'));

@@ -133,7 +133,7 @@ void load(const Tensor& t, int64_t at, int64_t stride, int64_t n, float* out) {
 // Runs fn(a_run, b_run, n) over the output in runs of at most kRun elements, in parallel over
 // chunks of the flat output; a_run is written in place and stored to `out` by the caller's fn.
 template <class Fn>
-void for_each_run(ThreadPool& pool, const Broadcast& bc, Fn&& fn) {
+void for_each_run(ThreadPool& pool, const Broadcast& bc, bool stream, Fn&& fn) {
   const size_t rank = bc.dims.size();
   const int64_t inner = bc.dims.back();
   int64_t total = 1;
@@ -166,6 +166,7 @@ void for_each_run(ThreadPool& pool, const Broadcast& bc, Fn&& fn) {
         ++idx[k - 1];
       }
     }
+    if (stream) stream_fence();
   });
 }
 
@@ -173,11 +174,13 @@ void for_each_run(ThreadPool& pool, const Broadcast& bc, Fn&& fn) {
 
 void unary(ThreadPool& pool, UnaryOp op, const Tensor& x, const ElementwiseParams& p, Tensor& out) {
   const RunFn fn = pick_run();
-  for_each_run(pool, p.bc, [&](int64_t at, int64_t a_at, int64_t, int64_t n) {
+  const bool stream = streams_output(out, shape_numel(out.shape));
+  for_each_run(pool, p.bc, stream, [&](int64_t at, int64_t a_at, int64_t, int64_t n) {
     float v[kRun];
     load(x, a_at, 1, n, v);
     fn(int(op), false, v, nullptr, n, 1.f, 0.f);
-    store_f32(out, at, n, v);
+    if (stream) stream_f32(out.data<float>() + at, v, n);
+    else store_f32(out, at, n, v);
   });
 }
 
@@ -185,12 +188,14 @@ void binary(ThreadPool& pool, BinaryOp op, const Tensor& a, const Tensor& b, con
             Tensor& out) {
   const int64_t sa = p.bc.a_strides.back(), sb = p.bc.b_strides.back();
   const RunFn fn = pick_run();
-  for_each_run(pool, p.bc, [&](int64_t at, int64_t a_at, int64_t b_at, int64_t n) {
+  const bool stream = streams_output(out, shape_numel(out.shape));
+  for_each_run(pool, p.bc, stream, [&](int64_t at, int64_t a_at, int64_t b_at, int64_t n) {
     float va[kRun], vb[kRun];
     load(a, a_at, sa, n, va);
     load(b, b_at, sb, n, vb);
     fn(int(op), true, va, vb, n, p.alpha, p.limit);
-    store_f32(out, at, n, va);
+    if (stream) stream_f32(out.data<float>() + at, va, n);
+    else store_f32(out, at, n, va);
   });
 }
 

@@ -2,7 +2,12 @@
 // ops (elementwise, norms, rope, softmax), which compute in float32 whatever they read or write.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <vector>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
 
 #include "../core/dtype.h"
 #include "../core/tensor.h"
@@ -31,6 +36,34 @@ inline void load_f32(const Tensor& t, int64_t at, int64_t n, float* out) {
 inline void store_f32(Tensor& t, int64_t at, int64_t n, const float* in) {
   auto* base = static_cast<uint8_t*>(t.buffer->data()) + size_t(at) * dtype_size(t.dtype);
   from_float32(t.dtype, in, base, size_t(n));
+}
+
+// Outputs this large leave the caches before anything reads them: float32 ones are written with
+// non-temporal stores (stream_f32), so that each output line crosses to memory once instead of
+// being read for ownership first (3 -> 2 transfers an element in a memory-bound op).
+constexpr int64_t kStreamBytes = int64_t(1) << 25;
+inline bool streams_output(const Tensor& out, int64_t elements) {
+  return out.dtype == DType::Float32 && elements * 4 >= kStreamBytes;
+}
+
+// dst[0, n) = src[0, n) with non-temporal stores past dst's first 16-byte boundary (SSE2: every
+// x86-64); a plain copy elsewhere. A thread calls stream_fence() after its last one.
+inline void stream_f32(float* dst, const float* src, int64_t n) {
+#if defined(__x86_64__) || defined(_M_X64)
+  int64_t i = 0;
+  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
+  for (; i < n; ++i) dst[i] = src[i];
+#else
+  std::memcpy(dst, src, size_t(n) * sizeof(float));
+#endif
+}
+
+// Orders this thread's non-temporal stores before what it does next (the pool's join).
+inline void stream_fence() {
+#if defined(__x86_64__) || defined(_M_X64)
+  _mm_sfence();
+#endif
 }
 
 }  // namespace mto::cpu
