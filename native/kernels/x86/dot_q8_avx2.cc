@@ -27,6 +27,7 @@
 
 #if MTO_X86_KERNELS
 #include "avx2_common.h"
+#include "dot_q8_common.h"
 
 #include <algorithm>
 #include <cstring>
@@ -39,59 +40,13 @@ using namespace avx2;
 constexpr int kMaxPass = 4;   // rows of x per pass
 constexpr int kMaxTable = 32; // largest |value| of a 4-bit int8 table (see the file comment)
 
-bool is_nibbles(DotCodes k) { return k == DotCodes::Lut4 || k == DotCodes::Uint4; }
-bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8; }
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+using namespace q8;
+// 4-bit rows go 2 blocks a step; scale vectors hold 8.
+using Q8Layout = Layout<2, 8>;
+using Q8Row = Row;
+Q8Row q8_row(const Q8Layout& l, const float* xp, int m) { return row_of(l, xp, m); }
 
-// One prepared row of x, in 4-byte words: int8 codes for the blocks rounded up to an even count,
-// their scales d rounded up to 8 (zeros past the end), then for affine weights the sums of the
-// quantized x over each group (d times the sum of the codes), for 4-bit tables the sum of the
-// codes of each block, rounded up to 8.
-struct Q8Layout {
-  int64_t blocks, code_words, d_words, sum_words;
-  explicit Q8Layout(const DotWeights& w)
-      : blocks(w.K / 32),
-        code_words(round_up(w.K / 32, 2) * 8),
-        d_words(round_up(w.K / 32, 8)),
-        sum_words(is_affine(w.kind) ? round_up(w.K / w.group, 8) : w.kind == DotCodes::Lut4 ? d_words : 0) {}
-  int64_t words() const { return code_words + d_words + sum_words; }
-};
-
-// Where the kernels read one prepared row of x.
-struct Q8Row {
-  const int8_t* q;
-  const float* d;
-  const float* sums;
-};
-
-Q8Row q8_row(const Q8Layout& l, const float* xp, int m) {
-  const float* base = xp + m * l.words();
-  return {reinterpret_cast<const int8_t*>(base), base + l.code_words, base + l.code_words + l.d_words};
-}
-
-// A 4-bit table's values (supported_q8_avx2 checked them) and their offset max |v|.
-int table_offset(const int8_t (&q)[16]) {
-  int o = 0;
-  for (int8_t v : q) o = std::max(o, v < 0 ? -int(v) : int(v));
-  return o;
-}
-
-bool supported_q8_avx2(const DotWeights& w) {
-  switch (w.kind) {
-    case DotCodes::Uint4:
-    case DotCodes::Uint8:
-    case DotCodes::Int8: return true;
-    case DotCodes::Lut4: {
-      int8_t q[16];
-      float unit;
-      if (!dot_int8_table(w, q, &unit)) return false;
-      for (int8_t v : q)
-        if (v < -kMaxTable || v > kMaxTable) return false;
-      return true;
-    }
-    default: return false;
-  }
-}
+bool supported_q8_avx2(const DotWeights& w) { return supported(w, kMaxTable); }
 
 size_t x_words_q8_avx2(const DotWeights& w, int M) { return size_t(M) * size_t(Q8Layout(w).words()); }
 

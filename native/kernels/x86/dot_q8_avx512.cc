@@ -22,6 +22,7 @@
 
 #if MTO_X86_KERNELS
 #include "avx512_common.h"
+#include "dot_q8_common.h"
 
 #include <cstring>
 
@@ -34,48 +35,14 @@ using namespace avx512;
 
 constexpr int kMaxPass = 4;  // rows of x per pass
 
-bool is_nibbles(DotCodes k) { return k == DotCodes::Lut4 || k == DotCodes::Uint4; }
-bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8; }
-int64_t round_up(int64_t a, int64_t b) { return (a + b - 1) / b * b; }
+using namespace q8;
+// 4-bit rows go 4 blocks a step; scale vectors hold 16.
+using Q8Layout = Layout<4, 16>;
+using Q8Row = Row;
+Q8Row q8_row(const Q8Layout& l, const float* xp, int m) { return row_of(l, xp, m); }
 
-// One prepared row of x, in 4-byte words: int8 codes for the blocks rounded up to a multiple of 4
-// (zeros past the end), their scales d rounded up to 16, then for affine weights the sums of the
-// quantized x over each group (d times the sum of the codes), for 4-bit tables the sum of the codes
-// of each block, rounded up to 16.
-struct Q8Layout {
-  int64_t blocks, code_words, d_words, sum_words;
-  explicit Q8Layout(const DotWeights& w)
-      : blocks(w.K / 32),
-        code_words(round_up(w.K / 32, 4) * 8),
-        d_words(round_up(w.K / 32, 16)),
-        sum_words(is_affine(w.kind) ? round_up(w.K / w.group, 16) : w.kind == DotCodes::Lut4 ? d_words : 0) {}
-  int64_t words() const { return code_words + d_words + sum_words; }
-};
-
-struct Q8Row {
-  const int8_t* q;
-  const float* d;
-  const float* sums;
-};
-
-Q8Row q8_row(const Q8Layout& l, const float* xp, int m) {
-  const float* base = xp + m * l.words();
-  return {reinterpret_cast<const int8_t*>(base), base + l.code_words, base + l.code_words + l.d_words};
-}
-
-bool supported_q8_avx512(const DotWeights& w) {
-  switch (w.kind) {
-    case DotCodes::Uint4:
-    case DotCodes::Uint8:
-    case DotCodes::Int8: return true;
-    case DotCodes::Lut4: {
-      int8_t q[16];
-      float unit;
-      return dot_int8_table(w, q, &unit);  // v + max|v| <= 255 for every int8 table
-    }
-    default: return false;
-  }
-}
+// Any int8 table: v + max|v| <= 255 fits vpdpbusd's unsigned operand.
+bool supported_q8_avx512(const DotWeights& w) { return supported(w, 128); }
 
 size_t x_words_q8_avx512(const DotWeights& w, int M) { return size_t(M) * size_t(Q8Layout(w).words()); }
 
@@ -288,8 +255,7 @@ MTO_T512 void rows_q8_avx512(const DotWeights& w, int64_t row0, int64_t nrows, c
   if (w.kind == DotCodes::Lut4) {
     int8_t q[16];
     dot_int8_table(w, q, &t.unit);  // supported_q8_avx512 checked it
-    int o = 0;
-    for (int8_t v : q) o = std::max(o, v < 0 ? -int(v) : int(v));
+    const int o = table_offset(q);
     uint8_t u[16];
     for (int i = 0; i < 16; ++i) u[i] = uint8_t(q[i] + o);  // 0 .. 2 o <= 255
     t.offset = float(o);

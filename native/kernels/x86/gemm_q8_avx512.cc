@@ -16,6 +16,7 @@
 
 #if MTO_X86_KERNELS
 #include "avx512_common.h"
+#include "dot_q8_common.h"
 
 #include <cstring>
 #include <vector>
@@ -30,21 +31,8 @@ using namespace avx512;
 constexpr int kPanel = 16;      // weight rows unpacked together (one per int32 lane)
 constexpr int kTile = 8;          // rows of x per pass over a panel
 
-bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8; }
-
-bool supported(const DotWeights& w) {
-  switch (w.kind) {
-    case DotCodes::Uint4:
-    case DotCodes::Uint8:
-    case DotCodes::Int8: return true;
-    case DotCodes::Lut4: {
-      int8_t q[16];
-      float unit;
-      return dot_int8_table(w, q, &unit);
-    }
-    default: return false;
-  }
-}
+using q8::is_affine;
+bool supported(const DotWeights& w) { return q8::supported(w, 128); }
 
 // Prepared x, in tiles of kTile rows (the last padded with rows of code 0 and scale 0): per tile,
 // for each 4 elements of K the 4 bytes (q + 128) of each of its rows, then per block the rows' scales
