@@ -129,7 +129,19 @@ export function measure() {
   try {
     const ts = targets();
     const shapes = [...new Map(ts.flatMap((t) => t.shapes).map((s) => [s.join(' '), s])).values()];
-    const planned = new Map(plans(shapes, dir).map((p, i) => [shapes[i].join(' '), p]));
+    // Every shape planned for every profile (the core count is the last argument).
+    const runs = shapes.flatMap((sh) => profiles.map((c) => [...sh, c]));
+    const planned = new Map(plans(runs, dir).map((p, i) => [runs[i].join(' '), p]));
+    // A shape's passes, each with its threadgroups per profile (null where a profile does not run
+    // that pass).
+    const passesOf = (sh) => {
+      const byProfile = profiles.map((c) => planned.get([...sh, c].join(' ')).passes);
+      const most = byProfile.reduce((a, b) => (b.length > a.length ? b : a));
+      return most.map((p, i) => ({
+        library: p.library, kernel: p.kernel, threads: p.threads,
+        threadgroups: Object.fromEntries(profiles.map((c, j) => [String(c), byProfile[j][i]?.kernel === p.kernel ? byProfile[j][i].threadgroups : null])),
+      }));
+    };
     const kernels = ts.map((t) => {
       // The library's own functions (the kernel, or a helper the compiler kept out of line), not
       // the harness binder that holds an inlined copy of the kernel.
@@ -143,7 +155,7 @@ export function measure() {
         kernel: t.id, family: t.family, mlx: t.mlx,
         loop: { ...l, rows: t.rows, perElement: round(l.perElement), bytesPerElement: round(l.bytes / l.elements) },
         threadgroupBytes: tg.length ? tg[0] : 0,
-        shapes: t.shapes.map((s) => ({ shape: shapeKey(s), passes: planned.get(s.join(' ')).passes })),
+        shapes: t.shapes.map((s) => ({ shape: shapeKey(s), passes: passesOf(s) })),
       };
     });
     const version = execFileSync(cxx, ['--version'], { encoding: 'utf8' }).split('\n')[0];
@@ -198,9 +210,10 @@ export function markdown(r) {
   }
   lines.push('', '## Parallelism', '',
     'Threadgroups per pass for reference shapes, and per GPU core on GPUs of ' + profiles.join(', ') + ' cores. Ours',
-    'from the dispatch plans (native/core/dispatch_plan.cc, the same for every GPU: no plan reads a',
-    'core count yet; the same for every weight format); MLX\'s from its host code, which picks the',
-    'sdpa kernel and its block count by device class (– where a profile does not run that pass).',
+    'from the dispatch plans (native/core/dispatch_plan.cc) given each core count as their',
+    'DeviceProfile (the decode GEMV reads none; the attention decode sizes its key split by it; the',
+    'same for every weight format); MLX\'s from its host code, which picks the sdpa kernel and its',
+    'block count by device class (– where a profile does not run that pass).',
     '',
     '| shape | kernel | threads / threadgroup | threadgroups (' + profiles.join(' / ') + ') | per core (' + profiles.join(' / ') + ') |',
     '|---|---|---:|---:|---:|');
@@ -209,15 +222,15 @@ export function markdown(r) {
     for (const s of k.shapes) {
       if (seen.has(`${k.family} ${s.shape}`)) continue;
       seen.add(`${k.family} ${s.shape}`);
-      for (const p of s.passes) {
-        const per = profiles.map((c) => round(p.threadgroups / c, 1)).join(' / ');
-        lines.push(`| ${s.shape} | \`${p.kernel}\` | ${p.threads} | ${p.threadgroups} | ${per} |`);
-      }
-      for (const p of r.mlx.parallelism[s.shape] ?? []) {
+      const perProfile = (name, p) => {
         const groups = profiles.map((c) => p.threadgroups[String(c)]);
         const per = groups.map((g, i) => (g === null ? '–' : String(round(g / profiles[i], 1)))).join(' / ');
-        lines.push(`| ${s.shape} | MLX \`${p.kernel}\` | ${p.threads} | ${groups.map(dash).join(' / ')} | ${per} |`);
-      }
+        // One number where every profile launches the same.
+        const all = new Set(groups).size === 1 ? String(groups[0]) : groups.map(dash).join(' / ');
+        lines.push(`| ${s.shape} | ${name} | ${p.threads} | ${all} | ${per} |`);
+      };
+      for (const p of s.passes) perProfile(`\`${p.kernel}\``, p);
+      for (const p of r.mlx.parallelism[s.shape] ?? []) perProfile(`MLX \`${p.kernel}\``, p);
     }
   }
   // What the tables say, from their own numbers.
@@ -225,17 +238,23 @@ export function markdown(r) {
   const gemv = ['mxfp4', 'mxfp8', 'affine4'].map((f) => of(`qlinear_decode_${f}_f16`));
   const att = of('attention_decode_f16_dense_d128');
   const attPerRow = round(att.loop.insns / (att.loop.elements * att.loop.rows));
-  const ours = [...new Set(att.shapes.map((sh) => sh.passes[0].threadgroups))];
-  const theirs = att.shapes.flatMap((sh) => (r.mlx.parallelism[sh.shape] ?? []).filter((p) => p.threads < 1024 || p.kernel === 'sdpa_vector')
-    .flatMap((p) => profiles.slice(1).map((c) => p.threadgroups[String(c)]))).filter((g) => g !== null && g !== undefined);
+  // The first pass of ours against MLX's first pass (sdpa_vector or sdpa_vector_2pass_1), shape by
+  // shape and profile by profile.
+  const first = (sh, c) => Math.max(...(r.mlx.parallelism[sh.shape] ?? []).filter((p) => p.kernel !== 'sdpa_vector_2pass_2')
+    .map((p) => p.threadgroups[String(c)] ?? 0));
+  const versus = att.shapes.map((sh) => `${sh.shape}: ${profiles.map((c) => sh.passes[0].threadgroups[String(c)]).join(' / ')} against ` +
+    `${profiles.map((c) => first(sh, c)).join(' / ')}`);
+  const behind = att.shapes.flatMap((sh) => profiles.filter((c) => sh.passes[0].threadgroups[String(c)] < first(sh, c)).map((c) => `${sh.shape} on ${c} cores`));
   lines.push('', '## Reading', '',
     `- Decode GEMV, float16 x: ${gemv.map((k) => `${k.kernel.split('_')[2]} ${k.loop.perElement}`).join(', ')} instructions`,
     `  per weight element against MLX's ${gemv.map((k) => r.mlx.kernels[k.mlx].loop.perElement).join(', ')}; the same threadgroups as`,
     '  qmv_fast for one row of x (2 SIMD-groups of 4 weight rows each).',
     `- Attention decode: the key loop holds the code of ${att.loop.rows} query rows (ATTN_DECODE_ROWS), ${attPerRow}`,
     `  instructions per K/V element and row against sdpa_vector's ${r.mlx.kernels[att.mlx].loop.perElement} for its one row, and`,
-    `  its first pass launches ${ours.join(' or ')} threadgroups where MLX's launches ${Math.min(...theirs)} to ${Math.max(...theirs)} on the`,
-    `  ${profiles.slice(1).join('- and ')}-core profiles: no plan reads the GPU's core count yet (issue #27, attention decode).`);
+    `  its first pass launches on the ${profiles.join(' / ')}-core profiles (threadgroups of 4 SIMD-groups, where`,
+    '  MLX\'s 2pass_1 has one SIMD-group per query row; ours against MLX\'s first pass):',
+    ...versus.map((v) => `  ${v};`),
+    behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.');
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }

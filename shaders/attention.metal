@@ -11,8 +11,9 @@
 //   output accumulator) and of the current key and value, so a score is a simd_sum and the online
 //   softmax runs per key, uniform across the SIMD-group (the shape of MLX's sdpa_vector, with the
 //   GQA rows sharing each K/V read). The SIMD-groups' (m, l, O) are merged through threadgroup
-//   memory at the end. For long Lk with few threadgroups the plan splits the keys: each split
-//   writes its (m, l, O) and attention_merge combines them (flash-decoding).
+//   memory at the end. For long Lk with fewer threadgroups than the GPU's cores can take, the plan
+//   splits the keys (DeviceProfile): each split writes its (m, l, O) and attention_merge combines
+//   them, one threadgroup per query row (flash-decoding; MLX's sdpa_vector_2pass).
 //   attention_prefill (Lq > 8) is bound by arithmetic: a threadgroup owns 16 query rows of one
 //   query head, each SIMD-group an 8-row strip held as D/8 simdgroup_matrix 8x8 accumulators. Per
 //   16-key tile: K staged in threadgroup memory, S = Q K^T with simdgroup matrices, the online
@@ -157,7 +158,11 @@ template <typename T, typename Out, int KV, int D>
 }
 
 // Second pass of a split decode: o = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), from the
-// float32 partials, rounded to Out once.
+// float32 partials, rounded to Out once. A threadgroup owns one query row (grid z: the row within
+// its chunk), so the merge has as many threadgroups as the rows being decoded. Each split's factor
+// 2^(m_s - M) is computed once into threadgroup memory rather than once per feature; a split that
+// saw no key (m_s = -inf, its O and l are 0) gets -0 there and is skipped, while a factor that
+// underflowed to +0 still multiplies its O (0 * NaN = NaN, as the cpu backend computes it).
 template <typename Out>
 [[kernel]] void attention_merge(
     device const float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
@@ -168,36 +173,36 @@ template <typename Out>
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]]) {
   constexpr int ROWS = ATTN_DECODE_ROWS;
+  threadgroup float tg_f[ATTN_MAX_SPLITS];
   const uint D = uint(p.D);
   const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
   const uint chunk = group.y;
-  const int r0 = int(chunk) * ROWS;
-  const int nr = min(ROWS, p.rows - r0);
+  const int r = int(group.z);
+  const int row = int(chunk) * ROWS + r;
+  if (row >= p.rows) return;  // the last chunk's missing rows (uniform over the threadgroup)
   const float ninf = attn_neg_inf();
-  const ulong base = (ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits);  // split 0's row 0
-  for (int r = 0; r < nr; ++r) {
-    const int row = r0 + r;
-    const uint head = kvh * uint(p.G) + uint(row / p.Lq);
-    const uint i = uint(row % p.Lq);
-    float M = ninf;
-    for (int s = 0; s < p.splits; ++s) M = attn_max_nan(M, part_ml[((base + uint(s)) * ROWS + uint(r)) * 2]);
-    float L = 0.0f;
-    for (int s = 0; s < p.splits; ++s) {
-      const ulong pr = (base + uint(s)) * ROWS + uint(r);
-      const float ms = part_ml[pr * 2];
-      L += ms == ninf ? 0.0f : part_ml[pr * 2 + 1] * exp2(ms - M);
-    }
-    const ulong orow = (ulong(b * uint(p.Hq) + head) * uint(p.Lq) + i) * D;
-    const float inv = attn_out_scale(p, sinks, head, M, L);  // the sink, once per row
-    for (uint d = tid; d < D; d += ATTN_MERGE_THREADS) {
-      float O = 0.0f;
-      for (int s = 0; s < p.splits; ++s) {
-        const ulong pr = (base + uint(s)) * ROWS + uint(r);
-        const float ms = part_ml[pr * 2];
-        if (ms != ninf) O += part_o[pr * D + d] * exp2(ms - M);
-      }
-      o[orow + d] = Out(O * inv);
-    }
+  // Partial row of split s: (split 0's row 0 of this chunk) + s * ROWS + r.
+  const ulong first = (ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) * ROWS + uint(r);
+  const uint head = kvh * uint(p.G) + uint(row / p.Lq);
+  const uint i = uint(row % p.Lq);
+  // Every thread finds M itself (the same loads, the same order): no barrier before the factors.
+  float M = ninf;
+  for (int s = 0; s < p.splits; ++s) M = attn_max_nan(M, part_ml[(first + uint(s) * ROWS) * 2]);
+  for (int s = int(tid); s < p.splits; s += ATTN_MERGE_THREADS) {
+    const float ms = part_ml[(first + uint(s) * ROWS) * 2];
+    tg_f[s] = ms == ninf ? -0.0f : exp2(ms - M);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float L = 0.0f;
+  for (int s = 0; s < p.splits; ++s)
+    if (!attn_hidden_p(tg_f[s])) L += part_ml[(first + uint(s) * ROWS) * 2 + 1] * tg_f[s];
+  const ulong orow = (ulong(b * uint(p.Hq) + head) * uint(p.Lq) + i) * D;
+  const float inv = attn_out_scale(p, sinks, head, M, L);  // the sink, once per row
+  for (uint d = tid; d < D; d += ATTN_MERGE_THREADS) {
+    float O = 0.0f;
+    for (int s = 0; s < p.splits; ++s)
+      if (!attn_hidden_p(tg_f[s])) O += part_o[(first + uint(s) * ROWS) * D + d] * tg_f[s];
+    o[orow + d] = Out(O * inv);
   }
 }
 
