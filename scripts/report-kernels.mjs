@@ -70,16 +70,19 @@ function targets() {
       });
     }
   }
-  const rows = define('attention_params.h', 'ATTN_DECODE_ROWS');
-  for (const [kv, tag, arg] of [['dense', 0, 'ATTN_KV_DENSE'], ['mxfp8', 1, 'ATTN_KV_MXFP8_E4M3']]) {
-    out.push({
-      id: `attention_decode_f16_${kv}_d128`, fn: 'attention_decode', family: 'attention decode', file: 'shaders/attention.metal',
-      drop: /^MTO_ATTN_DTYPE\(/, tag,
-      instance: `MTO_KERNEL_INSTANCE("attention_decode_f16_${kv}_d128", attention_decode, half, half, ${arg}, 128)`,
-      shapes: [['attention', 'f16', kv, 1, 32, 8, 1, 4096, 128], ['attention', 'f16', kv, 1, 32, 32, 1, 1024, 128]],
-      rows,  // query rows whose code the key loop holds (attention_params.h: ATTN_DECODE_ROWS)
-      mlx: 'sdpa_vector_f16_d128',
-    });
+  // The decode key loop (shaders/attention_decode.h) tagged 64 * masked + 16 * KV + rows: one query row (no GQA,
+  // MLX's sdpa_vector case) and four (GQA 4, the first reference shape), without a mask.
+  for (const [kv, KV, arg] of [['dense', 0, 'ATTN_KV_DENSE'], ['mxfp8', 1, 'ATTN_KV_MXFP8_E4M3']]) {
+    for (const rows of kv === 'dense' ? [1, 4] : [1]) {
+      out.push({
+        id: `attention_decode_f16_${kv}_d128${rows === 1 ? '' : `_r${rows}`}`, fn: 'attention_decode', family: 'attention decode',
+        file: 'shaders/attention.metal', drop: /^MTO_ATTN_DTYPE\(/, tag: 16 * KV + rows,
+        instance: `MTO_KERNEL_INSTANCE("attention_decode_f16_${kv}_d128", attention_decode, half, half, ${arg}, 128)`,
+        shapes: [['attention', 'f16', kv, 1, 32, 8, 1, 4096, 128], ['attention', 'f16', kv, 1, 32, 32, 1, 1024, 128]],
+        rows,
+        mlx: 'sdpa_vector_f16_d128',
+      });
+    }
   }
   return out;
 }
@@ -237,7 +240,9 @@ export function markdown(r) {
   const of = (id) => r.kernels.find((k) => k.kernel === id);
   const gemv = ['mxfp4', 'mxfp8', 'affine4'].map((f) => of(`qlinear_decode_${f}_f16`));
   const att = of('attention_decode_f16_dense_d128');
-  const attPerRow = round(att.loop.insns / (att.loop.elements * att.loop.rows));
+  const att4 = of('attention_decode_f16_dense_d128_r4');
+  const attMx = of('attention_decode_f16_mxfp8_d128');
+  const perRow = (k) => round(k.loop.insns / (k.loop.elements * k.loop.rows));
   // The first pass of ours against MLX's first pass (sdpa_vector or sdpa_vector_2pass_1), shape by
   // shape and profile by profile.
   const first = (sh, c) => Math.max(...(r.mlx.parallelism[sh.shape] ?? []).filter((p) => p.kernel !== 'sdpa_vector_2pass_2')
@@ -249,8 +254,9 @@ export function markdown(r) {
     `- Decode GEMV, float16 x: ${gemv.map((k) => `${k.kernel.split('_')[2]} ${k.loop.perElement}`).join(', ')} instructions`,
     `  per weight element against MLX's ${gemv.map((k) => r.mlx.kernels[k.mlx].loop.perElement).join(', ')}; the same threadgroups as`,
     '  qmv_fast for one row of x (2 SIMD-groups of 4 weight rows each).',
-    `- Attention decode: the key loop holds the code of ${att.loop.rows} query rows (ATTN_DECODE_ROWS), ${attPerRow}`,
-    `  instructions per K/V element and row against sdpa_vector's ${r.mlx.kernels[att.mlx].loop.perElement} for its one row, and`,
+    `- Attention decode, the key loop without a mask: ${perRow(att)} instructions per K/V element for one query row`,
+    `  (mxfp8 K/V ${perRow(attMx)}) against sdpa_vector's ${r.mlx.kernels[att.mlx].loop.perElement}; ${perRow(att4)} per element and row for four rows (GQA 4:`,
+    '  each K/V element read once for the four), and',
     `  its first pass launches on the ${profiles.join(' / ')}-core profiles (threadgroups of 4 SIMD-groups, where`,
     '  MLX\'s 2pass_1 has one SIMD-group per query row; ours against MLX\'s first pass):',
     ...versus.map((v) => `  ${v};`),

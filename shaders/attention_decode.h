@@ -1,0 +1,190 @@
+// The decode kernel of shaders/attention.metal (attention_decode: Lq <= ATTN_DECODE_MAX_LQ, token
+// generation; the kernel entry, which owns the threadgroup memory, is there, its work here),
+// bound by memory bandwidth. A threadgroup owns one kv head, up to ATTN_DECODE_ROWS query rows of
+// its GQA group (a chunk) and one split of the keys (grid z; the plan sizes the split by the GPU's
+// cores, DeviceProfile). Each K/V element is read from device memory once per chunk, for every
+// query head that shares it. The four SIMD-groups take keys round robin; lane l holds features
+// l, l + 32, ... of every row (q, the output accumulator) and of the current key and value, so a
+// score is one simd_sum, and the online softmax runs per key, uniform across the SIMD-group (the
+// shape of MLX's sdpa_vector). The SIMD-groups' (m, l, O) are merged through threadgroup memory at
+// the end; with more than one split each split stores its (m, l, O) for attention_merge.
+//
+// What keeps the key loop short (MLX's sdpa_vector and our qlinear_decode.h):
+//   - the rows are a template parameter (1, 2, 4, 8: the smallest that holds the chunk's rows,
+//     picked at run time, uniform), so a chunk of one row carries no code or registers for eight
+//     and every accumulator index is a compile-time constant;
+//   - whether a mask is read is a template parameter too, so the loop without one has no mask code;
+//     the causal limit of each row is computed once, not per key;
+//   - mxfp8 codes decode through a table of the 256 element values in threadgroup memory, filled
+//     once per threadgroup by mx_formats.h's decoder (so the values are the cpu backend's bit for
+//     bit), and each block's E8M0 scale is read once per key and feature step: with blocks of 32
+//     along D and lane l at feature l + 32 e, step e is exactly block e.
+// NaN: attention.metal's header (the decode kernels let NaN flow through float arithmetic).
+#ifndef MTO_SHADERS_ATTENTION_DECODE_H
+#define MTO_SHADERS_ATTENTION_DECODE_H
+
+#include "attention_common.h"
+
+#if defined(__METAL_VERSION__)
+
+// The key loop the kernel cost report measures (kernel_abi.h): tag = 64 * masked + 16 * KV + rows;
+// per key a lane reads E elements of K and of V (and for mxfp8 one scale byte for each).
+#define ATTN_DECODE_COST(T, KV, R, E, MASKED) \
+  MTO_COST_LOOP(64 * int(MASKED) + 16 * (KV) + (R), 2 * (E), 2 * (E) * (int(sizeof(typename attn_kv_storage<T, KV>::type)) + ((KV) == ATTN_KV_DENSE ? 0 : 1)))
+
+// Feature d = lane + 32 e of K/V row `row` as float: dense, or mxfp8 through the table with the
+// scale of block e (D % 32 == 0 for mxfp8: plan_attention refuses other head dims). A struct per
+// storage, as MSL 3.1 (C++14) has no if constexpr.
+template <int KV, int D>
+struct attn_decode_kv {
+  static float at(device const uchar* src, device const uchar* scales, ulong row, uint d, int e,
+                  threadgroup const float* table) {
+    const float s = mto_decode_e8m0(uint(scales[row * uint(D / 32) + uint(e)]));
+    return table[src[row * uint(D) + d]] * s;
+  }
+};
+template <int D>
+struct attn_decode_kv<ATTN_KV_DENSE, D> {
+  template <typename T>
+  static float at(device const T* src, device const uchar*, ulong row, uint d, int, threadgroup const float*) {
+    return float(src[row * uint(D) + d]);
+  }
+};
+
+// Everything after the table: R rows (R >= nr, the chunk's rows), the mask read when MASKED.
+template <typename T, typename Out, int KV, int D, int R, bool MASKED>
+inline void attn_decode_rows(
+    device const T* q, device const typename attn_kv_storage<T, KV>::type* k,
+    device const typename attn_kv_storage<T, KV>::type* v, device const uchar* k_scales,
+    device const uchar* v_scales, device const uchar* mask, device Out* o, device float* part_o,
+    device float* part_ml, constant AttentionKernelParams& p, device const float* sinks, uint3 group, ushort tid,
+    ushort sg, ushort lane, int nr, threadgroup float* tg_m, threadgroup float* tg_l, threadgroup float* tg_o,
+    threadgroup const float* table) {
+  constexpr int NSG = ATTN_DECODE_SIMDGROUPS;
+  constexpr int E = (D + 31) / 32;  // features per lane
+  const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
+  const uint chunk = group.y, split = group.z;
+  const int r0 = int(chunk) * ATTN_DECODE_ROWS;
+  const int j0 = int(split) * p.split_len;
+  const int j1 = min(p.Lk, j0 + p.split_len);
+  const float ninf = attn_neg_inf();
+
+  float qr[R][E], acc[R][E], m[R], l[R];
+  uint head[R];
+  int qi[R], jlast[R];
+  for (int r = 0; r < R; ++r) {
+    const int row = r0 + min(r, nr - 1);  // rows past nr repeat the last one and are never stored
+    head[r] = kvh * uint(p.G) + uint(row / p.Lq);
+    qi[r] = row % p.Lq;
+    jlast[r] = p.causal ? qi[r] + p.Lk - p.Lq : p.Lk - 1;  // the last key the row may see
+    const device T* qrow = q + (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) + 32u * uint(e);
+      qr[r][e] = (D % 32 == 0 || d < uint(D)) ? float(qrow[d]) * p.scale_log2 : 0.0f;
+      acc[r][e] = 0.0f;
+    }
+    m[r] = ninf;
+    l[r] = 0.0f;
+  }
+
+  const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
+  for (int j = j0 + int(sg); j < j1; j += NSG) {
+    ATTN_DECODE_COST(T, KV, R, E, MASKED);
+    float kr[E], vr[E];
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) + 32u * uint(e);
+      const bool in = D % 32 == 0 || d < uint(D);
+      kr[e] = in ? attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), d, e, table) : 0.0f;
+      vr[e] = in ? attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), d, e, table) : 0.0f;
+    }
+    for (int r = 0; r < R; ++r) {
+      if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
+      float partial = 0.0f;
+      for (int e = 0; e < E; ++e) partial += qr[r][e] * kr[e];
+      float s = simd_sum(partial);
+      if (j > jlast[r]) continue;  // causal
+      if (MASKED) {
+        float bias;
+        if (!attn_mask_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
+        s += bias;
+      }
+      if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
+      const float m_new = attn_max_nan(m[r], s);  // NaN from now on: factor, pr, l and O are NaN
+      const float factor = exp2(m[r] - m_new);  // m = -inf: 0
+      const float pr = exp2(s - m_new);
+      l[r] = l[r] * factor + pr;
+      for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
+      m[r] = m_new;
+    }
+  }
+
+  // Merge the SIMD-groups' (m, l, O) row by row (tg_m, tg_l: [NSG][ATTN_DECODE_ROWS]; tg_o: [NSG][D]).
+  if (lane == 0) {
+    for (int r = 0; r < R; ++r) {
+      tg_m[int(sg) * ATTN_DECODE_ROWS + r] = m[r];
+      tg_l[int(sg) * ATTN_DECODE_ROWS + r] = l[r];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    if (r >= nr) break;
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) + 32u * uint(e);
+      if (D % 32 == 0 || d < uint(D)) tg_o[uint(sg) * uint(D) + d] = acc[r][e];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float M = ninf;
+    for (int s = 0; s < NSG; ++s) M = attn_max_nan(M, tg_m[s * ATTN_DECODE_ROWS + r]);
+    float f[NSG];
+    float L = 0.0f;
+    for (int s = 0; s < NSG; ++s) {
+      const float ms = tg_m[s * ATTN_DECODE_ROWS + r];
+      f[s] = ms == ninf ? 0.0f : exp2(ms - M);
+      L += tg_l[s * ATTN_DECODE_ROWS + r] * f[s];
+    }
+    const ulong prow = ((ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) + split) * ATTN_DECODE_ROWS + uint(r);
+    const ulong orow = (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    // One pass: o = O / L (with the sink), L = 0: saw no key, zeros; NaN stays. Split: the merge.
+    const float inv = p.splits == 1 ? attn_out_scale(p, sinks, head[r], M, L) : 0.0f;
+    for (uint d = tid; d < uint(D); d += 32u * NSG) {
+      float O = 0.0f;
+      for (int s = 0; s < NSG; ++s) O += tg_o[uint(s) * uint(D) + d] * f[s];
+      if (p.splits == 1) o[orow + d] = Out(O * inv);
+      else part_o[prow * uint(D) + d] = O;
+    }
+    if (p.splits > 1 && tid == 0) {
+      part_ml[prow * 2] = M;
+      part_ml[prow * 2 + 1] = L;
+    }
+    // tg_o is rewritten for the next row.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+// attn_decode_rows with R = the smallest of 1, 2, 4, 8 that holds the chunk's nr rows (uniform).
+template <typename T, typename Out, int KV, int D, bool MASKED>
+inline void attn_decode_chunk(
+    device const T* q, device const typename attn_kv_storage<T, KV>::type* k,
+    device const typename attn_kv_storage<T, KV>::type* v, device const uchar* k_scales,
+    device const uchar* v_scales, device const uchar* mask, device Out* o, device float* part_o,
+    device float* part_ml, constant AttentionKernelParams& p, device const float* sinks, uint3 group, ushort tid,
+    ushort sg, ushort lane, int nr, threadgroup float* tg_m, threadgroup float* tg_l, threadgroup float* tg_o,
+    threadgroup const float* table) {
+  static_assert(ATTN_DECODE_ROWS == 8, "row counts 1, 2, 4, 8");
+  if (nr == 1) {
+    attn_decode_rows<T, Out, KV, D, 1, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else if (nr <= 2) {
+    attn_decode_rows<T, Out, KV, D, 2, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else if (nr <= 4) {
+    attn_decode_rows<T, Out, KV, D, 4, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else {
+    attn_decode_rows<T, Out, KV, D, 8, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  }
+}
+
+#endif  // __METAL_VERSION__
+
+#endif  // MTO_SHADERS_ATTENTION_DECODE_H
