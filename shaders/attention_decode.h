@@ -109,9 +109,17 @@ inline void attn_decode_rows(
         s += bias;
       }
       if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
-      const float m_new = attn_max_nan(m[r], s);  // NaN from now on: factor, pr, l and O are NaN
-      const float factor = exp2(m[r] - m_new);  // m = -inf: 0
-      const float pr = exp2(s - m_new);
+      // factor = 2^(m - m_new) and pr = 2^(s - m_new) with one exp2: one of the two exponents is
+      // m_new - m_new, which float arithmetic makes 0 (the power 1), or NaN when m_new is +inf or
+      // NaN; 1 + (m_new - m_new) is that power without a call, bit for bit. So a NaN score (m_new
+      // NaN: everything NaN from now on), +inf (pr NaN) and the first key (m = -inf: factor 0)
+      // come out as two exp2 calls would make them.
+      const bool up = s > m[r] || isnan(s);  // attn_max_nan(m, s) is s
+      const float m_new = up ? s : m[r];
+      const float e = exp2(up ? m[r] - s : s - m[r]);
+      const float one = 1.0f + (m_new - m_new);
+      const float factor = up ? e : one;
+      const float pr = up ? one : e;
       l[r] = l[r] * factor + pr;
       for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
       m[r] = m_new;
