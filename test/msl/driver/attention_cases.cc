@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "attention_case.h"
 #include "attention_params.h"
@@ -364,6 +365,12 @@ CaseResult plan_rules() {
                              {80, 8, ATTN_SPLIT_MIN_KEYS - 1, 1, ATTN_SPLIT_MIN_KEYS - 1},
                              {80, 8, 300, 34, 9},  // 300 / 8 = 37 splits of 9 keys: 34 hold keys
                              {8, 64, 4096, 8, 512}};
+  // The profile the Metal host builds from MTLDevice.architecture.name: its device class letter.
+  const std::pair<const char*, int> classes[] = {
+      {"applegpu_g16p", 4}, {"applegpu_g15g", 8}, {"applegpu_g15s", 38}, {"applegpu_g14d", 80}, {"", 8}};
+  for (const auto& c : classes)
+    if (mto::device_profile(c.first).gpu_cores != c.second)
+      return fail(std::string("device_profile(\"") + c.first + "\") should have " + std::to_string(c.second) + " cores");
   for (const SplitRule& sr : rules) {
     const auto pr = plan::plan_attention(params(4 * sr.Hkv, sr.Hkv, 1, sr.Lk, 128), DType::Float16, DType::Float16,
                                          false, Format::MXFP8_E4M3, DType::Bool, st, mto::DeviceProfile{sr.cores, 0});
