@@ -4,8 +4,8 @@
 // its GQA group (a chunk) and one split of the keys (grid z; the plan sizes the split by the GPU's
 // cores, DeviceProfile). Each K/V element is read from device memory once per chunk, for every
 // query head that shares it. The four SIMD-groups take keys round robin; lane l holds features
-// l, l + 32, ... of every row (q, the output accumulator) and of the current key and value, so a
-// score is one simd_sum, and the online softmax runs per key, uniform across the SIMD-group (the
+// l E .. l E + E - 1 (E = D / 32; every 32nd for D = 80) of every row (q, the output accumulator)
+// and of the current key and value, so a score is one simd_sum, and the online softmax runs per key, uniform across the SIMD-group (the
 // shape of MLX's sdpa_vector). The SIMD-groups' (m, l, O) are merged through threadgroup memory at
 // the end; with more than one split each split stores its (m, l, O) for attention_merge.
 //
@@ -15,10 +15,11 @@
 //     and every accumulator index is a compile-time constant;
 //   - whether a mask is read is a template parameter too, so the loop without one has no mask code;
 //     the causal limit of each row is computed once, not per key;
+//   - a lane's features of a key or value come in one wide load (2 or 4 elements, two of 4 for
+//     D = 256; element by element for D = 96 and 80);
 //   - mxfp8 codes decode through a table of the 256 element values in threadgroup memory, filled
 //     once per threadgroup by mx_formats.h's decoder (so the values are the cpu backend's bit for
-//     bit), and each block's E8M0 scale is read once per key and feature step: with blocks of 32
-//     along D and lane l at feature l + 32 e, step e is exactly block e.
+//     bit), and a lane's features share one E8M0 block scale (E = 2, 4, 8 divide 32).
 // NaN: attention.metal's header (the decode kernels let NaN flow through float arithmetic).
 #ifndef MTO_SHADERS_ATTENTION_DECODE_H
 #define MTO_SHADERS_ATTENTION_DECODE_H
@@ -32,22 +33,81 @@
 #define ATTN_DECODE_COST(T, KV, R, E, MASKED) \
   MTO_COST_LOOP(64 * int(MASKED) + 16 * (KV) + (R), 2 * (E), 2 * (E) * (int(sizeof(typename attn_kv_storage<T, KV>::type)) + ((KV) == ATTN_KV_DENSE ? 0 : 1)))
 
-// Feature d = lane + 32 e of K/V row `row` as float: dense, or mxfp8 through the table with the
-// scale of block e (D % 32 == 0 for mxfp8: plan_attention refuses other head dims). A struct per
-// storage, as MSL 3.1 (C++14) has no if constexpr.
+// The feature lane `lane` holds at step e: E consecutive features per lane when D is a multiple
+// of 32 (so a lane reads its part of a key or value in one wide load, as MLX's sdpa_vector
+// does), else (D = 80) every 32nd, with the last step partly past D.
+template <int D>
+inline uint attn_decode_feature(ushort lane, int e) {
+  constexpr int E = (D + 31) / 32;
+  return D % 32 == 0 ? uint(lane) * uint(E) + uint(e) : uint(lane) + 32u * uint(e);
+}
+
+// E consecutive elements from p as O (float values, or uint codes): one load of 2 or 4 elements (two for 8), element by
+// element otherwise (3: D = 96). p is aligned to E elements (row * D + lane * E).
+template <typename S, int E, typename O>
+struct attn_decode_run {
+  static void at(device const S* p, thread O* out) {
+    for (int e = 0; e < E; ++e) out[e] = O(p[e]);
+  }
+};
+template <typename S, typename O>
+struct attn_decode_run<S, 2, O> {
+  static void at(device const S* p, thread O* out) {
+    const vec<S, 2> w = *(device const vec<S, 2>*)p;
+    out[0] = O(w.x);
+    out[1] = O(w.y);
+  }
+};
+template <typename S, typename O>
+struct attn_decode_run<S, 4, O> {
+  static void at(device const S* p, thread O* out) {
+    const vec<S, 4> w = *(device const vec<S, 4>*)p;
+    out[0] = O(w.x);
+    out[1] = O(w.y);
+    out[2] = O(w.z);
+    out[3] = O(w.w);
+  }
+};
+template <typename S, typename O>
+struct attn_decode_run<S, 8, O> {
+  static void at(device const S* p, thread O* out) {
+    attn_decode_run<S, 4, O>::at(p, out);
+    attn_decode_run<S, 4, O>::at(p + 4, out + 4);
+  }
+};
+
+// This lane's E features of K/V row `row` as float: dense, or mxfp8 codes through the table times
+// their block's E8M0 scale (D % 32 == 0 for mxfp8: plan_attention refuses other head dims; for
+// E = 2, 4, 8 a lane's features share one block, read once). A struct per storage, as MSL 3.1
+// (C++14) has no if constexpr.
 template <int KV, int D>
 struct attn_decode_kv {
-  static float at(device const uchar* src, device const uchar* scales, ulong row, uint d, int e,
-                  threadgroup const float* table) {
-    const float s = mto_decode_e8m0(uint(scales[row * uint(D / 32) + uint(e)]));
-    return table[src[row * uint(D) + d]] * s;
+  static void at(device const uchar* src, device const uchar* scales, ulong row, ushort lane,
+                 threadgroup const float* table, thread float* out) {
+    constexpr int E = D / 32;
+    uint code[E];
+    attn_decode_run<uchar, E, uint>::at(src + row * uint(D) + uint(lane) * uint(E), code);
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) * uint(E) + uint(e);
+      const float s = mto_decode_e8m0(uint(scales[row * uint(D / 32) + d / 32u]));
+      out[e] = table[code[e]] * s;
+    }
   }
 };
 template <int D>
 struct attn_decode_kv<ATTN_KV_DENSE, D> {
   template <typename T>
-  static float at(device const T* src, device const uchar*, ulong row, uint d, int, threadgroup const float*) {
-    return float(src[row * uint(D) + d]);
+  static void at(device const T* src, device const uchar*, ulong row, ushort lane, threadgroup const float*,
+                 thread float* out) {
+    constexpr int E = (D + 31) / 32;
+    if (D % 32 == 0) {
+      attn_decode_run<T, E, float>::at(src + row * uint(D) + uint(lane) * uint(E), out);
+    } else {
+      for (int e = 0; e < E; ++e) {
+        const uint d = attn_decode_feature<D>(lane, e);
+        out[e] = d < uint(D) ? float(src[row * uint(D) + d]) : 0.0f;
+      }
+    }
   }
 };
 
@@ -79,7 +139,7 @@ inline void attn_decode_rows(
     jlast[r] = p.causal ? qi[r] + p.Lk - p.Lq : p.Lk - 1;  // the last key the row may see
     const device T* qrow = q + (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
     for (int e = 0; e < E; ++e) {
-      const uint d = uint(lane) + 32u * uint(e);
+      const uint d = attn_decode_feature<D>(lane, e);
       qr[r][e] = (D % 32 == 0 || d < uint(D)) ? float(qrow[d]) * p.scale_log2 : 0.0f;
       acc[r][e] = 0.0f;
     }
@@ -91,12 +151,8 @@ inline void attn_decode_rows(
   for (int j = j0 + int(sg); j < j1; j += NSG) {
     ATTN_DECODE_COST(T, KV, R, E, MASKED);
     float kr[E], vr[E];
-    for (int e = 0; e < E; ++e) {
-      const uint d = uint(lane) + 32u * uint(e);
-      const bool in = D % 32 == 0 || d < uint(D);
-      kr[e] = in ? attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), d, e, table) : 0.0f;
-      vr[e] = in ? attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), d, e, table) : 0.0f;
-    }
+    attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), lane, table, kr);
+    attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
     for (int r = 0; r < R; ++r) {
       if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
       float partial = 0.0f;
@@ -136,7 +192,7 @@ inline void attn_decode_rows(
   for (int r = 0; r < R; ++r) {
     if (r >= nr) break;
     for (int e = 0; e < E; ++e) {
-      const uint d = uint(lane) + 32u * uint(e);
+      const uint d = attn_decode_feature<D>(lane, e);
       if (D % 32 == 0 || d < uint(D)) tg_o[uint(sg) * uint(D) + d] = acc[r][e];
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
