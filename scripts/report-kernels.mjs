@@ -70,16 +70,19 @@ function targets() {
       });
     }
   }
-  const rows = define('attention_params.h', 'ATTN_DECODE_ROWS');
-  for (const [kv, tag, arg] of [['dense', 0, 'ATTN_KV_DENSE'], ['mxfp8', 1, 'ATTN_KV_MXFP8_E4M3']]) {
-    out.push({
-      id: `attention_decode_f16_${kv}_d128`, fn: 'attention_decode', family: 'attention decode', file: 'shaders/attention.metal',
-      drop: /^MTO_ATTN_DTYPE\(/, tag,
-      instance: `MTO_KERNEL_INSTANCE("attention_decode_f16_${kv}_d128", attention_decode, half, half, ${arg}, 128)`,
-      shapes: [['attention', 'f16', kv, 1, 32, 8, 1, 4096, 128], ['attention', 'f16', kv, 1, 32, 32, 1, 1024, 128]],
-      rows,  // query rows whose code the key loop holds (attention_params.h: ATTN_DECODE_ROWS)
-      mlx: 'sdpa_vector_f16_d128',
-    });
+  // The decode key loop (shaders/attention_decode.h) tagged 64 * masked + 16 * KV + rows: one query row (no GQA,
+  // MLX's sdpa_vector case) and four (GQA 4, the first reference shape), without a mask.
+  for (const [kv, KV, arg] of [['dense', 0, 'ATTN_KV_DENSE'], ['mxfp8', 1, 'ATTN_KV_MXFP8_E4M3']]) {
+    for (const rows of kv === 'dense' ? [1, 4] : [1]) {
+      out.push({
+        id: `attention_decode_f16_${kv}_d128${rows === 1 ? '' : `_r${rows}`}`, fn: 'attention_decode', family: 'attention decode',
+        file: 'shaders/attention.metal', drop: /^MTO_ATTN_DTYPE\(/, tag: 16 * KV + rows,
+        instance: `MTO_KERNEL_INSTANCE("attention_decode_f16_${kv}_d128", attention_decode, half, half, ${arg}, 128)`,
+        shapes: [['attention', 'f16', kv, 1, 32, 8, 1, 4096, 128], ['attention', 'f16', kv, 1, 32, 32, 1, 1024, 128]],
+        rows,
+        mlx: 'sdpa_vector_f16_d128',
+      });
+    }
   }
   return out;
 }
@@ -129,7 +132,19 @@ export function measure() {
   try {
     const ts = targets();
     const shapes = [...new Map(ts.flatMap((t) => t.shapes).map((s) => [s.join(' '), s])).values()];
-    const planned = new Map(plans(shapes, dir).map((p, i) => [shapes[i].join(' '), p]));
+    // Every shape planned for every profile (the core count is the last argument).
+    const runs = shapes.flatMap((sh) => profiles.map((c) => [...sh, c]));
+    const planned = new Map(plans(runs, dir).map((p, i) => [runs[i].join(' '), p]));
+    // A shape's passes, each with its threadgroups per profile (null where a profile does not run
+    // that pass).
+    const passesOf = (sh) => {
+      const byProfile = profiles.map((c) => planned.get([...sh, c].join(' ')).passes);
+      const most = byProfile.reduce((a, b) => (b.length > a.length ? b : a));
+      return most.map((p, i) => ({
+        library: p.library, kernel: p.kernel, threads: p.threads,
+        threadgroups: Object.fromEntries(profiles.map((c, j) => [String(c), byProfile[j][i]?.kernel === p.kernel ? byProfile[j][i].threadgroups : null])),
+      }));
+    };
     const kernels = ts.map((t) => {
       // The library's own functions (the kernel, or a helper the compiler kept out of line), not
       // the harness binder that holds an inlined copy of the kernel.
@@ -143,7 +158,7 @@ export function measure() {
         kernel: t.id, family: t.family, mlx: t.mlx,
         loop: { ...l, rows: t.rows, perElement: round(l.perElement), bytesPerElement: round(l.bytes / l.elements) },
         threadgroupBytes: tg.length ? tg[0] : 0,
-        shapes: t.shapes.map((s) => ({ shape: shapeKey(s), passes: planned.get(s.join(' ')).passes })),
+        shapes: t.shapes.map((s) => ({ shape: shapeKey(s), passes: passesOf(s) })),
       };
     });
     const version = execFileSync(cxx, ['--version'], { encoding: 'utf8' }).split('\n')[0];
@@ -198,9 +213,10 @@ export function markdown(r) {
   }
   lines.push('', '## Parallelism', '',
     'Threadgroups per pass for reference shapes, and per GPU core on GPUs of ' + profiles.join(', ') + ' cores. Ours',
-    'from the dispatch plans (native/core/dispatch_plan.cc, the same for every GPU: no plan reads a',
-    'core count yet; the same for every weight format); MLX\'s from its host code, which picks the',
-    'sdpa kernel and its block count by device class (– where a profile does not run that pass).',
+    'from the dispatch plans (native/core/dispatch_plan.cc) given each core count as their',
+    'DeviceProfile (the decode GEMV reads none; the attention decode sizes its key split by it; the',
+    'same for every weight format); MLX\'s from its host code, which picks the sdpa kernel and its',
+    'block count by device class (– where a profile does not run that pass).',
     '',
     '| shape | kernel | threads / threadgroup | threadgroups (' + profiles.join(' / ') + ') | per core (' + profiles.join(' / ') + ') |',
     '|---|---|---:|---:|---:|');
@@ -209,33 +225,42 @@ export function markdown(r) {
     for (const s of k.shapes) {
       if (seen.has(`${k.family} ${s.shape}`)) continue;
       seen.add(`${k.family} ${s.shape}`);
-      for (const p of s.passes) {
-        const per = profiles.map((c) => round(p.threadgroups / c, 1)).join(' / ');
-        lines.push(`| ${s.shape} | \`${p.kernel}\` | ${p.threads} | ${p.threadgroups} | ${per} |`);
-      }
-      for (const p of r.mlx.parallelism[s.shape] ?? []) {
+      const perProfile = (name, p) => {
         const groups = profiles.map((c) => p.threadgroups[String(c)]);
         const per = groups.map((g, i) => (g === null ? '–' : String(round(g / profiles[i], 1)))).join(' / ');
-        lines.push(`| ${s.shape} | MLX \`${p.kernel}\` | ${p.threads} | ${groups.map(dash).join(' / ')} | ${per} |`);
-      }
+        // One number where every profile launches the same.
+        const all = new Set(groups).size === 1 ? String(groups[0]) : groups.map(dash).join(' / ');
+        lines.push(`| ${s.shape} | ${name} | ${p.threads} | ${all} | ${per} |`);
+      };
+      for (const p of s.passes) perProfile(`\`${p.kernel}\``, p);
+      for (const p of r.mlx.parallelism[s.shape] ?? []) perProfile(`MLX \`${p.kernel}\``, p);
     }
   }
   // What the tables say, from their own numbers.
   const of = (id) => r.kernels.find((k) => k.kernel === id);
   const gemv = ['mxfp4', 'mxfp8', 'affine4'].map((f) => of(`qlinear_decode_${f}_f16`));
   const att = of('attention_decode_f16_dense_d128');
-  const attPerRow = round(att.loop.insns / (att.loop.elements * att.loop.rows));
-  const ours = [...new Set(att.shapes.map((sh) => sh.passes[0].threadgroups))];
-  const theirs = att.shapes.flatMap((sh) => (r.mlx.parallelism[sh.shape] ?? []).filter((p) => p.threads < 1024 || p.kernel === 'sdpa_vector')
-    .flatMap((p) => profiles.slice(1).map((c) => p.threadgroups[String(c)]))).filter((g) => g !== null && g !== undefined);
+  const att4 = of('attention_decode_f16_dense_d128_r4');
+  const attMx = of('attention_decode_f16_mxfp8_d128');
+  const perRow = (k) => round(k.loop.insns / (k.loop.elements * k.loop.rows));
+  // The first pass of ours against MLX's first pass (sdpa_vector or sdpa_vector_2pass_1), shape by
+  // shape and profile by profile.
+  const first = (sh, c) => Math.max(...(r.mlx.parallelism[sh.shape] ?? []).filter((p) => p.kernel !== 'sdpa_vector_2pass_2')
+    .map((p) => p.threadgroups[String(c)] ?? 0));
+  const versus = att.shapes.map((sh) => `${sh.shape}: ${profiles.map((c) => sh.passes[0].threadgroups[String(c)]).join(' / ')} against ` +
+    `${profiles.map((c) => first(sh, c)).join(' / ')}`);
+  const behind = att.shapes.flatMap((sh) => profiles.filter((c) => sh.passes[0].threadgroups[String(c)] < first(sh, c)).map((c) => `${sh.shape} on ${c} cores`));
   lines.push('', '## Reading', '',
     `- Decode GEMV, float16 x: ${gemv.map((k) => `${k.kernel.split('_')[2]} ${k.loop.perElement}`).join(', ')} instructions`,
     `  per weight element against MLX's ${gemv.map((k) => r.mlx.kernels[k.mlx].loop.perElement).join(', ')}; the same threadgroups as`,
     '  qmv_fast for one row of x (2 SIMD-groups of 4 weight rows each).',
-    `- Attention decode: the key loop holds the code of ${att.loop.rows} query rows (ATTN_DECODE_ROWS), ${attPerRow}`,
-    `  instructions per K/V element and row against sdpa_vector's ${r.mlx.kernels[att.mlx].loop.perElement} for its one row, and`,
-    `  its first pass launches ${ours.join(' or ')} threadgroups where MLX's launches ${Math.min(...theirs)} to ${Math.max(...theirs)} on the`,
-    `  ${profiles.slice(1).join('- and ')}-core profiles: no plan reads the GPU's core count yet (issue #27, attention decode).`);
+    `- Attention decode, the key loop without a mask: ${perRow(att)} instructions per K/V element for one query row`,
+    `  (mxfp8 K/V ${perRow(attMx)}) against sdpa_vector's ${r.mlx.kernels[att.mlx].loop.perElement}; ${perRow(att4)} per element and row for four rows (GQA 4:`,
+    '  each K/V element read once for the four), and',
+    `  its first pass launches on the ${profiles.join(' / ')}-core profiles (threadgroups of 4 SIMD-groups, where`,
+    '  MLX\'s 2pass_1 has one SIMD-group per query row; ours against MLX\'s first pass):',
+    ...versus.map((v) => `  ${v};`),
+    behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.');
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }

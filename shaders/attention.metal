@@ -4,15 +4,12 @@
 // partial results stay float32. Semantics, slots and tile sizes: attention_params.h; which kernel
 // runs with which grid: native/core/dispatch_plan.cc (plan_attention).
 //
-//   attention_decode (Lq <= 8, token generation) is bound by memory bandwidth. A threadgroup owns
-//   one kv head and up to 8 query rows of its GQA group (all of them for G * Lq <= 8), so each K/V
-//   element is read from device memory once for every query head that shares it. Its four
-//   SIMD-groups take keys round robin; lane l holds features l, l + 32, ... of every row (q, the
-//   output accumulator) and of the current key and value, so a score is a simd_sum and the online
-//   softmax runs per key, uniform across the SIMD-group (the shape of MLX's sdpa_vector, with the
-//   GQA rows sharing each K/V read). The SIMD-groups' (m, l, O) are merged through threadgroup
-//   memory at the end. For long Lk with few threadgroups the plan splits the keys: each split
-//   writes its (m, l, O) and attention_merge combines them (flash-decoding).
+//   attention_decode (Lq <= 8, token generation; attention_decode.h) is bound by memory
+//   bandwidth: a threadgroup owns one kv head, up to 8 query rows of its GQA group and one split
+//   of the keys, its SIMD-groups take keys round robin (the shape of MLX's sdpa_vector). With more
+//   than one split (the plan sizes it by the GPU's cores: DeviceProfile) each split writes its
+//   (m, l, O) and attention_merge combines them, one threadgroup per query row (flash-decoding;
+//   MLX's sdpa_vector_2pass).
 //   attention_prefill (Lq > 8) is bound by arithmetic: a threadgroup owns 16 query rows of one
 //   query head, each SIMD-group an 8-row strip held as D/8 simdgroup_matrix 8x8 accumulators. Per
 //   16-key tile: K staged in threadgroup memory, S = Q K^T with simdgroup matrices, the online
@@ -31,14 +28,13 @@
 #include <metal_stdlib>
 
 #include "attention_common.h"
+#include "attention_decode.h"
 
 using namespace metal;
 
-// ---- decode -------------------------------------------------------------------------------------
-// The key loop the kernel cost report measures (kernel_abi.h): per key a lane reads E elements of
-// K and of V (and for mxfp8 one scale byte with each element).
-#define ATTN_DECODE_COST(T, KV, E) \
-  MTO_COST_LOOP(KV, 2 * (E), 2 * (E) * (int(sizeof(typename attn_kv_storage<T, KV>::type)) + ((KV) == ATTN_KV_DENSE ? 0 : 1)))
+// ---- decode (attention_decode.h) and the split decode's merge --------------------------------
+// The threadgroup memory of attention_decode.h's work: the SIMD-groups' (m, l, O) and, for mxfp8
+// K/V, the decode table (filled here, before any key is read).
 template <typename T, typename Out, int KV, int D>
 [[kernel]] void attention_decode(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
@@ -56,108 +52,32 @@ template <typename T, typename Out, int KV, int D>
     ushort tid [[thread_index_in_threadgroup]],
     ushort sg [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
-  constexpr int ROWS = ATTN_DECODE_ROWS;
   constexpr int NSG = ATTN_DECODE_SIMDGROUPS;
-  constexpr int E = (D + 31) / 32;  // features per lane
-  threadgroup float tg_m[NSG][ROWS];
-  threadgroup float tg_l[NSG][ROWS];
-  threadgroup float tg_o[NSG][D];
-
-  const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
-  const uint chunk = group.y, split = group.z;
-  const int r0 = int(chunk) * ROWS;
-  const int nr = min(ROWS, p.rows - r0);  // rows of this threadgroup (uniform)
-  const int j0 = int(split) * p.split_len;
-  const int j1 = min(p.Lk, j0 + p.split_len);
-  const float ninf = attn_neg_inf();
-
-  float qr[ROWS][E], acc[ROWS][E], m[ROWS], l[ROWS];
-  uint head[ROWS];
-  int qi[ROWS];
-  for (int r = 0; r < ROWS; ++r) {
-    const int row = r0 + min(r, nr - 1);  // rows past nr repeat the last one and are never stored
-    head[r] = kvh * uint(p.G) + uint(row / p.Lq);
-    qi[r] = row % p.Lq;
-    const device T* qrow = q + (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
-    for (int e = 0; e < E; ++e) {
-      const uint d = uint(lane) + 32u * uint(e);
-      qr[r][e] = d < uint(D) ? float(qrow[d]) * p.scale_log2 : 0.0f;
-      acc[r][e] = 0.0f;
-    }
-    m[r] = ninf;
-    l[r] = 0.0f;
-  }
-
-  const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
-  for (int j = j0 + int(sg); j < j1; j += NSG) {
-    ATTN_DECODE_COST(T, KV, E);
-    float kr[E], vr[E];
-    for (int e = 0; e < E; ++e) {
-      const uint d = uint(lane) + 32u * uint(e);
-      kr[e] = d < uint(D) ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
-      vr[e] = d < uint(D) ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), d, uint(D)) : 0.0f;
-    }
-    for (int r = 0; r < ROWS; ++r) {
-      if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
-      float partial = 0.0f;
-      for (int e = 0; e < E; ++e) partial += qr[r][e] * kr[e];
-      float s = simd_sum(partial);
-      float bias;
-      if (!attn_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
-      s += bias;
-      if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
-      const float m_new = attn_max_nan(m[r], s);  // NaN from now on: factor, pr, l and O are NaN
-      const float factor = exp2(m[r] - m_new);  // m = -inf: 0
-      const float pr = exp2(s - m_new);
-      l[r] = l[r] * factor + pr;
-      for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
-      m[r] = m_new;
-    }
-  }
-
-  // Merge the SIMD-groups' (m, l, O) row by row.
-  if (lane == 0) {
-    for (int r = 0; r < ROWS; ++r) {
-      tg_m[sg][r] = m[r];
-      tg_l[sg][r] = l[r];
-    }
-  }
-  for (int r = 0; r < ROWS; ++r) {
-    if (r >= nr) break;
-    for (int e = 0; e < E; ++e) {
-      const uint d = uint(lane) + 32u * uint(e);
-      if (d < uint(D)) tg_o[sg][d] = acc[r][e];
-    }
+  threadgroup float tg_m[NSG * ATTN_DECODE_ROWS];
+  threadgroup float tg_l[NSG * ATTN_DECODE_ROWS];
+  threadgroup float tg_o[NSG * D];
+  threadgroup float table[KV == ATTN_KV_DENSE ? 1 : 256];  // the mxfp8 decode table
+  if (KV != ATTN_KV_DENSE) {
+    const int elem = KV == ATTN_KV_MXFP8_E4M3 ? MTO_ELEM_FP8_E4M3 : MTO_ELEM_FP8_E5M2;
+    for (uint c = tid; c < 256u; c += 32u * NSG) table[c] = mto_decode_element(elem, c);
     threadgroup_barrier(mem_flags::mem_threadgroup);
-    float M = ninf;
-    for (int s = 0; s < NSG; ++s) M = attn_max_nan(M, tg_m[s][r]);
-    float f[NSG];
-    float L = 0.0f;
-    for (int s = 0; s < NSG; ++s) {
-      f[s] = tg_m[s][r] == ninf ? 0.0f : exp2(tg_m[s][r] - M);
-      L += tg_l[s][r] * f[s];
-    }
-    const ulong prow = ((ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) + split) * ROWS + uint(r);
-    const ulong orow = (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
-    // One pass: o = O / L (with the sink), L = 0: saw no key, zeros; NaN stays. Split: the merge.
-    const float inv = p.splits == 1 ? attn_out_scale(p, sinks, head[r], M, L) : 0.0f;
-    for (uint d = tid; d < uint(D); d += 32u * NSG) {
-      float O = 0.0f;
-      for (int s = 0; s < NSG; ++s) O += tg_o[s][d] * f[s];
-      if (p.splits == 1) o[orow + d] = Out(O * inv);
-      else part_o[prow * uint(D) + d] = O;
-    }
-    if (p.splits > 1 && tid == 0) {
-      part_ml[prow * 2] = M;
-      part_ml[prow * 2 + 1] = L;
-    }
-    // tg_o is rewritten for the next row.
-    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+  const int nr = min(ATTN_DECODE_ROWS, p.rows - int(group.y) * ATTN_DECODE_ROWS);  // uniform
+  if (p.mask_kind == ATTN_MASK_NONE) {
+    attn_decode_chunk<T, Out, KV, D, false>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                            tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else {
+    attn_decode_chunk<T, Out, KV, D, true>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                           tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
   }
 }
 
 // Second pass of a split decode: o = sum_s O_s 2^(m_s - M) / sum_s l_s 2^(m_s - M), from the
-// float32 partials, rounded to Out once.
+// float32 partials, rounded to Out once. A threadgroup owns one query row (grid z: the row within
+// its chunk), so the merge has as many threadgroups as the rows being decoded. Each split's factor
+// 2^(m_s - M) is computed once into threadgroup memory rather than once per feature; a split that
+// saw no key (m_s = -inf, its O and l are 0) gets -0 there and is skipped, while a factor that
+// underflowed to +0 still multiplies its O (0 * NaN = NaN, as the cpu backend computes it).
 template <typename Out>
 [[kernel]] void attention_merge(
     device const float* part_o [[buffer(ATTN_BUFFER_PARTIAL_O)]],
@@ -168,36 +88,36 @@ template <typename Out>
     uint3 group [[threadgroup_position_in_grid]],
     ushort tid [[thread_index_in_threadgroup]]) {
   constexpr int ROWS = ATTN_DECODE_ROWS;
+  threadgroup float tg_f[ATTN_MAX_SPLITS];
   const uint D = uint(p.D);
   const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
   const uint chunk = group.y;
-  const int r0 = int(chunk) * ROWS;
-  const int nr = min(ROWS, p.rows - r0);
+  const int r = int(group.z);
+  const int row = int(chunk) * ROWS + r;
+  if (row >= p.rows) return;  // the last chunk's missing rows (uniform over the threadgroup)
   const float ninf = attn_neg_inf();
-  const ulong base = (ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits);  // split 0's row 0
-  for (int r = 0; r < nr; ++r) {
-    const int row = r0 + r;
-    const uint head = kvh * uint(p.G) + uint(row / p.Lq);
-    const uint i = uint(row % p.Lq);
-    float M = ninf;
-    for (int s = 0; s < p.splits; ++s) M = attn_max_nan(M, part_ml[((base + uint(s)) * ROWS + uint(r)) * 2]);
-    float L = 0.0f;
-    for (int s = 0; s < p.splits; ++s) {
-      const ulong pr = (base + uint(s)) * ROWS + uint(r);
-      const float ms = part_ml[pr * 2];
-      L += ms == ninf ? 0.0f : part_ml[pr * 2 + 1] * exp2(ms - M);
-    }
-    const ulong orow = (ulong(b * uint(p.Hq) + head) * uint(p.Lq) + i) * D;
-    const float inv = attn_out_scale(p, sinks, head, M, L);  // the sink, once per row
-    for (uint d = tid; d < D; d += ATTN_MERGE_THREADS) {
-      float O = 0.0f;
-      for (int s = 0; s < p.splits; ++s) {
-        const ulong pr = (base + uint(s)) * ROWS + uint(r);
-        const float ms = part_ml[pr * 2];
-        if (ms != ninf) O += part_o[pr * D + d] * exp2(ms - M);
-      }
-      o[orow + d] = Out(O * inv);
-    }
+  // Partial row of split s: (split 0's row 0 of this chunk) + s * ROWS + r.
+  const ulong first = (ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) * ROWS + uint(r);
+  const uint head = kvh * uint(p.G) + uint(row / p.Lq);
+  const uint i = uint(row % p.Lq);
+  // Every thread finds M itself (the same loads, the same order): no barrier before the factors.
+  float M = ninf;
+  for (int s = 0; s < p.splits; ++s) M = attn_max_nan(M, part_ml[(first + uint(s) * ROWS) * 2]);
+  for (int s = int(tid); s < p.splits; s += ATTN_MERGE_THREADS) {
+    const float ms = part_ml[(first + uint(s) * ROWS) * 2];
+    tg_f[s] = ms == ninf ? -0.0f : exp2(ms - M);
+  }
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  float L = 0.0f;
+  for (int s = 0; s < p.splits; ++s)
+    if (!attn_hidden_p(tg_f[s])) L += part_ml[(first + uint(s) * ROWS) * 2 + 1] * tg_f[s];
+  const ulong orow = (ulong(b * uint(p.Hq) + head) * uint(p.Lq) + i) * D;
+  const float inv = attn_out_scale(p, sinks, head, M, L);  // the sink, once per row
+  for (uint d = tid; d < D; d += ATTN_MERGE_THREADS) {
+    float O = 0.0f;
+    for (int s = 0; s < p.splits; ++s)
+      if (!attn_hidden_p(tg_f[s])) O += part_o[(first + uint(s) * ROWS) * D + d] * tg_f[s];
+    o[orow + d] = Out(O * inv);
   }
 }
 

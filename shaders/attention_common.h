@@ -44,14 +44,12 @@ inline float attn_kv_load(device const S* src, device const uchar* scales, ulong
   return mto_decode_element(elem, uint(src[row * D + d])) * s;
 }
 
-// Whether query i of (b, h) may see key j, and the additive mask there (log2 domain). An additive
-// -inf hides the key like a false bool mask (a NaN q.k must not turn it into a NaN score).
-inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* mask, uint b, uint h,
-                         int i, int j, thread float& bias) {
+// Whether the mask (mask_kind not ATTN_MASK_NONE) lets query i of (b, h) see key j, and its
+// additive value there (log2 domain). An additive -inf hides the key like a false bool mask (a NaN
+// q.k must not turn it into a NaN score).
+inline bool attn_mask_visible(constant AttentionKernelParams& p, device const uchar* mask, uint b, uint h,
+                              int i, int j, thread float& bias) {
   bias = 0.0f;
-  if (j >= p.Lk || i >= p.Lq) return false;  // past the keys, or a prefill row past the queries
-  if (p.causal && j > i + p.Lk - p.Lq) return false;
-  if (p.mask_kind == ATTN_MASK_NONE) return true;
   const long idx = long(b) * p.mask_stride[0] + long(h) * p.mask_stride[1] + long(i) * p.mask_stride[2] +
                    long(j) * p.mask_stride[3];
   if (p.mask_kind == ATTN_MASK_BOOL) return mask[idx] != 0;
@@ -61,6 +59,17 @@ inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* 
   else add = float(((device const bfloat*)mask)[idx]);
   bias = add * ATTN_LOG2E;
   return add != attn_neg_inf();
+}
+
+// Whether query i of (b, h) may see key j (in range, causal, the mask), and the additive mask
+// there (log2 domain).
+inline bool attn_visible(constant AttentionKernelParams& p, device const uchar* mask, uint b, uint h,
+                         int i, int j, thread float& bias) {
+  bias = 0.0f;
+  if (j >= p.Lk || i >= p.Lq) return false;  // past the keys, or a prefill row past the queries
+  if (p.causal && j > i + p.Lk - p.Lq) return false;
+  if (p.mask_kind == ATTN_MASK_NONE) return true;
+  return attn_mask_visible(p, mask, b, h, i, j, bias);
 }
 
 // The factor f of o = O f for a row's final (m, l) (log2 domain): 1 / l, or with head h's sink

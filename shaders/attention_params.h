@@ -46,12 +46,14 @@
 #define ATTN_DECODE_MAX_LQ 8
 #define ATTN_DECODE_ROWS 8
 #define ATTN_DECODE_SIMDGROUPS 4
-// A split (second pass merges) is planned when Lk >= ATTN_SPLIT_MIN_KEYS and there are few
-// threadgroups otherwise; each split gets at least ATTN_SPLIT_MIN_KEYS / 2 keys, at most
-// ATTN_MAX_SPLITS splits.
+// A split (second pass merges) is planned when Lk >= ATTN_SPLIT_MIN_KEYS and the device would
+// otherwise get fewer than ATTN_SPLIT_GROUPS_PER_CORE threadgroups per GPU core
+// (DeviceProfile, native/core/capabilities.h); each split gets at least ATTN_SPLIT_MIN_LEN keys,
+// at most ATTN_MAX_SPLITS splits. The merge runs one threadgroup per query row.
 #define ATTN_SPLIT_MIN_KEYS 256
-#define ATTN_MAX_SPLITS 32
-#define ATTN_SPLIT_TARGET_GROUPS 64
+#define ATTN_SPLIT_MIN_LEN 8
+#define ATTN_MAX_SPLITS 128
+#define ATTN_SPLIT_GROUPS_PER_CORE 64
 #define ATTN_MERGE_THREADS 64
 
 // Prefill: a threadgroup owns ATTN_PREFILL_BQ query rows of one query head; each of its

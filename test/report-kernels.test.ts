@@ -34,4 +34,16 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
       for (const s of k.shapes) expect(s.passes.length, `${k.kernel} ${s.shape}`).toBeGreaterThan(0);
     }
   });
+
+  it("plans the attention decode's key split by the GPU's cores: at least MLX's first-pass threadgroups on every profile", () => {
+    const report = JSON.parse(readFileSync(join(root, 'docs', 'kernel-costs.json'), 'utf8'));
+    const att = report.kernels.find((k: { kernel: string }) => k.kernel === 'attention_decode_f16_dense_d128');
+    for (const s of att.shapes) {
+      for (const c of report.profiles) {
+        const mlx = (report.mlx.parallelism[s.shape] as { kernel: string; threadgroups: Record<string, number | null> }[])
+          .filter((p) => p.kernel !== 'sdpa_vector_2pass_2').map((p) => p.threadgroups[String(c)] ?? 0);
+        expect(s.passes[0].threadgroups[String(c)], `${s.shape} on ${c} cores`).toBeGreaterThanOrEqual(Math.max(...mlx));
+      }
+    }
+  });
 });

@@ -53,6 +53,13 @@ bool gpu_has_neural_accelerators(const Capabilities& caps) {
   return architecture_generation(caps.architecture) >= (phone ? 18 : 17);
 }
 
+DeviceProfile device_profile(const std::string& architecture) {
+  DeviceProfile d;
+  const char c = architecture.empty() ? '\0' : architecture.back();
+  d.gpu_cores = c == 'p' ? 4 : c == 's' ? 38 : c == 'd' ? 80 : 8;
+  return d;
+}
+
 std::string gpu_family_name(const Capabilities& caps) {
   if (caps.apple_family <= 0) return "";
   return "apple" + std::to_string(caps.apple_family);

@@ -80,6 +80,21 @@ int architecture_generation(const std::string& arch);
 // ending in 'p': the A18 Pro is applegpu_g17p but family Apple9, without them).
 bool gpu_has_neural_accelerators(const Capabilities& caps);
 
+// What a dispatch plan may know of the GPU it will run on. The split decode sizes its key split by
+// the core count (enough threadgroups to fill every core several times over, as MLX's
+// sdpa_vector_2pass picks its block count by device class).
+struct DeviceProfile {
+  int gpu_cores = 8;         // the GPU's cores; 8 (a base chip, the smallest) when not known
+  int attention_splits = 0;  // 0: from gpu_cores; n > 0: exactly n key splits, even more than Lk
+                             // keys (the harness's edge cases: splits of one key, empty splits)
+};
+
+// The profile of a GPU from its architecture name's last character, the device class MLX reads
+// there (device.cpp): 'p' a phone (4 cores), 'g' a base chip (8), 's' a Pro or Max (38), 'd' an
+// Ultra (80); 8 when unknown. Metal does not report the core count itself; the class is enough to
+// size a split within a factor of two.
+DeviceProfile device_profile(const std::string& architecture);
+
 // "apple10", "apple5"; "" when no Apple family is supported.
 std::string gpu_family_name(const Capabilities& caps);
 

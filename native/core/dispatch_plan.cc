@@ -298,7 +298,7 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
 }
 
 AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv_quantized, Format kv_format,
-                             DType mask_dtype, Tier tier) {
+                             DType mask_dtype, Tier tier, const DeviceProfile& device) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   const char* suffix = dtype_suffix(q);
   if (!suffix) throw Error(code::DType, std::string("the attention kernels take float32, float16 or bfloat16 q, got ") + dtype_name(q));
@@ -409,13 +409,23 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
   const int64_t rows = (p.Hq / p.Hkv) * p.Lq;
   const int64_t chunks = (rows + ATTN_DECODE_ROWS - 1) / ATTN_DECODE_ROWS;
   const int64_t groups = p.B * p.Hkv * chunks;
+  // Split the keys until the device has ATTN_SPLIT_GROUPS_PER_CORE threadgroups per core (a
+  // decode threadgroup is one kv head's memory stream; one per core leaves most of the memory
+  // bandwidth idle), each split keeping at least ATTN_SPLIT_MIN_LEN keys so that the partial result
+  // it writes (D floats per row) stays within the K/V it reads. Short Lk is not split: the merge
+  // pass would cost more than it saves.
   int64_t splits = 1;
-  if (p.Lk >= ATTN_SPLIT_MIN_KEYS && groups < ATTN_SPLIT_TARGET_GROUPS) {
-    splits = std::min<int64_t>({int64_t(ATTN_MAX_SPLITS), p.Lk / (ATTN_SPLIT_MIN_KEYS / 2),
-                                (ATTN_SPLIT_TARGET_GROUPS + groups - 1) / groups});
+  const int64_t target = int64_t(std::max(device.gpu_cores, 1)) * ATTN_SPLIT_GROUPS_PER_CORE;
+  if (device.attention_splits > 0) {
+    splits = std::min<int64_t>(device.attention_splits, ATTN_MAX_SPLITS);
+  } else if (p.Lk >= ATTN_SPLIT_MIN_KEYS && groups < target) {
+    splits = std::min<int64_t>({int64_t(ATTN_MAX_SPLITS), p.Lk / ATTN_SPLIT_MIN_LEN, (target + groups - 1) / groups});
     splits = std::max<int64_t>(splits, 1);
   }
-  const int64_t split_len = splits > 1 ? (p.Lk + splits - 1) / splits : std::max<int64_t>(p.Lk, 1);
+  const int64_t split_len = (p.Lk + splits - 1) / splits;
+  // Rounding split_len up can leave the last splits without keys: they are not launched (a forced
+  // count keeps them, so that the harness proves the merge ignores empty splits).
+  if (device.attention_splits <= 0) splits = (p.Lk + split_len - 1) / split_len;
   check_i32("B * Hkv", p.B * p.Hkv);
   kp.rows = int32_t(rows);
   kp.chunks = int32_t(chunks);
@@ -449,6 +459,7 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     Dispatch m = base(std::string("attention_merge_") + suffix);  // o has q's dtype
     m.threadgroups[0] = uint32_t(p.B * p.Hkv);
     m.threadgroups[1] = uint32_t(chunks);
+    m.threadgroups[2] = uint32_t(std::min<int64_t>(rows, ATTN_DECODE_ROWS));  // one row of the chunk each
     m.threads_per_threadgroup[0] = ATTN_MERGE_THREADS;
     m.buffers = {{ATTN_BUFFER_PARTIAL_O, Arg::PartialO},
                  {ATTN_BUFFER_PARTIAL_ML, Arg::PartialML},

@@ -119,7 +119,8 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
 // mask's dtype when p.mask is set; o of q's dtype (attention's rule, check_attention), written by
 // the last pass in it (float32 softmax and accumulation, one rounding per element; the split
 // decode's partial results are float32). Lq <= 8 runs the decode kernel, as one pass or, for long
-// Lk with few threadgroups, split over the keys plus a merge pass; larger Lq the prefill kernel.
+// Lk with fewer threadgroups than the device's cores can take (DeviceProfile), split over the keys
+// plus a merge pass; larger Lq the prefill kernel.
 // Tier::TensorOps and Tier::TensorOpsMx run prefill with the matmul2d kernel of library
 // "attention_tensorops" (P through threadgroup memory) or "attention_tensorops_mx" (P as a
 // cooperative left input where it can be: macOS 27) and decode with the vector decode kernel. Throws E_SHAPE for head dims
@@ -133,6 +134,6 @@ struct AttentionPlan {
   int splits = 1;
 };
 AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv_quantized, Format kv_format,
-                             DType mask_dtype, Tier tier);
+                             DType mask_dtype, Tier tier, const DeviceProfile& device = {});
 
 }  // namespace mto::plan

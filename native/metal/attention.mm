@@ -20,7 +20,7 @@ bool attention(MetalContext& ctx, const Operand& q, const Operand& k, const Oper
   plan::AttentionPlan plan;
   try {
     plan = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
-      return plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, t);
+      return plan::plan_attention(p, q.dense->dtype, o.dtype, kv_quantized, kv_format, mask_dtype, t, ctx.device);
     });
   } catch (const Error&) {
     return false;  // head dim or dtype without a kernel: the cpu backend runs it

@@ -35,7 +35,8 @@ class MetalBackend final : public Backend {
         stream_(make_batch_encoder(device, caps, choice.tier, residency_), ShaderLibraries::for_device(device, caps),
                 commit_policy(caps.architecture, std::getenv("METAL_TENSOROPS_COMMIT_OPS"),
                               std::getenv("METAL_TENSOROPS_COMMIT_MB"))),
-        ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable()},
+        ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable(),
+             device_profile(caps.architecture)},
         user_kernels_(device) {}
 
   BackendInfo info() const override {

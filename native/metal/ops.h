@@ -18,6 +18,7 @@ struct MetalContext {
   MetalBufferPool& pool;
   Tier tier;
   const UnusableLibraries& unusable;
+  DeviceProfile device;  // what plans that size their grids by the GPU read (plan_attention)
 };
 
 // make(max_threads) within its pipeline's maxTotalThreadsPerThreadgroup on this GPU, for plans

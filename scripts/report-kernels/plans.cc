@@ -2,8 +2,9 @@
 // give the kernel cost report's reference shapes: the same plans the Metal host encodes and the
 // MSL harness runs. Built and run by scripts/report-kernels.mjs on the host; reads nothing.
 //
-// Input (argv): "linear <format> <x dtype> <M> <N> <K>" or "attention <q dtype> <dense|mxfp8> <B> <Hq>
-// <Hkv> <Lq> <Lk> <D>", one shape per argument group, separated by "--". Output: a JSON array, per shape its passes with library,
+// Input (argv): "linear <format> <x dtype> <M> <N> <K> <cores>" or "attention <q dtype> <dense|mxfp8>
+// <B> <Hq> <Hkv> <Lq> <Lk> <D> <cores>", one shape per argument group, separated by "--"; cores is
+// the GPU's core count of the DeviceProfile the plan gets (the linear plans read none). Output: a JSON array, per shape its passes with library,
 // kernel, threadgroups (x * y * z) and threads per threadgroup.
 #include <cstdio>
 #include <cstdlib>
@@ -71,7 +72,8 @@ int main(int argc, char** argv) {
       p.D = num(8);
       p.scale = 1.0f;
       const mto::plan::AttentionPlan plan =
-          mto::plan::plan_attention(p, q, q, a.at(2) == "mxfp8", Format::MXFP8_E4M3, DType::Bool, Tier::Simdgroup);
+          mto::plan::plan_attention(p, q, q, a.at(2) == "mxfp8", Format::MXFP8_E4M3, DType::Bool, Tier::Simdgroup,
+                                    mto::DeviceProfile{int(num(9)), 0});
       for (size_t i = 0; i < plan.passes.size(); ++i) print_pass(plan.passes[i], i + 1 == plan.passes.size());
     }
     std::printf("]}%s", s + 1 == shapes.size() ? "" : ",");

@@ -130,7 +130,8 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     }
     for (const c of cases) expect(c.kernel, c.name).toMatch(c.name.startsWith('attention/decode/') ? /^attention_decode_/ : /^attention_prefill_/);
     expect(cases.some((c) => /\+attention_merge_f32$/.test(c.kernel ?? '')), 'a split decode with its merge pass').toBe(true);
-    for (const tag of ['/f16/', '/bf16/', '/mxfp8/', '/mxfp8_e5m2/', '/causal', '/mask_bool', '/mask_add', '.Hkv1/']) {
+    // '/splits': forced key splits (one key each, more splits than keys) with their merge.
+    for (const tag of ['/f16/', '/bf16/', '/mxfp8/', '/mxfp8_e5m2/', '/causal', '/mask_bool', '/mask_add', '.Hkv1/', '/splits']) {
       expect(cases.some((c) => c.name.includes(tag)), tag).toBe(true);
     }
     expect(Math.max(...cases.map((c) => c.worst_ratio))).toBeLessThanOrEqual(1);

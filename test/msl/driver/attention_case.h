@@ -38,9 +38,13 @@ struct AttnShape {
   // takes most of the weight); 2 as 1 with head 0 NaN, head 1 -inf (no sink) and, when Hq > 2,
   // head 2 +inf (NaN rows).
   int sinks = 0;
+  // Key splits of the decode plan (DeviceProfile::attention_splits): 0 as the plan decides for an
+  // 8-core GPU; n forces n, so that splits of one key and empty splits (n > Lk) are reached.
+  int splits = 0;
 };
 
-// "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]".
+// "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]
+// [/sinks...][/splitsN]".
 std::string attention_case_name(const AttnShape& s, const char* prefix);
 
 // Runs the plan of `tier` for s in the harness (both passes) and compares o, which has q's dtype,

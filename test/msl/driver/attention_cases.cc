@@ -12,8 +12,10 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <utility>
 
 #include "attention_case.h"
+#include "attention_params.h"
 #include "cases.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -71,6 +73,7 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
   }
   if (s.sinks == 1) n += "/sinks";
   if (s.sinks == 2) n += "/sinks_nonfinite";
+  if (s.splits) n += "/splits" + std::to_string(s.splits);
   return n;
 }
 
@@ -245,7 +248,15 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
   // o in the dtype check_attention gives it (q's), written by the kernels as the cpu backend
   // stores it: the float32 result rounded once.
   const mto::plan::AttentionPlan plan = mto::plan::plan_attention(
-      ap, s.dtype, ap.out_dtype, s.kv != KV::Dense, fmt, mask_ptr ? mask.dtype : DType::Bool, tier);
+      ap, s.dtype, ap.out_dtype, s.kv != KV::Dense, fmt, mask_ptr ? mask.dtype : DType::Bool, tier,
+      mto::DeviceProfile{8, s.splits});
+  if (s.splits && plan.splits != s.splits) {
+    CaseResult r;
+    r.op = "attention";
+    r.error_kind = "bad_case";
+    r.message = "the plan did not take the forced split count";
+    return r;
+  }
   const double tol = s.dtype == DType::Float32 ? 2e-5 : 3e-3;
   return run_attention_plan(plan, variant, inputs, ref.size() * mto::dtype_size(ap.out_dtype),
                             [&](const std::map<Arg, Bytes>& out) {
@@ -337,8 +348,42 @@ CaseResult plan_rules() {
     return fail("Lq = 9 should run the prefill kernel, got " + p9.passes[0].kernel);
   const auto ps = plan::plan_attention(params(4, 1, 1, 4096, 128), DType::Float32, DType::Float32, true,
                                        Format::MXFP8_E5M2, DType::Bool, st);
-  if (ps.passes.size() != 2 || ps.passes[1].kernel != "attention_merge_f32" || ps.splits != 32)
-    return fail("a long decode with one threadgroup should split the keys 32 ways and merge");
+  if (ps.passes.size() != 2 || ps.passes[1].kernel != "attention_merge_f32" || ps.splits != ATTN_MAX_SPLITS ||
+      ps.passes[1].threadgroups[2] != 4)
+    return fail("a long decode with one threadgroup should split the keys ATTN_MAX_SPLITS ways and merge each of "
+                "its 4 rows in a threadgroup");
+  // The split follows the GPU's cores: B = 1, Hkv = 8, GQA 4 (8 threadgroups unsplit), Lk = 4096
+  // on 8 cores: 8 * ATTN_SPLIT_GROUPS_PER_CORE / 8 splits; on 38 and 80 cores the ceiling,
+  // ATTN_MAX_SPLITS; a short Lk is not split; the splits stop at ATTN_SPLIT_MIN_LEN keys each.
+  struct SplitRule {
+    int cores;
+    int64_t Hkv, Lk, splits, split_len;
+  };
+  const SplitRule rules[] = {{8, 8, 4096, ATTN_SPLIT_GROUPS_PER_CORE, 4096 / ATTN_SPLIT_GROUPS_PER_CORE},
+                             {38, 8, 4096, ATTN_MAX_SPLITS, 4096 / ATTN_MAX_SPLITS},
+                             {80, 8, 4096, ATTN_MAX_SPLITS, 4096 / ATTN_MAX_SPLITS},
+                             {80, 8, ATTN_SPLIT_MIN_KEYS - 1, 1, ATTN_SPLIT_MIN_KEYS - 1},
+                             {80, 8, 300, 34, 9},  // 300 / 8 = 37 splits of 9 keys: 34 hold keys
+                             {8, 64, 4096, 8, 512}};
+  // The profile the Metal host builds from MTLDevice.architecture.name: its device class letter.
+  const std::pair<const char*, int> classes[] = {
+      {"applegpu_g16p", 4}, {"applegpu_g15g", 8}, {"applegpu_g15s", 38}, {"applegpu_g14d", 80}, {"", 8}};
+  for (const auto& c : classes)
+    if (mto::device_profile(c.first).gpu_cores != c.second)
+      return fail(std::string("device_profile(\"") + c.first + "\") should have " + std::to_string(c.second) + " cores");
+  for (const SplitRule& sr : rules) {
+    const auto pr = plan::plan_attention(params(4 * sr.Hkv, sr.Hkv, 1, sr.Lk, 128), DType::Float16, DType::Float16,
+                                         false, Format::MXFP8_E4M3, DType::Bool, st, mto::DeviceProfile{sr.cores, 0});
+    AttentionKernelParams kp;
+    std::memcpy(&kp, pr.passes[0].params.data(), sizeof kp);
+    const int64_t passes = sr.splits > 1 ? 2 : 1;
+    if (pr.splits != sr.splits || kp.splits != sr.splits || kp.split_len != sr.split_len ||
+        int64_t(pr.passes.size()) != passes || pr.passes[0].threadgroups[2] != uint32_t(sr.splits))
+      return fail("Lk = " + std::to_string(sr.Lk) + ", Hkv = " + std::to_string(sr.Hkv) + " on " +
+                  std::to_string(sr.cores) + " cores: want " + std::to_string(sr.splits) + " splits of " +
+                  std::to_string(sr.split_len) + " keys, got " + std::to_string(kp.splits) + " of " +
+                  std::to_string(kp.split_len));
+  }
   // The merge pass writes o, so it has an instance per output dtype; the split pass writes float32
   // partials either way.
   const auto ph = plan::plan_attention(params(4, 1, 1, 4096, 128), DType::BFloat16, DType::BFloat16, false,
@@ -475,6 +520,17 @@ std::vector<Case> attention_cases() {
   add({1, 4, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 2});  // split
   add({1, 4, 2, 7, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
   add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
+  // Forced key splits (the plan's own counts stop at ATTN_SPLIT_MIN_LEN keys each): splits of one
+  // key; more splits than keys (empty splits, with causal rows that see no key at all); an odd Lk
+  // whose last split is short; the most splits, mxfp8 and float16; NaN and sinks through a split.
+  add({1, 4, 1, 1, 7, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 0, 7});
+  add({1, 4, 1, 7, 5, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 0, 8});
+  add({1, 2, 2, 2, 3, 128, f32, KV::Dense, false, MaskKind::Bool, {}, 0, 0, 5});
+  add({2, 4, 2, 1, 33, 96, f32, KV::Dense, false, MaskKind::Additive, {}, 0, 1, 4});
+  add({1, 8, 1, 1, 129, 128, f16, KV::E4M3, false, MaskKind::None, {}, 0, 0, ATTN_MAX_SPLITS});
+  add({1, 8, 2, 3, 255, 64, bf16, KV::E5M2, true, MaskKind::None, {}, 0, 0, 17});
+  add({2, 2, 2, 1, 33, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv, 0, 33});
+  add({1, 4, 2, 1, 9, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 2, 3});
   return cases;
 }
 

@@ -1,0 +1,254 @@
+// The decode kernel of shaders/attention.metal (attention_decode: Lq <= ATTN_DECODE_MAX_LQ, token
+// generation; the kernel entry, which owns the threadgroup memory, is there, its work here),
+// bound by memory bandwidth. A threadgroup owns one kv head, up to ATTN_DECODE_ROWS query rows of
+// its GQA group (a chunk) and one split of the keys (grid z; the plan sizes the split by the GPU's
+// cores, DeviceProfile). Each K/V element is read from device memory once per chunk, for every
+// query head that shares it. The four SIMD-groups take keys round robin; lane l holds features
+// l E .. l E + E - 1 (E = D / 32; every 32nd for D = 80) of every row (q, the output accumulator)
+// and of the current key and value, so a score is one simd_sum, and the online softmax runs per key, uniform across the SIMD-group (the
+// shape of MLX's sdpa_vector). The SIMD-groups' (m, l, O) are merged through threadgroup memory at
+// the end; with more than one split each split stores its (m, l, O) for attention_merge.
+//
+// What keeps the key loop short (MLX's sdpa_vector and our qlinear_decode.h):
+//   - the rows are a template parameter (1, 2, 4, 8: the smallest that holds the chunk's rows,
+//     picked at run time, uniform), so a chunk of one row carries no code or registers for eight
+//     and every accumulator index is a compile-time constant;
+//   - whether a mask is read is a template parameter too, so the loop without one has no mask code;
+//     the causal limit of each row is computed once, not per key;
+//   - a lane's features of a key or value come in one wide load (2 or 4 elements, two of 4 for
+//     D = 256; element by element for D = 96 and 80);
+//   - mxfp8 codes decode through a table of the 256 element values in threadgroup memory, filled
+//     once per threadgroup by mx_formats.h's decoder (so the values are the cpu backend's bit for
+//     bit), and a lane's features share one E8M0 block scale (E = 2, 4, 8 divide 32).
+// NaN: attention.metal's header (the decode kernels let NaN flow through float arithmetic).
+#ifndef MTO_SHADERS_ATTENTION_DECODE_H
+#define MTO_SHADERS_ATTENTION_DECODE_H
+
+#include "attention_common.h"
+
+#if defined(__METAL_VERSION__)
+
+// The key loop the kernel cost report measures (kernel_abi.h): tag = 64 * masked + 16 * KV + rows;
+// per key a lane reads E elements of K and of V (and for mxfp8 one scale byte for each).
+#define ATTN_DECODE_COST(T, KV, R, E, MASKED) \
+  MTO_COST_LOOP(64 * int(MASKED) + 16 * (KV) + (R), 2 * (E), 2 * (E) * (int(sizeof(typename attn_kv_storage<T, KV>::type)) + ((KV) == ATTN_KV_DENSE ? 0 : 1)))
+
+// The feature lane `lane` holds at step e: E consecutive features per lane when D is a multiple
+// of 32 (so a lane reads its part of a key or value in one wide load, as MLX's sdpa_vector
+// does), else (D = 80) every 32nd, with the last step partly past D.
+template <int D>
+inline uint attn_decode_feature(ushort lane, int e) {
+  constexpr int E = (D + 31) / 32;
+  return D % 32 == 0 ? uint(lane) * uint(E) + uint(e) : uint(lane) + 32u * uint(e);
+}
+
+// E consecutive elements from p as O (float values, or uint codes): one load of 2 or 4 elements (two for 8), element by
+// element otherwise (3: D = 96). p is aligned to E elements (row * D + lane * E).
+template <typename S, int E, typename O>
+struct attn_decode_run {
+  static void at(device const S* p, thread O* out) {
+    for (int e = 0; e < E; ++e) out[e] = O(p[e]);
+  }
+};
+template <typename S, typename O>
+struct attn_decode_run<S, 2, O> {
+  static void at(device const S* p, thread O* out) {
+    const vec<S, 2> w = *(device const vec<S, 2>*)p;
+    out[0] = O(w.x);
+    out[1] = O(w.y);
+  }
+};
+template <typename S, typename O>
+struct attn_decode_run<S, 4, O> {
+  static void at(device const S* p, thread O* out) {
+    const vec<S, 4> w = *(device const vec<S, 4>*)p;
+    out[0] = O(w.x);
+    out[1] = O(w.y);
+    out[2] = O(w.z);
+    out[3] = O(w.w);
+  }
+};
+template <typename S, typename O>
+struct attn_decode_run<S, 8, O> {
+  static void at(device const S* p, thread O* out) {
+    attn_decode_run<S, 4, O>::at(p, out);
+    attn_decode_run<S, 4, O>::at(p + 4, out + 4);
+  }
+};
+
+// This lane's E features of K/V row `row` as float: dense, or mxfp8 codes through the table times
+// their block's E8M0 scale (D % 32 == 0 for mxfp8: plan_attention refuses other head dims; for
+// E = 2, 4, 8 a lane's features share one block, read once). A struct per storage, as MSL 3.1
+// (C++14) has no if constexpr.
+template <int KV, int D>
+struct attn_decode_kv {
+  static void at(device const uchar* src, device const uchar* scales, ulong row, ushort lane,
+                 threadgroup const float* table, thread float* out) {
+    constexpr int E = D / 32;
+    uint code[E];
+    attn_decode_run<uchar, E, uint>::at(src + row * uint(D) + uint(lane) * uint(E), code);
+    for (int e = 0; e < E; ++e) {
+      const uint d = uint(lane) * uint(E) + uint(e);
+      const float s = mto_decode_e8m0(uint(scales[row * uint(D / 32) + d / 32u]));
+      out[e] = table[code[e]] * s;
+    }
+  }
+};
+template <int D>
+struct attn_decode_kv<ATTN_KV_DENSE, D> {
+  template <typename T>
+  static void at(device const T* src, device const uchar*, ulong row, ushort lane, threadgroup const float*,
+                 thread float* out) {
+    constexpr int E = (D + 31) / 32;
+    if (D % 32 == 0) {
+      attn_decode_run<T, E, float>::at(src + row * uint(D) + uint(lane) * uint(E), out);
+    } else {
+      for (int e = 0; e < E; ++e) {
+        const uint d = attn_decode_feature<D>(lane, e);
+        out[e] = d < uint(D) ? float(src[row * uint(D) + d]) : 0.0f;
+      }
+    }
+  }
+};
+
+// Everything after the table: R rows (R >= nr, the chunk's rows), the mask read when MASKED.
+template <typename T, typename Out, int KV, int D, int R, bool MASKED>
+inline void attn_decode_rows(
+    device const T* q, device const typename attn_kv_storage<T, KV>::type* k,
+    device const typename attn_kv_storage<T, KV>::type* v, device const uchar* k_scales,
+    device const uchar* v_scales, device const uchar* mask, device Out* o, device float* part_o,
+    device float* part_ml, constant AttentionKernelParams& p, device const float* sinks, uint3 group, ushort tid,
+    ushort sg, ushort lane, int nr, threadgroup float* tg_m, threadgroup float* tg_l, threadgroup float* tg_o,
+    threadgroup const float* table) {
+  constexpr int NSG = ATTN_DECODE_SIMDGROUPS;
+  constexpr int E = (D + 31) / 32;  // features per lane
+  const uint b = group.x / uint(p.Hkv), kvh = group.x % uint(p.Hkv);
+  const uint chunk = group.y, split = group.z;
+  const int r0 = int(chunk) * ATTN_DECODE_ROWS;
+  const int j0 = int(split) * p.split_len;
+  const int j1 = min(p.Lk, j0 + p.split_len);
+  const float ninf = attn_neg_inf();
+
+  float qr[R][E], acc[R][E], m[R], l[R];
+  uint head[R];
+  int qi[R], jlast[R];
+  for (int r = 0; r < R; ++r) {
+    const int row = r0 + min(r, nr - 1);  // rows past nr repeat the last one and are never stored
+    head[r] = kvh * uint(p.G) + uint(row / p.Lq);
+    qi[r] = row % p.Lq;
+    jlast[r] = p.causal ? qi[r] + p.Lk - p.Lq : p.Lk - 1;  // the last key the row may see
+    const device T* qrow = q + (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    for (int e = 0; e < E; ++e) {
+      const uint d = attn_decode_feature<D>(lane, e);
+      qr[r][e] = (D % 32 == 0 || d < uint(D)) ? float(qrow[d]) * p.scale_log2 : 0.0f;
+      acc[r][e] = 0.0f;
+    }
+    m[r] = ninf;
+    l[r] = 0.0f;
+  }
+
+  const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
+  for (int j = j0 + int(sg); j < j1; j += NSG) {
+    ATTN_DECODE_COST(T, KV, R, E, MASKED);
+    float kr[E], vr[E];
+    attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), lane, table, kr);
+    attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
+    for (int r = 0; r < R; ++r) {
+      if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
+      float partial = 0.0f;
+      for (int e = 0; e < E; ++e) partial += qr[r][e] * kr[e];
+      float s = simd_sum(partial);
+      if (j > jlast[r]) continue;  // causal
+      if (MASKED) {
+        float bias;
+        if (!attn_mask_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
+        s += bias;
+      }
+      if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
+      // factor = 2^(m - m_new) and pr = 2^(s - m_new) with one exp2: one of the two exponents is
+      // m_new - m_new, which float arithmetic makes 0 (the power 1), or NaN when m_new is +inf or
+      // NaN; 1 + (m_new - m_new) is that power without a call, bit for bit. So a NaN score (m_new
+      // NaN: everything NaN from now on), +inf (pr NaN) and the first key (m = -inf: factor 0)
+      // come out as two exp2 calls would make them.
+      const bool up = s > m[r] || isnan(s);  // attn_max_nan(m, s) is s
+      const float m_new = up ? s : m[r];
+      const float e = exp2(up ? m[r] - s : s - m[r]);
+      const float one = 1.0f + (m_new - m_new);
+      const float factor = up ? e : one;
+      const float pr = up ? one : e;
+      l[r] = l[r] * factor + pr;
+      for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
+      m[r] = m_new;
+    }
+  }
+
+  // Merge the SIMD-groups' (m, l, O) row by row (tg_m, tg_l: [NSG][ATTN_DECODE_ROWS]; tg_o: [NSG][D]).
+  if (lane == 0) {
+    for (int r = 0; r < R; ++r) {
+      tg_m[int(sg) * ATTN_DECODE_ROWS + r] = m[r];
+      tg_l[int(sg) * ATTN_DECODE_ROWS + r] = l[r];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    if (r >= nr) break;
+    for (int e = 0; e < E; ++e) {
+      const uint d = attn_decode_feature<D>(lane, e);
+      if (D % 32 == 0 || d < uint(D)) tg_o[uint(sg) * uint(D) + d] = acc[r][e];
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    float M = ninf;
+    for (int s = 0; s < NSG; ++s) M = attn_max_nan(M, tg_m[s * ATTN_DECODE_ROWS + r]);
+    float f[NSG];
+    float L = 0.0f;
+    for (int s = 0; s < NSG; ++s) {
+      const float ms = tg_m[s * ATTN_DECODE_ROWS + r];
+      f[s] = ms == ninf ? 0.0f : exp2(ms - M);
+      L += tg_l[s * ATTN_DECODE_ROWS + r] * f[s];
+    }
+    const ulong prow = ((ulong(group.x) * uint(p.chunks) + chunk) * uint(p.splits) + split) * ATTN_DECODE_ROWS + uint(r);
+    const ulong orow = (ulong(b * uint(p.Hq) + head[r]) * uint(p.Lq) + uint(qi[r])) * uint(D);
+    // One pass: o = O / L (with the sink), L = 0: saw no key, zeros; NaN stays. Split: the merge.
+    const float inv = p.splits == 1 ? attn_out_scale(p, sinks, head[r], M, L) : 0.0f;
+    for (uint d = tid; d < uint(D); d += 32u * NSG) {
+      float O = 0.0f;
+      for (int s = 0; s < NSG; ++s) O += tg_o[uint(s) * uint(D) + d] * f[s];
+      if (p.splits == 1) o[orow + d] = Out(O * inv);
+      else part_o[prow * uint(D) + d] = O;
+    }
+    if (p.splits > 1 && tid == 0) {
+      part_ml[prow * 2] = M;
+      part_ml[prow * 2 + 1] = L;
+    }
+    // tg_o is rewritten for the next row.
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+  }
+}
+
+// attn_decode_rows with R = the smallest of 1, 2, 4, 8 that holds the chunk's nr rows (uniform).
+template <typename T, typename Out, int KV, int D, bool MASKED>
+inline void attn_decode_chunk(
+    device const T* q, device const typename attn_kv_storage<T, KV>::type* k,
+    device const typename attn_kv_storage<T, KV>::type* v, device const uchar* k_scales,
+    device const uchar* v_scales, device const uchar* mask, device Out* o, device float* part_o,
+    device float* part_ml, constant AttentionKernelParams& p, device const float* sinks, uint3 group, ushort tid,
+    ushort sg, ushort lane, int nr, threadgroup float* tg_m, threadgroup float* tg_l, threadgroup float* tg_o,
+    threadgroup const float* table) {
+  static_assert(ATTN_DECODE_ROWS == 8, "row counts 1, 2, 4, 8");
+  if (nr == 1) {
+    attn_decode_rows<T, Out, KV, D, 1, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else if (nr <= 2) {
+    attn_decode_rows<T, Out, KV, D, 2, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else if (nr <= 4) {
+    attn_decode_rows<T, Out, KV, D, 4, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  } else {
+    attn_decode_rows<T, Out, KV, D, 8, MASKED>(q, k, v, k_scales, v_scales, mask, o, part_o, part_ml, p, sinks, group,
+                                               tid, sg, lane, nr, tg_m, tg_l, tg_o, table);
+  }
+}
+
+#endif  // __METAL_VERSION__
+
+#endif  // MTO_SHADERS_ATTENTION_DECODE_H
