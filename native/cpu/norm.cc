@@ -74,20 +74,16 @@ void norm(ThreadPool& pool, const Tensor& x, const Tensor* weight, const Tensor*
   if (isa == GemmIsa::Avx512) row_fn = row_avx512;
   if (isa == GemmIsa::Avx2) row_fn = row_avx2;
 #endif
-  // An output larger than the caches goes through a scratch row and is streamed (rows.h).
-  const bool stream = streams_output(out, p.rows * cols);
   pool.parallel_for(p.rows, std::max<int64_t>(1, kParallelGrain / cols), [&](int64_t r0, int64_t r1) {
     // float32 out: each row is normalised in place in the output; else in a scratch row.
-    const bool direct = out.dtype == DType::Float32 && !stream;
+    const bool direct = out.dtype == DType::Float32;
     float* row = direct ? nullptr : row_scratch(cols);
     for (int64_t i = r0; i < r1; ++i) {
       float* v = direct ? out.data<float>() + i * cols : row;
       load_f32(x, i * cols, cols, v);
       row_fn(v, cols, r);
-      if (stream) stream_f32(out.data<float>() + i * cols, v, cols);
-      else if (!direct) store_f32(out, i * cols, cols, v);
+      if (!direct) store_f32(out, i * cols, cols, v);
     }
-    if (stream) stream_fence();
   });
 }
 

@@ -40,7 +40,9 @@ inline void store_f32(Tensor& t, int64_t at, int64_t n, const float* in) {
 
 // Outputs this large leave the caches before anything reads them: float32 ones are written with
 // non-temporal stores (stream_f32), so that each output line crosses to memory once instead of
-// being read for ownership first (3 -> 2 transfers an element in a memory-bound op).
+// being read for ownership first (3 -> 2 transfers an element in a memory-bound op). Used by the
+// elementwise ops (add 4096 x 4096: ~7.4 -> ~6.3 ms on Zen 5); rmsNorm measured slower through a
+// scratch row (~4.5 -> ~5.4 ms) and keeps normalising in place in its output.
 constexpr int64_t kStreamBytes = int64_t(1) << 25;
 inline bool streams_output(const Tensor& out, int64_t elements) {
   return out.dtype == DType::Float32 && elements * 4 >= kStreamBytes;
