@@ -57,11 +57,13 @@ HandleReads& TensorSlot::open_reads() {
 // Called on the JS thread only, also from release() (a FinalizationRegistry callback): it must
 // not throw, so it calls Node-API directly and ignores a failure.
 void TensorTable::account(Napi::Env env, int64_t delta) {
-  unreported_ += delta;
-  if (unreported_ < kReportBytes && unreported_ > -kReportBytes) return;
+  live_ += delta;
+  const bool grew = live_ - reported_ >= kReportBytes;
+  const bool fell = live_ < reported_ / 2 && reported_ - live_ >= kReportBytes;
+  if (!grew && !fell) return;
   int64_t total = 0;
-  (void)napi_adjust_external_memory(env, unreported_, &total);
-  unreported_ = 0;
+  (void)napi_adjust_external_memory(env, live_ - reported_, &total);
+  reported_ = live_;
 }
 
 uint32_t TensorTable::claim() {

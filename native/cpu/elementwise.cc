@@ -15,26 +15,33 @@
 namespace mto::cpu {
 namespace {
 
-// f over v[0, n) in place (unary), or a[i] = f(a[i], b[i]): W lanes at a time, then the scalar
-// form of the same steps for the tail (and for every element where there are no vector types).
-template <int W, class F>
-MTO_INLINE void map_run(F f, float* v, const float* b, int64_t n) {
+// dst[i] = f(a[i], b[i]) over [0, n) (b null for a unary op; dst may be a): W lanes at a time,
+// then the scalar form of the same steps for the tail (and for every element where there are no
+// vector types). Stream: dst's vectors are stored non-temporally (simd::store_stream), the
+// elements before its first W-lane boundary plainly.
+template <int W, bool Stream, class F>
+MTO_INLINE void map_run(F f, float* dst, const float* a, const float* b, int64_t n) {
   int64_t i = 0;
+  const auto one = [&](int64_t k) {
+    float r;
+    f(a[k], b ? b[k] : 0.f, r);
+    dst[k] = r;
+  };
 #if MTO_GNU_EXTENSIONS
+  if (Stream) {
+    for (; i < n && reinterpret_cast<uintptr_t>(dst + i) % (W * sizeof(float)) != 0; ++i) one(i);
+  }
   using V = simd::Vec<W>;
   for (; i + W <= n; i += W) {
     V x, y{}, r;
-    simd::load<W>(x, v + i);
+    simd::load<W>(x, a + i);
     if (b) simd::load<W>(y, b + i);
     f(x, y, r);
-    simd::store<W>(v + i, r);
+    if (Stream) simd::store_stream<W>(dst + i, r);
+    else simd::store<W>(dst + i, r);
   }
 #endif
-  for (; i < n; ++i) {
-    float r;
-    f(v[i], b ? b[i] : 0.f, r);
-    v[i] = r;
-  }
+  for (; i < n; ++i) one(i);
 }
 
 // The functions, on one float or a vector (out by reference: simd.h).
@@ -80,39 +87,49 @@ struct SwigluOaiF {
   }
 };
 
-// op: a UnaryOp (b null) or a BinaryOp, as an int (one function pointer type for both).
-template <int W>
-MTO_INLINE void run(int op, bool binary, float* a, const float* b, int64_t n, float alpha, float limit) {
+template <int W, bool Stream>
+MTO_INLINE void run_as(int op, bool binary, float* dst, const float* a, const float* b, int64_t n, float alpha,
+                       float limit) {
   if (!binary) {
     switch (UnaryOp(op)) {
-      case UnaryOp::Silu: return map_run<W>(SiluF{}, a, nullptr, n);
-      case UnaryOp::Gelu: return map_run<W>(GeluF{}, a, nullptr, n);
-      case UnaryOp::GeluTanh: return map_run<W>(GeluTanhF{}, a, nullptr, n);
+      case UnaryOp::Silu: return map_run<W, Stream>(SiluF{}, dst, a, nullptr, n);
+      case UnaryOp::Gelu: return map_run<W, Stream>(GeluF{}, dst, a, nullptr, n);
+      case UnaryOp::GeluTanh: return map_run<W, Stream>(GeluTanhF{}, dst, a, nullptr, n);
     }
     return;
   }
   switch (BinaryOp(op)) {
-    case BinaryOp::Add: return map_run<W>(AddF{}, a, b, n);
-    case BinaryOp::Mul: return map_run<W>(MulF{}, a, b, n);
-    case BinaryOp::Swiglu: return map_run<W>(SwigluF{}, a, b, n);
-    case BinaryOp::SwigluOai: return map_run<W>(SwigluOaiF{alpha, limit}, a, b, n);
+    case BinaryOp::Add: return map_run<W, Stream>(AddF{}, dst, a, b, n);
+    case BinaryOp::Mul: return map_run<W, Stream>(MulF{}, dst, a, b, n);
+    case BinaryOp::Swiglu: return map_run<W, Stream>(SwigluF{}, dst, a, b, n);
+    case BinaryOp::SwigluOai: return map_run<W, Stream>(SwigluOaiF{alpha, limit}, dst, a, b, n);
   }
 }
 
-void run_base(int op, bool binary, float* a, const float* b, int64_t n, float alpha, float limit) {
-  run<4>(op, binary, a, b, n, alpha, limit);
+// op: a UnaryOp (b null) or a BinaryOp, as an int (one function pointer type for both).
+template <int W>
+MTO_INLINE void run(int op, bool binary, bool stream, float* dst, const float* a, const float* b, int64_t n,
+                    float alpha, float limit) {
+  if (stream) run_as<W, true>(op, binary, dst, a, b, n, alpha, limit);
+  else run_as<W, false>(op, binary, dst, a, b, n, alpha, limit);
+}
+
+void run_base(int op, bool binary, bool stream, float* dst, const float* a, const float* b, int64_t n,
+              float alpha, float limit) {
+  run<4>(op, binary, stream, dst, a, b, n, alpha, limit);
 }
 #if MTO_X86_DISPATCH
-MTO_TARGET_AVX2 void run_avx2(int op, bool binary, float* a, const float* b, int64_t n, float alpha, float limit) {
-  run<8>(op, binary, a, b, n, alpha, limit);
+MTO_TARGET_AVX2 void run_avx2(int op, bool binary, bool stream, float* dst, const float* a, const float* b,
+                              int64_t n, float alpha, float limit) {
+  run<8>(op, binary, stream, dst, a, b, n, alpha, limit);
 }
-MTO_TARGET_AVX512 void run_avx512(int op, bool binary, float* a, const float* b, int64_t n, float alpha,
-                                  float limit) {
-  run<16>(op, binary, a, b, n, alpha, limit);
+MTO_TARGET_AVX512 void run_avx512(int op, bool binary, bool stream, float* dst, const float* a, const float* b,
+                                  int64_t n, float alpha, float limit) {
+  run<16>(op, binary, stream, dst, a, b, n, alpha, limit);
 }
 #endif
 
-using RunFn = void (*)(int, bool, float*, const float*, int64_t, float, float);
+using RunFn = void (*)(int, bool, bool, float*, const float*, const float*, int64_t, float, float);
 RunFn pick_run() {
 #if MTO_X86_DISPATCH
   const GemmIsa isa = gemm_isa();
@@ -122,16 +139,31 @@ RunFn pick_run() {
   return run_base;
 }
 
-// Reads n elements of `t` from element `at` with stride 0 (one value repeated) or 1.
-void load(const Tensor& t, int64_t at, int64_t stride, int64_t n, float* out) {
-  if (stride == 1) return load_f32(t, at, n, out);
+// Elements [at, at + n) of `t` (stride 1) or its element `at` repeated (stride 0) as float32:
+// float32 runs are read where they lie, anything else is converted into `buf`.
+const float* operand(const Tensor& t, int64_t at, int64_t stride, int64_t n, float* buf) {
+  if (stride == 1) {
+    if (t.dtype == DType::Float32) return t.data<float>() + at;
+    load_f32(t, at, n, buf);
+    return buf;
+  }
   float v;
   load_f32(t, at, 1, &v);
-  for (int64_t i = 0; i < n; ++i) out[i] = v;
+  for (int64_t i = 0; i < n; ++i) buf[i] = v;
+  return buf;
 }
 
-// Runs fn(a_run, b_run, n) over the output in runs of at most kRun elements, in parallel over
-// chunks of the flat output; a_run is written in place and stored to `out` by the caller's fn.
+// Where a run's results go: straight into a float32 output (streamed where it is large), else
+// into `buf`, converted into the output's dtype by finish_run.
+float* result_run(Tensor& out, int64_t at, float* buf) {
+  return out.dtype == DType::Float32 ? out.data<float>() + at : buf;
+}
+void finish_run(Tensor& out, int64_t at, int64_t n, const float* buf) {
+  if (out.dtype != DType::Float32) store_f32(out, at, n, buf);
+}
+
+// Runs fn(at, a_at, b_at, n) over the output in runs of at most kRun elements (never across the
+// innermost dimension), in parallel over chunks of the flat output.
 template <class Fn>
 void for_each_run(ThreadPool& pool, const Broadcast& bc, bool stream, Fn&& fn) {
   const size_t rank = bc.dims.size();
@@ -176,11 +208,10 @@ void unary(ThreadPool& pool, UnaryOp op, const Tensor& x, const ElementwiseParam
   const RunFn fn = pick_run();
   const bool stream = streams_output(out, shape_numel(out.shape));
   for_each_run(pool, p.bc, stream, [&](int64_t at, int64_t a_at, int64_t, int64_t n) {
-    float v[kRun];
-    load(x, a_at, 1, n, v);
-    fn(int(op), false, v, nullptr, n, 1.f, 0.f);
-    if (stream) stream_f32(out.data<float>() + at, v, n);
-    else store_f32(out, at, n, v);
+    float vx[kRun], vr[kRun];
+    float* r = result_run(out, at, vr);
+    fn(int(op), false, stream, r, operand(x, a_at, 1, n, vx), nullptr, n, 1.f, 0.f);
+    finish_run(out, at, n, r);
   });
 }
 
@@ -190,12 +221,11 @@ void binary(ThreadPool& pool, BinaryOp op, const Tensor& a, const Tensor& b, con
   const RunFn fn = pick_run();
   const bool stream = streams_output(out, shape_numel(out.shape));
   for_each_run(pool, p.bc, stream, [&](int64_t at, int64_t a_at, int64_t b_at, int64_t n) {
-    float va[kRun], vb[kRun];
-    load(a, a_at, sa, n, va);
-    load(b, b_at, sb, n, vb);
-    fn(int(op), true, va, vb, n, p.alpha, p.limit);
-    if (stream) stream_f32(out.data<float>() + at, va, n);
-    else store_f32(out, at, n, va);
+    float va[kRun], vb[kRun], vr[kRun];
+    float* r = result_run(out, at, vr);
+    fn(int(op), true, stream, r, operand(a, a_at, sa, n, va), operand(b, b_at, sb, n, vb), n, p.alpha,
+       p.limit);
+    finish_run(out, at, n, r);
   });
 }
 

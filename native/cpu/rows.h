@@ -39,29 +39,18 @@ inline void store_f32(Tensor& t, int64_t at, int64_t n, const float* in) {
 }
 
 // Outputs this large leave the caches before anything reads them: float32 ones are written with
-// non-temporal stores (stream_f32), so that each output line crosses to memory once instead of
-// being read for ownership first (3 -> 2 transfers an element in a memory-bound op). Used by the
-// elementwise ops (add 4096 x 4096: ~7.4 -> ~6.3 ms on Zen 5); rmsNorm measured slower through a
-// scratch row (~4.5 -> ~5.4 ms) and keeps normalising in place in its output.
+// non-temporal stores, so that each output line crosses to memory once instead of being read for
+// ownership first (3 -> 2 transfers an element in a memory-bound op). The kernels store their
+// vectors so (simd::store_stream: elementwise, norms; add 4096 x 4096 ~7.4 -> ~3.8-4.3 ms, rmsNorm
+// ~4.5 -> ~4.0 ms on Zen 5); staging results in a buffer and streaming it out from there cost a
+// third of that gain (the loads and the streamed stores then come in bursts, not interleaved).
 constexpr int64_t kStreamBytes = int64_t(1) << 25;
 inline bool streams_output(const Tensor& out, int64_t elements) {
   return out.dtype == DType::Float32 && elements * 4 >= kStreamBytes;
 }
 
-// dst[0, n) = src[0, n) with non-temporal stores past dst's first 16-byte boundary (SSE2: every
-// x86-64); a plain copy elsewhere. A thread calls stream_fence() after its last one.
-inline void stream_f32(float* dst, const float* src, int64_t n) {
-#if defined(__x86_64__) || defined(_M_X64)
-  int64_t i = 0;
-  for (; i < n && (reinterpret_cast<uintptr_t>(dst + i) & 15) != 0; ++i) dst[i] = src[i];
-  for (; i + 4 <= n; i += 4) _mm_stream_ps(dst + i, _mm_loadu_ps(src + i));
-  for (; i < n; ++i) dst[i] = src[i];
-#else
-  std::memcpy(dst, src, size_t(n) * sizeof(float));
-#endif
-}
-
-// Orders this thread's non-temporal stores before what it does next (the pool's join).
+// Orders this thread's non-temporal stores before what it does next (the pool's join): a thread
+// that streamed calls it after its last one.
 inline void stream_fence() {
 #if defined(__x86_64__) || defined(_M_X64)
   _mm_sfence();

@@ -65,6 +65,23 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
   return s;
 }
 
+// A non-temporal store of v at p, which must be aligned to sizeof(v): the line goes to memory
+// without being read for ownership first (for outputs larger than the caches). Inline assembly,
+// not intrinsics, so that the one template serves every ISA the kernel is compiled for (GCC will
+// not inline an AVX-512 intrinsic into a template without that target, even one only ever
+// inlined into AVX-512 functions); a plain store where there is no such instruction.
+template <int W> MTO_INLINE void store_stream(float* p, const Vec<W>& v) {
+#if MTO_GNU_EXTENSIONS && (defined(__x86_64__) || defined(__i386__))
+  if constexpr (W == 4) {
+    asm volatile("movntps %1, %0" : "=m"(*reinterpret_cast<Vec<W>*>(p)) : "x"(v));
+  } else {
+    asm volatile("vmovntps %1, %0" : "=m"(*reinterpret_cast<Vec<W>*>(p)) : "v"(v));
+  }
+#else
+  store<W>(p, v);
+#endif
+}
+
 // A hint to fetch p's cache line into the caches, for reading or (write) for writing soon (no
 // effect on results; never faults).
 MTO_INLINE void prefetch(const void* p, bool write = false) {

@@ -28,10 +28,6 @@
 #include "simd.h"
 #include "vmath.h"
 
-#if MTO_X86_DISPATCH
-#include <immintrin.h>
-#endif
-
 namespace mto::cpu {
 namespace {
 
@@ -135,42 +131,29 @@ MTO_INLINE void exp_run(const float* x, float* e, int64_t n, float* bmax, Stats&
   }
 }
 
-// Pass 2 over one block: out[i] = e[i] * f (out may be e).
-template <int W>
+// Pass 2 over one block: out[i] = e[i] * f (out may be e). Stream: into memory the caches will
+// not hold anyway, with non-temporal stores (no read of each output line for ownership), from e in
+// the caches; the elements before out's first W-lane boundary plainly.
+template <int W, bool Stream = false>
 MTO_INLINE void scale_run(const float* e, float* out, int64_t n, float f) {
   int64_t i = 0;
 #if MTO_GNU_EXTENSIONS
+  if (Stream) {
+    for (; i < n && reinterpret_cast<uintptr_t>(out + i) % (W * sizeof(float)) != 0; ++i) out[i] = e[i] * f;
+  }
   using V = simd::Vec<W>;
   V fv;
   simd::splat<W>(fv, f);
   for (; i + W <= n; i += W) {
     V v;
     simd::load<W>(v, e + i);
-    simd::store<W>(out + i, v * fv);
+    v *= fv;
+    if (Stream) simd::store_stream<W>(out + i, v);
+    else simd::store<W>(out + i, v);
   }
 #endif
   for (; i < n; ++i) out[i] = e[i] * f;
 }
-
-// Pass 2 into memory the caches will not hold anyway: out[i] = e[i] * f with non-temporal stores
-// (no read of each output line for ownership), from e in the caches. out 64-byte aligned past a
-// scalar head.
-#if MTO_X86_DISPATCH
-MTO_TARGET_AVX2 void scale_stream_avx2(const float* e, float* out, int64_t n, float f) {
-  int64_t i = 0;
-  for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 31) != 0; ++i) out[i] = e[i] * f;
-  const __m256 fv = _mm256_set1_ps(f);
-  for (; i + 8 <= n; i += 8) _mm256_stream_ps(out + i, _mm256_mul_ps(_mm256_loadu_ps(e + i), fv));
-  for (; i < n; ++i) out[i] = e[i] * f;
-}
-MTO_TARGET_AVX512 void scale_stream_avx512(const float* e, float* out, int64_t n, float f) {
-  int64_t i = 0;
-  for (; i < n && (reinterpret_cast<uintptr_t>(out + i) & 63) != 0; ++i) out[i] = e[i] * f;
-  const __m512 fv = _mm512_set1_ps(f);
-  for (; i + 16 <= n; i += 16) _mm512_stream_ps(out + i, _mm512_mul_ps(_mm512_loadu_ps(e + i), fv));
-  for (; i < n; ++i) out[i] = e[i] * f;
-}
-#endif
 
 using ExpFn = void (*)(const float*, float*, int64_t, float*, Stats&);
 using ScaleFn = void (*)(const float*, float*, int64_t, float);
@@ -181,10 +164,16 @@ MTO_TARGET_AVX2 void exp_avx2(const float* x, float* e, int64_t n, float* bmax, 
   exp_run<8>(x, e, n, bmax, st);
 }
 MTO_TARGET_AVX2 void scale_avx2(const float* e, float* o, int64_t n, float f) { scale_run<8>(e, o, n, f); }
+MTO_TARGET_AVX2 void scale_stream_avx2(const float* e, float* o, int64_t n, float f) {
+  scale_run<8, true>(e, o, n, f);
+}
 MTO_TARGET_AVX512 void exp_avx512(const float* x, float* e, int64_t n, float* bmax, Stats& st) {
   exp_run<16>(x, e, n, bmax, st);
 }
 MTO_TARGET_AVX512 void scale_avx512(const float* e, float* o, int64_t n, float f) { scale_run<16>(e, o, n, f); }
+MTO_TARGET_AVX512 void scale_stream_avx512(const float* e, float* o, int64_t n, float f) {
+  scale_run<16, true>(e, o, n, f);
+}
 #endif
 
 struct Kernels {
@@ -290,9 +279,7 @@ void softmax(ThreadPool& pool, const Tensor& x, const RowsParams& p, Tensor& out
       }
       scale_range(k, e, out, r * cols, 0, cols, bmax, m, inv);
     }
-#if MTO_X86_DISPATCH
-    if (stream) _mm_sfence();  // this thread's streamed lines, before the pool's join publishes them
-#endif
+    if (stream) stream_fence();  // this thread's streamed lines, before the pool's join publishes them
   });
 }
 
