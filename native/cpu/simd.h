@@ -66,12 +66,15 @@ template <int W> MTO_INLINE float hsum(const Vec<W>& v) {
 }
 
 // A non-temporal store of v at p, which must be aligned to sizeof(v): the line goes to memory
-// without being read for ownership first (for outputs larger than the caches). Inline assembly,
-// not intrinsics, so that the one template serves every ISA the kernel is compiled for (GCC will
-// not inline an AVX-512 intrinsic into a template without that target, even one only ever
-// inlined into AVX-512 functions); a plain store where there is no such instruction.
+// without being read for ownership first (for outputs larger than the caches). One template for
+// every ISA a kernel is compiled for: clang's builtin takes any vector type, while GCC has no such
+// builtin and will not inline an AVX-512 intrinsic into a template without that target (even one
+// only ever inlined into AVX-512 functions), so there it is inline assembly. A plain store where
+// there is no such instruction.
 template <int W> MTO_INLINE void store_stream(float* p, const Vec<W>& v) {
-#if MTO_GNU_EXTENSIONS && (defined(__x86_64__) || defined(__i386__))
+#if MTO_GNU_EXTENSIONS && defined(__clang__)
+  __builtin_nontemporal_store(v, reinterpret_cast<Vec<W>*>(p));
+#elif MTO_GNU_EXTENSIONS && defined(__x86_64__)
   if constexpr (W == 4) {
     asm volatile("movntps %1, %0" : "=m"(*reinterpret_cast<Vec<W>*>(p)) : "x"(v));
   } else {
