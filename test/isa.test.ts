@@ -198,6 +198,14 @@ function halfValue(h) {
         break;
       }
     }
+    // That row written into w (the quantizer's, known NaN-free until then): its kernels look for
+    // the NaN code from then on.
+    const row = dev.fromQuantized({ format: 'mxfp8', shape: [1, K], codes: withNan.slice(17 * K, 18 * K), scales: scales.slice((17 * K) / 32, (18 * K) / 32) });
+    dev.write(w, row, { axis: 0, offset: 17 });
+    const yw = await (await dev.linear(x, w)).toFloat32();
+    for (let i = 0; i < M * N; i++) {
+      if (!Object.is(yw[i], ys[1][i])) { fail('mxfp8 NaN code written into NaN-free weights: y[' + i + '] = ' + yw[i] + ', want ' + ys[1][i]); break; }
+    }
   }
   // Dense weights (fused kernels for M <= 8): K = 70 leaves a tail shorter than a vector.
   for (const dtype of ['float32', 'float16', 'bfloat16']) {

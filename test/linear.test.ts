@@ -113,6 +113,15 @@ describe('linear against float64', () => {
     const codes = Uint8Array.from({ length: N * K }, (_, i) => (i * 37) & 0x6e);
     codes[4 * K + 5] = 0xff;
     await check(dev.fromQuantized({ format: 'mxfp8', shape: [N, K], codes, scales: new Uint8Array((N * K) / 32).fill(127) }), 1, 'mxfp8 NaN code');
+    // A NaN code written into weights the quantizer made (which it knows hold none): the kernels
+    // look for it from then on; a linear queued before the write still sees the old rows.
+    const w = await dev.quantize(dev.tensor(randn(N * K, 5), [N, K]), { format: 'mxfp8' });
+    const before = await (await w.dequantize()).toFloat32();
+    const yBefore = dev.linear(dev.tensor(x, [M, K]), w);
+    const rows = dev.fromQuantized({ format: 'mxfp8', shape: [2, K], codes: codes.slice(3 * K, 5 * K), scales: new Uint8Array((2 * K) / 32).fill(127) });
+    dev.write(w, rows, { axis: 0, offset: 2 });
+    expectClose(await yBefore.toFloat32(), linearRef(x, before, M, N, K), 1e-4, 'linear queued before the write');
+    await check(w, 1, 'mxfp8 NaN code written into quantized weights');
   });
 
   it('huge activations (2^100 to 2^120) give the same finite results through the quantized weights as through their dequantized values', async () => {

@@ -380,7 +380,8 @@ void NativeDevice::write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::V
   const int64_t rank = int64_t(dst->shape.size());
   const int64_t ax = axis < 0 ? axis + rank : axis;
   QTensorPtr src;
-  if (NativeQTensor::Is(src_value)) {
+  const bool from_quantized = NativeQTensor::Is(src_value);
+  if (from_quantized) {
     src = NativeQTensor::Get(src_value, "src");
     if (src->format != dst->format || src->block != dst->block) {
       throw_error(env, code::Format, std::string("write: src is ") + format_info(src->format).name + " (block " +
@@ -411,6 +412,9 @@ void NativeDevice::write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::V
   if (shape_numel(src->shape) == 0) return;  // writes nothing (a non-empty dst then has no empty plane)
   std::vector<std::pair<BufferPtr, BufferPtr>> planes = {{src->codes, dst->codes}, {src->scales, dst->scales}};
   if (dst->biases) planes.emplace_back(src->biases, dst->biases);
+  // A NaN code arriving in an E4M3 dst: its kernels must look for one from now on (a src quantized
+  // from floats here has none; the quantizers never write one).
+  if (from_quantized && src->fp8_nan_codes.get()) dst->fp8_nan_codes.set(true);
   EventPtr last = dst->ready_event();
   EventPtr tail = stream_->tail();
   for (const auto& [sp, dp] : planes) {

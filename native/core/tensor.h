@@ -3,6 +3,7 @@
 // memory, the metal backend's MTLBuffers, behind the same Buffer interface (both from a pool:
 // buffer_pool.h).
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -122,6 +123,27 @@ struct QTensorDeviceView {
   virtual const char* kind() const = 0;  // "mtltensor-scale-plane"
 };
 
+// A bool that one thread may set while others read it, where any order of the two is fine (a
+// hint whose every value is safe); copied by value (QTensor is copied for views of its planes).
+class RelaxedFlag {
+ public:
+  RelaxedFlag(bool v) : v_(v) {}  // NOLINT(google-explicit-constructor): a bool's stand-in
+  RelaxedFlag(const RelaxedFlag& o) : v_(o.get()) {}
+  RelaxedFlag& operator=(const RelaxedFlag& o) {
+    set(o.get());
+    return *this;
+  }
+  RelaxedFlag& operator=(bool v) {
+    set(v);
+    return *this;
+  }
+  bool get() const { return v_.load(std::memory_order_relaxed); }
+  void set(bool v) { v_.store(v, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<bool> v_;
+};
+
 struct QTensor {
   std::shared_ptr<OpEvent> event;  // as Tensor::event
   Shape shape;  // logical shape; the last dim is blocked
@@ -132,8 +154,11 @@ struct QTensor {
   // FP8 E4M3 only: whether any code may be the NaN code (magnitude 0x7F). False lets the cpu
   // fused decode kernels skip looking for it in every block (~1.1x from memory with AVX2 or
   // AVX-512 without VBMI); set by the cpu quantizer (which never writes one) and by
-  // fromQuantized after a scan of the codes. True is always safe.
-  bool fp8_nan_codes = true;
+  // fromQuantized after a scan of the codes, made true by a write() of a tensor whose codes may
+  // hold one. True is always safe. Atomic: ops already queued read it on the pool threads while
+  // the JS thread's write() raises it (they then take the checking kernels: safe), and the
+  // quantizer lowers it on a pool thread for a tensor still being made.
+  RelaxedFlag fp8_nan_codes{true};
 
   // As Tensor::ready_event: the last in-place write into the planes (dev.write of a quantized
   // cache), else the op that made the tensor.
@@ -147,7 +172,7 @@ struct QTensor {
     return QuantView{format, block, rows(), cols(), static_cast<const uint8_t*>(codes->data()),
                      scales->data(),
                      biases ? static_cast<const uint16_t*>(biases->data()) : nullptr,
-                     fp8_nan_codes};
+                     fp8_nan_codes.get()};
   }
   size_t bytes() const {
     return codes->bytes() + scales->bytes() + (biases ? biases->bytes() : 0);
