@@ -206,12 +206,7 @@ Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
                               done(OpStatus{code::Kernel, "a kernel compiled for Metal cannot run on the cpu backend (its buffers are not Metal storage)"});
                               return true;
                             });
-    Napi::Array out = Napi::Array::New(env, outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      outputs[i]->event = event;
-      out.Set(uint32_t(i), NativeTensor::Wrap(env, outputs[i]));
-    }
-    return out;
+    return NativeTensor::WrapOutputs(env, outputs, event);
   });
 }
 

@@ -102,12 +102,7 @@ Napi::Value NativeDevice::RunProcess(const Napi::CallbackInfo& info) {
                               }));
                               return true;
                             }));
-    Napi::Array out = Napi::Array::New(env, outputs.size());
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      outputs[i]->event = event;
-      out.Set(uint32_t(i), NativeTensor::Wrap(env, outputs[i]));
-    }
-    return out;
+    return NativeTensor::WrapOutputs(env, outputs, event);
   });
 }
 

@@ -298,6 +298,15 @@ Napi::Value NativeTensor::Wrap(Napi::Env env, TensorPtr t, bool view) {
   return Napi::Number::New(env, table(env).add(env, std::move(t), view));
 }
 
+Napi::Array NativeTensor::WrapOutputs(Napi::Env env, const std::vector<TensorPtr>& outputs, const EventPtr& event) {
+  Napi::Array out = Napi::Array::New(env, outputs.size());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i]->event = event;
+    out.Set(uint32_t(i), Wrap(env, outputs[i]));
+  }
+  return out;
+}
+
 bool NativeTensor::Is(Napi::Value v) {
   TensorSlot* s = table(v.Env()).find(v.Env(), v);
   return s && !s->quantized;

@@ -15,6 +15,8 @@ struct NativeTensor {
   // A new id for t. `view`: t shares the storage of a tensor that reports it as external memory
   // already.
   static Napi::Value Wrap(Napi::Env env, TensorPtr t, bool view = false);
+  // The outputs of one op (each takes its event) as a JS array of new ids.
+  static Napi::Array WrapOutputs(Napi::Env env, const std::vector<TensorPtr>& outputs, const EventPtr& event);
   // The storage of the dense tensor v names; throws E_ARG ("`arg` must be a Tensor") or
   // E_DISPOSED naming `arg`.
   static TensorPtr Get(Napi::Value v, const char* arg);
