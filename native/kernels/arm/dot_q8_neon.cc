@@ -12,6 +12,7 @@
 // Checked under qemu-user (test/native: cpu_kernels_check on arm64); not yet timed on arm64
 // hardware.
 #include "../dot.h"
+#include "../dot_q8_common.h"
 #include "../../core/portable.h"
 
 #if defined(__aarch64__) && MTO_GNU_EXTENSIONS && !defined(_MSC_VER)
@@ -32,8 +33,8 @@ namespace {
 constexpr int kMaxPass = 4;  // rows of x per pass
 constexpr int kRows = 2;     // weight rows sharing each pass over x
 
-bool is_nibbles(DotCodes k) { return k == DotCodes::Lut4 || k == DotCodes::Uint4; }
-bool is_affine(DotCodes k) { return k == DotCodes::Uint4 || k == DotCodes::Uint8; }
+using q8::is_affine;
+using q8::is_nibbles;
 
 // One prepared row of x, in 4-byte words: K int8 codes, the blocks' scales d, and for affine
 // weights the sums of the quantized x over each group (d times the sum of the codes).
@@ -44,19 +45,8 @@ struct Q8Layout {
   int64_t words() const { return code_words + blocks + sum_words; }
 };
 
-bool supported_q8_neon(const DotWeights& w) {
-  switch (w.kind) {
-    case DotCodes::Uint4:
-    case DotCodes::Uint8:
-    case DotCodes::Int8: return true;
-    case DotCodes::Lut4: {
-      int8_t q[16];
-      float unit;
-      return dot_int8_table(w, q, &unit);
-    }
-    default: return false;
-  }
-}
+// Any 4-bit table of int8 values: vmull_s8 takes the looked-up values as they are.
+bool supported_q8_neon(const DotWeights& w) { return q8::supported(w, 127); }
 
 size_t x_words_q8_neon(const DotWeights& w, int M) { return size_t(M) * size_t(Q8Layout(w).words()); }
 

@@ -27,7 +27,7 @@
 
 #if MTO_X86_KERNELS
 #include "avx2_common.h"
-#include "dot_q8_common.h"
+#include "../dot_q8_common.h"
 
 #include <algorithm>
 #include <cstring>

@@ -16,7 +16,7 @@
 
 #if MTO_X86_KERNELS
 #include "avx512_common.h"
-#include "dot_q8_common.h"
+#include "../dot_q8_common.h"
 
 #include <cstring>
 #include <vector>

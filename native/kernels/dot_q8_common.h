@@ -1,8 +1,9 @@
-// What the int8-activation kernels (dot_q8_avx2.cc, dot_q8_avx512.cc, gemm_q8_avx512.cc) share:
-// which weights they take, a 4-bit table's offset, and the prepared row of x the decode kernels
-// read (its rounding set by how many blocks a step reads and how many scales a vector holds).
+// What the int8-activation kernels (x86/dot_q8_avx2.cc, x86/dot_q8_avx512.cc,
+// x86/gemm_q8_avx512.cc, arm/dot_q8_neon.cc) share: which weights they take, a 4-bit table's
+// offset, and the prepared row of x the x86 decode kernels read (its rounding set by how many
+// blocks a step reads and how many scales a vector holds; NEON lays its row out without rounding).
 #pragma once
-#include "../dot.h"
+#include "dot.h"
 
 #include <algorithm>
 #include <cstdint>
