@@ -207,6 +207,42 @@ function halfValue(h) {
       if (!Object.is(yw[i], ys[1][i])) { fail('mxfp8 NaN code written into NaN-free weights: y[' + i + '] = ' + yw[i] + ', want ' + ys[1][i]); break; }
     }
   }
+  // Centred affine biases (GGUF's Q4_0 / Q8_0: every bias -8 or -128 times its scale) are computed
+  // from the scales instead of read: the same bits as the same planes with one group's bias moved
+  // (read from the plane) in every other row, float32 and int8 activations alike.
+  for (const [format, centre] of [['affine4', 8], ['affine8', 128]]) {
+    const N = 43, K = 608, G = K / 32;
+    const r = rng(77);
+    const codes = Uint8Array.from({ length: N * (format === 'affine4' ? K / 2 : K) }, () => Math.floor(r() * 256));
+    const scales = await dev.tensor(Float32Array.from({ length: N * G }, () => 0.002 + 0.05 * r()), [N * G], 'float16').data();
+    const sv = await dev.tensor(scales, [N * G], 'float16').toFloat32();
+    const biases = await dev.tensor(sv.map((v) => -centre * v), [N * G], 'float16').data();
+    const moved = Uint16Array.from(biases);
+    moved[5 * G + 3] = (await dev.tensor(new Float32Array([-centre * sv[5 * G + 3] + 0.25]), [1], 'float16').data())[0];
+    const centred = dev.fromQuantized({ format, shape: [N, K], blockSize: 32, codes, scales, biases });
+    const plain = dev.fromQuantized({ format, shape: [N, K], blockSize: 32, codes, scales, biases: moved });
+    const wd = await (await centred.dequantize()).toFloat32();
+    let worst = 0;
+    for (const activations of ['float32', 'int8']) {
+      for (const M of [1, 3, 8, 9]) {
+        const xv = randn(M * K, M + 300);
+        const x = dev.tensor(xv, [M, K]);
+        const y1 = await (await dev.linear(x, centred, { activations })).toFloat32();
+        const y2 = await (await dev.linear(x, plain, { activations })).toFloat32();
+        for (let i = 0; i < M * N; i++) {
+          if (i % N !== 5 && !Object.is(y1[i], y2[i])) { fail(format + ' centred biases (' + activations + ', M ' + M + '): y[' + i + '] = ' + y1[i] + ', read ' + y2[i]); break; }
+        }
+        if (activations === 'float32') {
+          for (let m = 0; m < M; m++) for (let n = 0; n < N; n++) {
+            let s = 0;
+            for (let k = 0; k < K; k++) s += xv[m * K + k] * wd[n * K + k];
+            worst = Math.max(worst, Math.abs(y1[m * N + n] - s) / (1 + Math.abs(s)));
+          }
+        }
+      }
+    }
+    out.linearError[format + ' centred biases'] = worst;
+  }
   // Dense weights (fused kernels for M <= 8): K = 70 leaves a tail shorter than a vector.
   for (const dtype of ['float32', 'float16', 'bfloat16']) {
     const N = 43, K = 70;

@@ -124,6 +124,27 @@ describe('linear against float64', () => {
     await check(w, 1, 'mxfp8 NaN code written into quantized weights');
   });
 
+  it('affine weights with centred biases (GGUF Q4_0 / Q8_0) still equal the reference after write() puts other biases in', async () => {
+    const N = 6, K = 128, M = 2, G = K / 32;
+    for (const [format, centre] of [['affine4', 8], ['affine8', 128]] as const) {
+      const r = randn(N * G + 2 * K, 21);
+      const codes = Uint8Array.from({ length: N * (format === 'affine4' ? K / 2 : K) }, (_, i) => (i * 97 + 13) & 255);
+      const scales = await dev.tensor(Float32Array.from({ length: N * G }, (_, i) => 0.01 + 0.02 * Math.abs(r[i])), [N * G], 'float16').data() as Uint16Array;
+      const sv = await dev.tensor(scales, [N * G], 'float16').toFloat32();
+      const biases = await dev.tensor(sv.map((v) => -centre * v), [N * G], 'float16').data() as Uint16Array;
+      const w = dev.fromQuantized({ format, shape: [N, K], blockSize: 32, codes, scales, biases });
+      // Rows 2-3 replaced by weights whose biases are not centred.
+      const rows = await dev.quantize(dev.tensor(r.subarray(N * G, N * G + 2 * K), [2, K]), { format, blockSize: 32 });
+      dev.write(w, rows, { axis: 0, offset: 2 });
+      const wd = await (await w.dequantize()).toFloat32();
+      const x = randn(M * K, 22);
+      for (const activations of ['float32', 'int8'] as const) {
+        const y = await (await dev.linear(dev.tensor(x, [M, K]), w, { activations })).toFloat32();
+        expectClose(y, linearRef(x, wd, M, N, K), activations === 'int8' ? 2e-2 : 1e-4, `${format} ${activations}`);
+      }
+    }
+  });
+
   it('huge activations (2^100 to 2^120) give the same finite results through the quantized weights as through their dequantized values', async () => {
     const N = 8, K = 64;
     const formats: Format[] = ['mxfp8', 'mxfp8_e5m2', 'mxfp4', 'mxint8', 'mxint4', 'affine4', 'affine8'];
@@ -278,7 +299,9 @@ describe('empty dimensions (as PyTorch): M = 0 or N = 0 give empty outputs, K = 
 
 describe('concurrency', () => {
   it('a long op resolves after a zero-delay timer queued behind it: it ran off the JS thread', async () => {
-    const M = 256, N = 1024, K = 1024;  // ~0.5 GFLOP: milliseconds on any machine
+    // ~2 GFLOP: several milliseconds on any machine (0.5 GFLOP took ~1 ms on an AVX-512 core pair,
+    // as long as the timer's own minimum delay, and lost the race once in three runs)
+    const M = 1024, N = 1024, K = 1024;
     const x = dev.tensor(randn(M * K, 1), [M, K]);
     const w = dev.tensor(randn(N * K, 2), [N, K]);
     const op = dev.linear(x, w).toFloat32().then(() => 'op');

@@ -1,6 +1,7 @@
 #include "device.h"
 #include "device_open.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -244,6 +245,24 @@ Napi::Value NativeDevice::Tensor(const Napi::CallbackInfo& info) {
   });
 }
 
+namespace {
+// Whether every bias is exactly -affine_centre(f) times its scale, bit for bit (GGUF's Q4_0 and
+// Q8_0 as imported: QTensor::centred_biases). In chunks through the vector float16 conversion.
+bool centred_biases(Format f, const uint16_t* scales, const uint16_t* biases, size_t n) {
+  const float centre = affine_centre(f);
+  float s[1024], b[1024];
+  for (size_t i = 0; i < n; i += 1024) {
+    const size_t m = std::min<size_t>(1024, n - i);
+    half_to_float_n(scales + i, s, m);
+    half_to_float_n(biases + i, b, m);
+    uint32_t differ = 0;
+    for (size_t j = 0; j < m; ++j) differ |= float_bits(b[j]) ^ float_bits(-centre * s[j]);
+    if (differ) return false;
+  }
+  return true;
+}
+}  // namespace
+
 Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
@@ -283,6 +302,9 @@ Napi::Value NativeDevice::FromQuantized(const Napi::CallbackInfo& info) {
       for (size_t i = 0; i < q->codes->bytes(); ++i) nan_code |= uint8_t((c[i] | 0x80) == 0xFF);
       q->fp8_nan_codes = nan_code != 0;
     }
+    if (affine) q->centred_biases = centred_biases(f, static_cast<const uint16_t*>(q->scales->data()),
+                                                   static_cast<const uint16_t*>(q->biases->data()),
+                                                   scales.bytes / 2);
     return NativeQTensor::Wrap(env, q);
   });
 }

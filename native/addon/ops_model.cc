@@ -415,6 +415,8 @@ void NativeDevice::write_quantized(Napi::Env env, const QTensorPtr& dst, Napi::V
   // A NaN code arriving in an E4M3 dst: its kernels must look for one from now on (a src quantized
   // from floats here has none; the quantizers never write one).
   if (from_quantized && src->fp8_nan_codes.get()) dst->fp8_nan_codes.set(true);
+  // Biases arriving that are not centred (any src quantized here: the affine quantizer's are not).
+  if (!from_quantized || !src->centred_biases.get()) dst->centred_biases.set(false);
   EventPtr last = dst->ready_event();
   EventPtr tail = stream_->tail();
   for (const auto& [sp, dp] : planes) {

@@ -55,7 +55,12 @@ struct QuantView {
   const void* scales;      // MX: uint8 E8M0 per block; affine: float16 bits per group
   const uint16_t* biases;  // affine only: float16 bits per group
   bool fp8_nan_codes = true;  // E4M3: codes may be NaN (magnitude 0x7F); see QTensor
+  bool centred_biases = false;  // affine: every bias is -(middle code) * its scale; see QTensor
 };
+
+// affine4 / affine8: the code the centred biases of GGUF's Q4_0 / Q8_0 subtract (8, 128): a group
+// whose bias is -centre * scale decodes as scale * (q - centre).
+inline float affine_centre(Format f) { return f == Format::AFFINE4 ? 8.0f : 128.0f; }
 
 // Writes q[row, k0:k1] as float32 into out (k1 - k0 values). k0 must be a multiple of q.block
 // and k1 a multiple of q.block or equal to cols. Table-driven; safe to call from many threads.

@@ -159,6 +159,12 @@ struct QTensor {
   // the JS thread's write() raises it (they then take the checking kernels: safe), and the
   // quantizer lowers it on a pool thread for a tensor still being made.
   RelaxedFlag fp8_nan_codes{true};
+  // Affine only: whether every bias is -affine_centre(format) * its group's scale, exactly (GGUF's
+  // Q4_0 and Q8_0: value d * (q - 8), d * (q - 128)). True lets the cpu decode kernels compute the
+  // biases from the scales instead of reading their plane (2 of Q4_0's 20 bytes a block). Set by
+  // fromQuantized after a scan; lowered by a write() whose src is not so (ops queued before it
+  // read the old planes, which were); false is always safe.
+  RelaxedFlag centred_biases{false};
 
   // As Tensor::ready_event: the last in-place write into the planes (dev.write of a quantized
   // cache), else the op that made the tensor.
@@ -172,7 +178,7 @@ struct QTensor {
     return QuantView{format, block, rows(), cols(), static_cast<const uint8_t*>(codes->data()),
                      scales->data(),
                      biases ? static_cast<const uint16_t*>(biases->data()) : nullptr,
-                     fp8_nan_codes.get()};
+                     fp8_nan_codes.get(), centred_biases.get()};
   }
   size_t bytes() const {
     return codes->bytes() + scales->bytes() + (biases ? biases->bytes() : 0);

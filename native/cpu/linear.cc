@@ -64,7 +64,10 @@ bool dot_weights(const QuantView& v, float (&lut)[16], mto::kernels::DotWeights*
   d.row_groups = v.cols / v.block;
   if (info.affine) {
     d.scales = static_cast<const uint16_t*>(v.scales);
-    d.biases = v.biases;
+    // Centred biases (Q4_0 / Q8_0 imports) are computed from the scales, bit for bit the same:
+    // their plane is not read (2 of Q4_0's 20 bytes a block).
+    if (v.centred_biases) d.centred_bias = -affine_centre(v.format);
+    else d.biases = v.biases;
   } else {
     d.e8m0 = static_cast<const uint8_t*>(v.scales);
   }

@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "../core/dtype.h"
+
 namespace mto::kernels {
 
 // How a row's codes decode.
@@ -41,11 +43,17 @@ struct DotWeights {
   int64_t row_bytes = 0;        // code bytes per row
   const uint8_t* e8m0 = nullptr;     // MX scales, K / 32 per row
   const uint16_t* scales = nullptr;  // affine float16 scales and biases, K / group per row
-  const uint16_t* biases = nullptr;
+  const uint16_t* biases = nullptr;  // null: every bias is centred_bias * its scale (Q4_0 / Q8_0)
+  float centred_bias = 0;            // -8 / -128 where biases is null
   int64_t row_groups = 0;       // scales (and biases) per row
   const float* lut = nullptr;   // Lut4: the 16 element values
   bool nan_codes = true;        // E4M3: a code may be NaN (false: the kernels need not look)
 };
+
+// An affine group's bias (g indexes the row-major plane): read, or computed for centred biases.
+inline float bias_of(const DotWeights& w, int64_t g) {
+  return w.biases ? half_to_float(w.biases[g]) : w.centred_bias * half_to_float(w.scales[g]);
+}
 
 struct DotKernels {
   const char* name;

@@ -196,8 +196,8 @@ void rows_kind(const DotWeights& w, int8x16_t tbl, float unit, int64_t row0, con
     for (int m = 0; m < M; ++m) {
       float sum = vaddvq_f32(acc[r][m]);
       if (is_affine(KIND)) {  // + sum over groups of bias[g] * sum(x[m] over group g)
-        const uint16_t* bias = w.biases + (row0 + r) * w.row_groups;
-        for (int64_t g = 0; g < sr; ++g) sum += half_to_float(bias[g]) * xs[m * sr + g];
+        const int64_t g0 = (row0 + r) * w.row_groups;
+        for (int64_t g = 0; g < sr; ++g) sum += bias_of(w, g0 + g) * xs[m * sr + g];
       }
       y[m * ldy + r] = sum;
     }

@@ -152,7 +152,7 @@ void rows_kind(const DotWeights& w, int8x16_t tbl, float unit, int64_t row0, con
         const int64_t g0 = (row0 + r) * w.row_groups;
         const float* xs = xd[m] + l.blocks;
         for (int64_t g = 0; g < l.sum_words; ++g) {
-          float bias = half_to_float(w.biases[g0 + g]);
+          float bias = bias_of(w, g0 + g);
           if (KIND == DotCodes::Uint8) bias += 128.0f * half_to_float(w.scales[g0 + g]);
           sum += bias * xs[g];
         }

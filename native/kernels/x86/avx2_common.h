@@ -70,23 +70,32 @@ MTO_T256 MTO_INL void prefetch_scales(const DotWeights& w, int64_t row, int64_t 
   }
   const int64_t g = row * w.row_groups + b0 / (w.group / 32);
   _mm_prefetch(reinterpret_cast<const char*>(w.scales + g), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
+  if (w.biases) _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
 }
 
 // Affine: acc[m] += sum over groups of (bias[g] + offset * scale[g]) * xs[m * sr + g], xs the
 // sums of x over each group (offset: what the kernel subtracted from every code, which moves that
-// many scales into the bias: 128 where uint8 codes are read as int8).
+// many scales into the bias: 128 where uint8 codes are read as int8). Centred biases (no plane)
+// are w.centred_bias * scale[g]: the term is (centred_bias + offset) * scale[g], exactly the same
+// floats (0 for affine8 read as int8: the term vanishes).
 template <int M>
 MTO_T256 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const float* xs, int64_t sr,
                                      float offset, __m256 (&acc)[M]) {
   const int64_t ng = w.K / w.group;
   const uint16_t* b = w.biases + row * w.row_groups;
   const uint16_t* s = w.scales + row * w.row_groups;
+  const float centred = w.biases ? 0.0f : w.centred_bias + offset;
+  if (!w.biases && centred == 0) return;
   for (int64_t g = 0; g < ng; g += 8) {
     const int n = int(std::min<int64_t>(8, ng - g));
-    __m256 bv = _mm256_cvtph_ps(load_halves(b + g, ng - g, n));
-    if (offset != 0)
-      bv = _mm256_fmadd_ps(_mm256_cvtph_ps(load_halves(s + g, ng - g, n)), _mm256_set1_ps(offset), bv);
+    __m256 bv;
+    if (!w.biases) {
+      bv = _mm256_mul_ps(_mm256_cvtph_ps(load_halves(s + g, ng - g, n)), _mm256_set1_ps(centred));
+    } else {
+      bv = _mm256_cvtph_ps(load_halves(b + g, ng - g, n));
+      if (offset != 0)
+        bv = _mm256_fmadd_ps(_mm256_cvtph_ps(load_halves(s + g, ng - g, n)), _mm256_set1_ps(offset), bv);
+    }
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[m] = _mm256_fmadd_ps(bv, _mm256_loadu_ps(xs + m * sr + g), acc[m]);
   }

@@ -60,19 +60,21 @@ MTO_T512 MTO_INL void prefetch_scales(const DotWeights& w, int64_t row, int64_t 
   }
   const int64_t g = row * w.row_groups + b0 / (w.group / 32);
   _mm_prefetch(reinterpret_cast<const char*>(w.scales + g), _MM_HINT_T0);
-  _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
+  if (w.biases) _mm_prefetch(reinterpret_cast<const char*>(w.biases + g), _MM_HINT_T0);
 }
 
-// Affine: acc[m] += sum over groups of bias[g] * sum(x[m] over group g).
+// Affine: acc[m] += sum over groups of bias[g] * sum(x[m] over group g); centred biases (no plane)
+// are w.centred_bias * scale[g], the same floats.
 template <int M>
 MTO_T512 MTO_INL void add_bias_terms(const DotWeights& w, int64_t row, const float* xs,
                                      int64_t sr, __m512 (&acc)[M]) {
   const int64_t ng = w.K / w.group;
-  const uint16_t* b = w.biases + row * w.row_groups;
+  const uint16_t* b = (w.biases ? w.biases : w.scales) + row * w.row_groups;
+  const __m512 mul = _mm512_set1_ps(w.biases ? 1.0f : w.centred_bias);
   for (int64_t g = 0; g < ng; g += 16) {
     const int n = int(std::min<int64_t>(16, ng - g));
-    const __m512 bv = _mm512_cvtph_ps(
-        _mm512_castsi512_si256(_mm512_maskz_loadu_epi16(__mmask32((1u << n) - 1), b + g)));
+    const __m512 bv = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(
+        _mm512_maskz_loadu_epi16(__mmask32((1u << n) - 1), b + g))), mul);
     MTO_UNROLL_ALL
     for (int m = 0; m < M; ++m) acc[m] = _mm512_fmadd_ps(bv, _mm512_loadu_ps(xs + m * sr + g), acc[m]);
   }

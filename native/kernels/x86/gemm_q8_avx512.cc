@@ -157,10 +157,10 @@ MTO_T512 void unpack_panel(const DotWeights& w, int64_t n0, int nrows, const int
     }
     if (is_affine(w.kind)) {
       const int64_t groups = K / w.group;
-      const uint16_t* bh = w.biases + n * w.row_groups;
+      const uint16_t* bh = w.biases ? w.biases + n * w.row_groups : nullptr;
       const uint16_t* sh = w.scales + n * w.row_groups;
       for (int64_t g = 0; g < groups; ++g) {
-        const float b = _cvtsh_ss(bh[g]);
+        const float b = bh ? _cvtsh_ss(bh[g]) : w.centred_bias * _cvtsh_ss(sh[g]);
         // The values are q - c here (c = 128 for affine8, 8 for affine4): s q + b = s (q - c) + (b + c s).
         const float c = w.kind == DotCodes::Uint8 ? 128.0f : 8.0f;
         p.bias[size_t(g * 16 + i)] = b + c * _cvtsh_ss(sh[g]);
