@@ -7,8 +7,10 @@
 // (read after write), writes a range read (write after read) or written (write after write) since
 // then. Read-read never needs one, nor do disjoint ranges of one buffer (a KV cache written at one
 // slot while attention reads earlier ones). A range whose extent is unknown is the whole buffer
-// (offset 0, kWholeBuffer). The same rule as ggml-metal's memory ranges and MLX's barrier on a
-// previous output, by byte range rather than whole buffer.
+// (offset 0, kWholeBuffer). The rule of ggml-metal's memory ranges (ggml_mem_ranges_check: a new
+// source overlapping a recorded destination, or a new destination overlapping any recorded range)
+// and of MLX's concurrent encoder (a barrier before a dispatch that uses a previous output, by
+// whole buffer there).
 // Backend-neutral C++, compiled on every platform: tested through `_internal.hazards`
 // (test/hazards.test.ts).
 #pragma once
