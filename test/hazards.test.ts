@@ -13,7 +13,7 @@ type Range = [buffer: number, offset: number, length: number];  // length -1: th
 type Dispatch = { reads: Range[]; writes: Range[] };
 const internal = (loadBinding() as unknown as {
   _internal: {
-    hazards(dispatches: (Dispatch | 'barrier')[]): boolean[];
+    hazards(dispatches: (Dispatch | 'commit')[], order?: 'concurrent' | 'serial'): boolean[];
     argAccess(): Record<string, 'none' | 'read' | 'write'>;
     encoderOrder(env?: string): 'concurrent' | 'serial';
     stridedRange(dims: number[], strides: number[], offset: number, elementBytes: number): [number, number];
@@ -106,8 +106,8 @@ describe('hazard tracker (core/hazards.h)', () => {
     // ...but a reader of what the dispatch after the barrier wrote needs one
     expect(internal.hazards([d([], [[0, 0, -1]]), d([[0, 0, -1]], [[1, 0, -1]]), d([[1, 0, -1]], [])]))
       .toEqual([false, true, true]);
-    // an encoder's end clears it too
-    expect(internal.hazards([d([], [[0, 0, -1]]), 'barrier', d([[0, 0, -1]], [])])).toEqual([false, false, false]);
+    // a batch's end (its commit) clears it too: the queue orders the next batch after it
+    expect(internal.hazards([d([], [[0, 0, -1]]), 'commit', d([[0, 0, -1]], [])])).toEqual([false, false, false]);
   });
 
   it('a dispatch that reads and writes one range depends on nothing of its own', () => {
@@ -138,6 +138,18 @@ describe('hazard tracker (core/hazards.h)', () => {
     // the sequences exercise both answers
     expect(barriers).toBeGreaterThan(total / 10);
     expect(barriers).toBeLessThan(total * 0.9);
+  });
+});
+
+describe('METAL_TENSOROPS_SERIAL_ENCODER=1 order', () => {
+  it('a barrier before every dispatch but each batch\'s first, whatever they touch', () => {
+    const independent = d([[0, 0, 8]], [[1, 0, 8]]);
+    const other = d([[2, 0, 8]], [[3, 0, 8]]);
+    expect(internal.hazards([independent, other, other, 'commit', other, independent], 'serial'))
+      .toEqual([false, true, true, false, false, true]);
+    // concurrent: only the second `other` (it writes what the first wrote) waits
+    expect(internal.hazards([independent, other, other, 'commit', other, independent]))
+      .toEqual([false, false, true, false, false, false]);
   });
 });
 

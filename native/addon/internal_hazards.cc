@@ -35,24 +35,25 @@ std::vector<BufferRange> ranges_of(const Napi::Value& v) {
 
 }  // namespace
 
-// hazards([{ reads, writes } | 'barrier', ...]) -> boolean[]: each dispatch through one tracker in
-// order (HazardTracker::add), true where a barrier is encoded before it; 'barrier' clears the
-// tracker (an encoder's end) and yields false.
+// hazards([{ reads, writes } | 'commit', ...], order = 'concurrent') -> boolean[]: each dispatch
+// through one BarrierPlanner of that order (what CommandStream asks), true where a barrier is
+// encoded before it; 'commit' ends the batch (end_batch) and yields false.
 Napi::Value Hazards(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return guard(env, [&]() -> Napi::Value {
     const Napi::Array in = info[0].As<Napi::Array>();
-    HazardTracker tracker;
+    const bool serial = info[1].IsString() && info[1].As<Napi::String>().Utf8Value() == "serial";
+    BarrierPlanner planner(serial ? EncoderOrder::Serial : EncoderOrder::Concurrent);
     Napi::Array out = Napi::Array::New(env, in.Length());
     for (uint32_t i = 0; i < in.Length(); ++i) {
       const Napi::Value item = in.Get(i);
       if (item.IsString()) {
-        tracker.clear();
+        planner.end_batch();
         out.Set(i, false);
         continue;
       }
       const Napi::Object d = item.As<Napi::Object>();
-      out.Set(i, tracker.add(ranges_of(d.Get("reads")), ranges_of(d.Get("writes"))));
+      out.Set(i, planner.before_dispatch(ranges_of(d.Get("reads")), ranges_of(d.Get("writes"))));
     }
     return out;
   });

@@ -85,4 +85,15 @@ bool HazardTracker::add(const std::vector<BufferRange>& reads, const std::vector
   return barrier;
 }
 
+bool BarrierPlanner::before_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes) {
+  const bool barrier = order_ == EncoderOrder::Serial ? dispatched_ : hazards_.add(reads, writes);
+  dispatched_ = true;
+  return barrier;
+}
+
+void BarrierPlanner::end_batch() {
+  hazards_.clear();
+  dispatched_ = false;
+}
+
 }  // namespace mto

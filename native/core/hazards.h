@@ -68,4 +68,20 @@ class HazardTracker {
   std::unordered_map<const void*, Ranges> ranges_;
 };
 
+// What the command stream asks per dispatch of a batch (native/metal/encode.mm): whether to
+// encode a barrier before it, by the tracker (Concurrent) or before every dispatch but the
+// batch's first (Serial). end_batch() when the batch's encoder ends: the next batch is ordered
+// after it by the queue.
+class BarrierPlanner {
+ public:
+  explicit BarrierPlanner(EncoderOrder order) : order_(order) {}
+  bool before_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes);
+  void end_batch();
+
+ private:
+  EncoderOrder order_;
+  HazardTracker hazards_;
+  bool dispatched_ = false;
+};
+
 }  // namespace mto

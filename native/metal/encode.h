@@ -107,9 +107,7 @@ class CommandStream {
   int ops_in_batch_ = 0;
   size_t bytes_in_batch_ = 0;
   // The barrier rule: what the batch's dispatches since its last barrier read and wrote.
-  EncoderOrder order_;
-  HazardTracker hazards_;
-  int dispatches_in_batch_ = 0;
+  BarrierPlanner barriers_;
   // Encodes a barrier before a dispatch that reads `reads` and writes `writes` where the rule says.
   void order_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes);
 };

@@ -29,12 +29,10 @@ BufferRange ArgTable::range(plan::Arg arg) const {
 
 CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy,
                              EncoderOrder order)
-    : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries), order_(order) {}
+    : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries), barriers_(order) {}
 
 void CommandStream::order_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes) {
-  const bool barrier = order_ == EncoderOrder::Serial ? dispatches_in_batch_ > 0 : hazards_.add(reads, writes);
-  if (barrier) encoder_->barrier();
-  ++dispatches_in_batch_;
+  if (barriers_.before_dispatch(reads, writes)) encoder_->barrier();
 }
 
 bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
@@ -140,8 +138,7 @@ void CommandStream::flush() {
   encoder_->commit();
   ops_in_batch_ = 0;
   bytes_in_batch_ = 0;
-  hazards_.clear();  // the next batch's encoder starts after this one's (batch_encoder.h)
-  dispatches_in_batch_ = 0;
+  barriers_.end_batch();  // the next batch's encoder starts after this one's (batch_encoder.h)
 }
 
 }  // namespace mto::metal
