@@ -223,6 +223,50 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.output).toMatch(/no known instance method for selector 'newComputePipelineStateWithFunction:options:completionHandler:'|instance method .* not found/);
   });
 
+  // The concurrent encoders' barriers (core/hazards.h decides where): Metal 3's is the compute
+  // encoder's memoryBarrierWithScope: on an encoder made with computeCommandEncoderWithDispatchType:,
+  // Metal 4's the MTL4 encoder's barrierAfterEncoderStages:... . A barrier through another name,
+  // the Metal 4 selector on the Metal 3 encoder, or a barrier scope passed as the dispatch type
+  // must not type-check.
+  const metal3Barrier = '[encoder_ memoryBarrierWithScope:MTLBarrierScopeBuffers];';
+
+  it('fails on a wrong Metal 3 barrier selector', () => {
+    const file = editedCopy('barrier-selector', (s) => s.replace(metal3Barrier,
+      '[encoder_ memoryBarrierWithScope:MTLBarrierScopeBuffers afterStages:MTLStageDispatch];'), 'encode_metal3.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'memoryBarrierWithScope:afterStages:'/);
+  });
+
+  it("fails on the Metal 4 encoder barrier called on the Metal 3 compute encoder", () => {
+    const file = editedCopy('barrier-metal4-on-metal3', (s) => s.replace(metal3Barrier,
+      '[encoder_ barrierAfterEncoderStages:MTLStageDispatch beforeEncoderStages:MTLStageDispatch\n' +
+      '                    visibilityOptions:MTL4VisibilityOptionDevice];'), 'encode_metal3.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/barrierAfterEncoderStages:beforeEncoderStages:visibilityOptions:/);
+  });
+
+  it('fails on a barrier scope passed as the Metal 3 dispatch type', () => {
+    const file = editedCopy('dispatch-type', (s) => s.replace(
+      '[batch_ computeCommandEncoderWithDispatchType:dispatch_type_]',
+      '[batch_ computeCommandEncoderWithDispatchType:MTLBarrierScopeBuffers]'), 'encode_metal3.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/cannot initialize a parameter of type 'MTLDispatchType'/);
+  });
+
+  it('fails on a Metal 4 encoder barrier with its stages and visibility swapped', () => {
+    const file = editedCopy('metal4-barrier-args', (s) => s.replace(
+      '[encoder_ barrierAfterEncoderStages:MTLStageDispatch beforeEncoderStages:MTLStageDispatch\n' +
+      '                      visibilityOptions:MTL4VisibilityOptionDevice];',
+      '[encoder_ barrierAfterEncoderStages:MTLStageDispatch visibilityOptions:MTL4VisibilityOptionDevice];'),
+    'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/barrierAfterEncoderStages:visibilityOptions:/);
+  });
+
   it('extracts the embedded MSL probe sources with their language versions', () => {
     const out = join(scratch, 'msl');
     const r = checkMetal('--extract-msl', out);

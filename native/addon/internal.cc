@@ -481,6 +481,10 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("asyncTestCounters", Napi::Function::New(env, AsyncTestCountersOf, "asyncTestCounters"));
   o.Set("commitPolicy", Napi::Function::New(env, CommitPolicyOf, "commitPolicy"));
   o.Set("debouncedWrites", Napi::Function::New(env, DebouncedWrites, "debouncedWrites"));
+  o.Set("hazards", Napi::Function::New(env, Hazards, "hazards"));
+  o.Set("argAccess", Napi::Function::New(env, ArgAccess, "argAccess"));
+  o.Set("stridedRange", Napi::Function::New(env, StridedRange, "stridedRange"));
+  o.Set("encoderOrder", Napi::Function::New(env, EncoderOrderOf, "encoderOrder"));
   o.Set("cpuKernels", Napi::Function::New(env, CpuKernels, "cpuKernels"));
   return o;
 }

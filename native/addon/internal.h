@@ -20,4 +20,9 @@ Napi::Value ScalePlaneLayoutOf(const Napi::CallbackInfo& info);
 Napi::Value QuantizedView(const Napi::CallbackInfo& info);
 // internal_writer.cc: debouncedWrites(quietMs, changesAtMs, flushAtMs, endAtMs, destroyAtEnd).
 Napi::Value DebouncedWrites(const Napi::CallbackInfo& info);
+// internal_hazards.cc: hazards(dispatches), argAccess(), encoderOrder(env), stridedRange(...) (core/hazards.h).
+Napi::Value Hazards(const Napi::CallbackInfo& info);
+Napi::Value ArgAccess(const Napi::CallbackInfo& info);
+Napi::Value EncoderOrderOf(const Napi::CallbackInfo& info);
+Napi::Value StridedRange(const Napi::CallbackInfo& info);
 }

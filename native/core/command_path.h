@@ -10,7 +10,7 @@
 namespace mto {
 
 enum class CommandPath : uint8_t {
-  Metal3,            // MTLCommandQueue and a serial compute encoder (macOS 14+)
+  Metal3,            // MTLCommandQueue and a concurrent compute encoder (macOS 14+)
   Metal4,            // MTL4CommandQueue, argument tables, a residency set (macOS 26+)
   Metal4PastCompat,  // Metal4, reached although `@available` said no (native/metal/os_gate.mm)
 };

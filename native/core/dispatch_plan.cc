@@ -119,6 +119,48 @@ const char* arg_name(Arg a) {
   return "?";
 }
 
+Access arg_access(Arg a) {
+  switch (a) {
+    case Arg::Unused:
+    case Arg::Params:
+      return Access::None;
+    case Arg::X:
+    case Arg::WCodes:
+    case Arg::WScales:
+    case Arg::WBiases:
+    case Arg::Bias:
+    case Arg::A:
+    case Arg::B:
+    case Arg::Q:
+    case Arg::K:
+    case Arg::V:
+    case Arg::KScales:
+    case Arg::VScales:
+    case Arg::Mask:
+    case Arg::Weight:
+    case Arg::Freqs:
+    case Arg::Src:
+    case Arg::Sinks:
+      return Access::Read;
+    case Arg::Y:
+    case Arg::Codes:
+    case Arg::Scales:
+    case Arg::O:
+    case Arg::PartialO:
+    case Arg::PartialML:
+    case Arg::Dst:
+    case Arg::Ids:
+    case Arg::Status:
+    case Arg::GroupSizes:
+    case Arg::GroupSlots:
+    case Arg::Positions:
+    case Arg::Rows:
+    case Arg::Scratch:
+      return Access::Write;
+  }
+  return Access::Write;  // unknown: the conservative answer
+}
+
 Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols) {
   const FormatInfo& info = format_info(f);
   if (info.affine) throw Error(code::Format, std::string(info.name) + " has no GPU quantize kernel yet");

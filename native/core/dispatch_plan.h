@@ -66,6 +66,13 @@ enum class Arg : uint8_t {
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
 constexpr size_t kArgCount = size_t(Arg::Scratch) + 1;
 const char* arg_name(Arg a);
+// How a kernel uses the buffer bound to an argument, for the encoder's barriers (core/hazards.h):
+// Read (never written by any kernel that binds it), Write (written, and possibly read too: a
+// write conflicts with every earlier access, so Write covers read-and-write; an argument that is
+// one op's output and another's input, Ids or Positions, is Write) or None (Params, Unused: no
+// buffer the kernel touches). test/hazards.test.ts checks it against the shaders' declarations.
+enum class Access : uint8_t { None, Read, Write };
+Access arg_access(Arg a);
 
 struct BufferSlot {
   uint32_t index;

@@ -24,6 +24,10 @@ size_t pool_cache_limit(const Capabilities& caps) {
   return size_t(std::min<uint64_t>(caps.recommended_working_set / 4, gib));
 }
 
+// Concurrent encoders with barriers where dispatches depend on each other (core/hazards.h), or
+// METAL_TENSOROPS_SERIAL_ENCODER=1: a barrier between every two dispatches (debugging).
+EncoderOrder encoder_order_from_env() { return encoder_order(std::getenv("METAL_TENSOROPS_SERIAL_ENCODER")); }
+
 class MetalBackend final : public Backend {
  public:
   MetalBackend(id<MTLDevice> device, const Capabilities& caps, const TierChoice& choice)
@@ -32,9 +36,11 @@ class MetalBackend final : public Backend {
         choice_(choice),
         residency_(std::make_shared<ResidencyTracker>()),
         pool_(std::make_shared<MetalBufferPool>(device, pool_cache_limit(caps), residency_)),
-        stream_(make_batch_encoder(device, caps, choice.tier, residency_), ShaderLibraries::for_device(device, caps),
+        stream_(make_batch_encoder(device, caps, choice.tier, residency_, encoder_order_from_env()),
+                ShaderLibraries::for_device(device, caps),
                 commit_policy(caps.architecture, std::getenv("METAL_TENSOROPS_COMMIT_OPS"),
-                              std::getenv("METAL_TENSOROPS_COMMIT_MB"))),
+                              std::getenv("METAL_TENSOROPS_COMMIT_MB")),
+                encoder_order_from_env()),
         ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable(),
              device_profile(caps.architecture)},
         user_kernels_(device) {}

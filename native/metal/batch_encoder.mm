@@ -8,7 +8,7 @@
 namespace mto::metal {
 
 std::unique_ptr<BatchEncoder> make_batch_encoder(id<MTLDevice> device, const Capabilities& caps, Tier tier,
-                                                 std::shared_ptr<ResidencyTracker> residency) {
+                                                 std::shared_ptr<ResidencyTracker> residency, EncoderOrder order) {
   bool available26 = false;
   if (@available(macOS 26.0, *)) available26 = true;
   const CommandPath path = command_path_for(caps, tier, MTO_HAVE_METAL4 != 0, available26);
@@ -23,7 +23,7 @@ std::unique_ptr<BatchEncoder> make_batch_encoder(id<MTLDevice> device, const Cap
   (void)path;  // always Metal3: the SDK has no Metal 4
   (void)residency;
 #endif
-  return make_metal3_encoder(device);
+  return make_metal3_encoder(device, order);
 }
 
 }  // namespace mto::metal

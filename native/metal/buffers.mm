@@ -7,9 +7,9 @@ namespace mto::metal {
 namespace {
 
 // Shared storage: one allocation the CPU and GPU both address (unified memory). Hazard tracking
-// stays on (the default) for the Metal 3 path, where a serial compute encoder and Metal order the
-// dispatches and the ops that read a result after them; the Metal 4 path tracks no hazards and
-// orders its dispatches with barriers instead (encode_metal4.mm).
+// stays on (the default) for the Metal 3 path, where Metal orders command buffers of the queue
+// and the concurrent encoder's barriers (core/hazards.h) order the dispatches within one; the
+// Metal 4 path tracks no hazards and orders everything with barriers (encode_metal4.mm).
 constexpr MTLResourceOptions kSharedOptions =
     MTLResourceStorageModeShared | MTLResourceCPUCacheModeDefaultCache;
 

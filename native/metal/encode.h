@@ -15,6 +15,7 @@
 
 #include "core/backend.h"
 #include "core/commit_policy.h"
+#include "core/hazards.h"
 #include "batch_encoder.h"
 #include "buffers.h"
 #include "core/dispatch_plan.h"
@@ -30,23 +31,40 @@ class ArgTable {
   // declines and the cpu backend runs it).
   bool bind(plan::Arg arg, const Buffer* buffer);
   id<MTLBuffer> get(plan::Arg arg) const { return table_[size_t(arg)]; }
+  // The bytes [offset, offset + length) of `arg`'s buffer that the kernels of the op can touch
+  // through it, where the op knows them (a copy's destination: the span its part writes). Unset:
+  // the whole buffer. Only the encoder's barriers use it (core/hazards.h); binding stays at offset 0.
+  void set_range(plan::Arg arg, uint64_t offset, uint64_t length) { ranges_[size_t(arg)] = {offset, length}; }
+  // `arg`'s buffer and range, as the barrier rule sees them.
+  BufferRange range(plan::Arg arg) const;
 
  private:
   std::array<id<MTLBuffer>, plan::kArgCount> table_{};
+  struct Span {
+    uint64_t offset = 0;
+    uint64_t length = kWholeBuffer;
+  };
+  std::array<Span, plan::kArgCount> ranges_{};
 };
 
 // The device's command queue and the batch being encoded. Used from the JS thread only.
 class CommandStream {
  public:
-  // `encoder`: the tier's command path (make_batch_encoder).
-  CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy);
+  // `encoder`: the tier's command path (make_batch_encoder). `order`: Concurrent encodes a barrier
+  // only before a dispatch that depends on one encoded since the last barrier (core/hazards.h);
+  // Serial (METAL_TENSOROPS_SERIAL_ENCODER=1, for debugging) before every dispatch but a batch's first.
+  CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy,
+                EncoderOrder order = EncoderOrder::Concurrent);
 
   // "metal3" or "metal4": the command path this stream encodes through.
   const char* path() const { return encoder_->path(); }
 
-  // Encodes `passes` in order into the open batch: one command buffer with one compute encoder,
-  // shared by every op started since the last flush(), each pass running after the previous
-  // pass's writes, within an op and across ops (batch_encoder.h). When the GPU is done with
+  // Encodes `passes` in order into the open batch: one command buffer with one concurrent compute
+  // encoder, shared by every op started since the last flush(). Each pass's buffers are read or
+  // written by its arguments' roles (plan::arg_access) over their ranges (ArgTable::set_range); a
+  // barrier goes before a pass that reads what a pass since the last barrier wrote, or writes
+  // what one read or wrote, within an op and across ops (core/hazards.h), so every pass still sees
+  // the writes it depends on. When the GPU is done with
   // the batch: a GPU error becomes a failed status for every op in it (E_OOM for out of memory,
   // else E_BACKEND with Metal's message); then `done` is called. The kernels write every output
   // in its own dtype, so nothing of the op runs on the handler's thread. `hold` keeps buffers
@@ -88,6 +106,10 @@ class CommandStream {
   ShaderLibraries& libraries_;
   int ops_in_batch_ = 0;
   size_t bytes_in_batch_ = 0;
+  // The barrier rule: what the batch's dispatches since its last barrier read and wrote.
+  BarrierPlanner barriers_;
+  // Encodes a barrier before a dispatch that reads `reads` and writes `writes` where the rule says.
+  void order_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes);
 };
 
 // Kernels that can find their input invalid (an id outside a table, group sizes that do not add

@@ -22,8 +22,18 @@ bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
   return true;
 }
 
-CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy)
-    : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries) {}
+BufferRange ArgTable::range(plan::Arg arg) const {
+  const Span& s = ranges_[size_t(arg)];
+  return BufferRange{(__bridge const void*)table_[size_t(arg)], s.offset, s.length};
+}
+
+CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy,
+                             EncoderOrder order)
+    : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries), barriers_(order) {}
+
+void CommandStream::order_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes) {
+  if (barriers_.before_dispatch(reads, writes)) encoder_->barrier();
+}
 
 bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
                            std::shared_ptr<void> hold, Completion done) {
@@ -81,6 +91,13 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
       const ArgTable& args = tables[i];
       if (empty_grid(d)) continue;
       encoder_->set_pipeline(pipelines[i]);
+      std::vector<BufferRange> reads, writes;
+      for (const plan::BufferSlot& s : d.buffers) {
+        const plan::Access access = plan::arg_access(s.arg);
+        if (access == plan::Access::Read) reads.push_back(args.range(s.arg));
+        if (access == plan::Access::Write) writes.push_back(args.range(s.arg));
+      }
+      order_dispatch(reads, writes);
       for (const plan::BufferSlot& s : d.buffers) {
         if (s.arg == plan::Arg::Params) {
           encoder_->set_bytes(d.params.data(), d.params.size(), s.index);
@@ -121,6 +138,7 @@ void CommandStream::flush() {
   encoder_->commit();
   ops_in_batch_ = 0;
   bytes_in_batch_ = 0;
+  barriers_.end_batch();  // the next batch's encoder starts after this one's (batch_encoder.h)
 }
 
 }  // namespace mto::metal

@@ -1,6 +1,9 @@
-// The Metal 3 path of batch_encoder.h: an MTLCommandBuffer with one serial compute encoder, whose
-// dispatches run one after another (each sees the previous one's writes; hazard tracking orders
-// command buffers of the queue), completion through the command buffer's completed handler.
+// The Metal 3 path of batch_encoder.h: an MTLCommandBuffer with one concurrent compute encoder
+// (MTLDispatchTypeConcurrent: dispatches may overlap), ordered by memoryBarrierWithScope:
+// MTLBarrierScopeBuffers where CommandStream finds a dependency (core/hazards.h); hazard tracking
+// orders command buffers of the queue. EncoderOrder::Serial makes a serial encoder instead, whose
+// dispatches run one after another (Metal ignores a barrier on it: MTLComputeCommandEncoder.h).
+// Completion through the command buffer's completed handler.
 #include "batch_encoder.h"
 
 #import <Foundation/Foundation.h>
@@ -30,7 +33,9 @@ OpStatus gpu_failure(id<MTLCommandBuffer> buffer) {
 
 class Metal3Encoder final : public BatchEncoder {
  public:
-  explicit Metal3Encoder(id<MTLDevice> device) : queue_([device newCommandQueue]) {
+  Metal3Encoder(id<MTLDevice> device, EncoderOrder order)
+      : queue_([device newCommandQueue]),
+        dispatch_type_(order == EncoderOrder::Serial ? MTLDispatchTypeSerial : MTLDispatchTypeConcurrent) {
     if (!queue_) throw Error(code::Backend, "could not create a Metal command queue");
     queue_.label = @"metal-tensorops";
   }
@@ -40,7 +45,7 @@ class Metal3Encoder final : public BatchEncoder {
   void begin() override {
     if (batch_) return;
     batch_ = [queue_ commandBuffer];
-    encoder_ = batch_ ? [batch_ computeCommandEncoder] : nil;
+    encoder_ = batch_ ? [batch_ computeCommandEncoderWithDispatchType:dispatch_type_] : nil;
     if (!encoder_) {
       batch_ = nil;
       throw Error(code::Backend, "could not create a Metal command buffer or compute encoder");
@@ -58,6 +63,7 @@ class Metal3Encoder final : public BatchEncoder {
   void dispatch(MTLSize groups, MTLSize threads) override {
     [encoder_ dispatchThreadgroups:groups threadsPerThreadgroup:threads];
   }
+  void barrier() override { [encoder_ memoryBarrierWithScope:MTLBarrierScopeBuffers]; }
   void on_completed(Completion done) override {
     // The block copies `done`; it is released with the block, after it ran.
     [batch_ addCompletedHandler:^(id<MTLCommandBuffer> buffer) {
@@ -76,14 +82,15 @@ class Metal3Encoder final : public BatchEncoder {
 
  private:
   id<MTLCommandQueue> queue_;
+  MTLDispatchType dispatch_type_;
   id<MTLCommandBuffer> batch_ = nil;
   id<MTLComputeCommandEncoder> encoder_ = nil;
 };
 
 }  // namespace
 
-std::unique_ptr<BatchEncoder> make_metal3_encoder(id<MTLDevice> device) {
-  return std::make_unique<Metal3Encoder>(device);
+std::unique_ptr<BatchEncoder> make_metal3_encoder(id<MTLDevice> device, EncoderOrder order) {
+  return std::make_unique<Metal3Encoder>(device, order);
 }
 
 }  // namespace mto::metal

@@ -8,9 +8,10 @@
 //   (setResource:atBufferIndex:). The encoder snapshots the table at each dispatch, so one table
 //   is rebound between dispatches. Metal 4 has no setBytes: parameter bytes are copied into a
 //   shared buffer of the batch and bound by address;
-// - no hazard tracking: an encoder barrier before every dispatch but the first, and a queue
-//   barrier at the start of each batch, order the work as the Metal 3 path's serial encoder does
-//   (each dispatch after the previous one's writes, each batch after the previous batch);
+// - no hazard tracking: an encoder barrier (barrierAfterEncoderStages:) where CommandStream finds
+//   a dependency between dispatches of the batch (core/hazards.h; before every dispatch but the
+//   first with METAL_TENSOROPS_SERIAL_ENCODER=1), and a queue barrier at the start of each batch
+//   (each batch after the previous batch);
 // - completion through the commit's feedback handler (MTL4CommitOptions addFeedbackHandler:),
 //   called once the GPU has finished the command buffer, with its error if it failed;
 // - residency: the device's MTLResidencySet is added to the queue once; the tracker's changes
@@ -108,7 +109,6 @@ class API_AVAILABLE(macos(26.0)) Metal4Encoder final : public BatchEncoder {
     batch_ = cb;
     encoder_ = enc;
     allocator_ = allocator;
-    dispatched_ = false;
   }
 
   void set_pipeline(id<MTLComputePipelineState> pipeline) override { [encoder_ setComputePipelineState:pipeline]; }
@@ -138,13 +138,13 @@ class API_AVAILABLE(macos(26.0)) Metal4Encoder final : public BatchEncoder {
   }
 
   void dispatch(MTLSize groups, MTLSize threads) override {
-    // After the previous dispatch's writes, as on a serial encoder.
-    if (dispatched_) {
-      [encoder_ barrierAfterEncoderStages:MTLStageDispatch beforeEncoderStages:MTLStageDispatch
-                        visibilityOptions:MTL4VisibilityOptionDevice];
-    }
     [encoder_ dispatchThreadgroups:groups threadsPerThreadgroup:threads];
-    dispatched_ = true;
+  }
+
+  // The dispatches after it wait for those before it in this encoder, and see their writes.
+  void barrier() override {
+    [encoder_ barrierAfterEncoderStages:MTLStageDispatch beforeEncoderStages:MTLStageDispatch
+                      visibilityOptions:MTL4VisibilityOptionDevice];
   }
 
   void on_completed(Completion done) override { completions_.push_back(std::move(done)); }
@@ -244,7 +244,6 @@ class API_AVAILABLE(macos(26.0)) Metal4Encoder final : public BatchEncoder {
   id<MTL4CommandBuffer> batch_ = nil;
   id<MTL4ComputeCommandEncoder> encoder_ = nil;
   id<MTL4CommandAllocator> allocator_ = nil;
-  bool dispatched_ = false;
   id<MTLBuffer> param_block_ = nil;
   size_t param_used_ = 0;
   std::vector<id<MTLBuffer>> batch_blocks_;  // parameter blocks this batch uses

@@ -1,10 +1,14 @@
 // The layout ops on the metal backend (ops.h), mirroring native/cpu/layout.cc: transpose, slice,
 // concat and write as strided copies of shaders/copy.metal, one pass per part (concat: one per
-// input), all in one op so its completion covers every part. A serial encoder runs the passes in
-// order, and each writes its own elements of dst.
+// input), all in one op so its completion covers every part. Each pass writes its own elements of
+// dst; the encoder's barriers (core/hazards.h) see each pass's source and destination as the byte
+// span its strides reach, so the parts of a concat, or a write() into one slot of a cache while
+// other slots are read, need no barrier between them unless their spans overlap.
 #include "ops.h"
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/hazards.h"
 #include "core/plan/layout.h"
 
 namespace mto::metal {
@@ -33,6 +37,12 @@ bool copy(MetalContext& ctx, const std::vector<const Tensor*>& srcs, const std::
     // write may copy between views of one storage; a dispatch reading what it writes races, so
     // the cpu backend runs that.
     if (args.get(Arg::Src) == args.get(Arg::Dst)) return false;
+    const CopyPart& p = parts[i];
+    const uint64_t element = dtype_size(dst.dtype);
+    const BufferRange s = strided_range(nullptr, p.dims, p.src_strides, p.src_offset, element);
+    const BufferRange d = strided_range(nullptr, p.dims, p.dst_strides, p.dst_offset, element);
+    args.set_range(Arg::Src, s.offset, s.length);
+    args.set_range(Arg::Dst, d.offset, d.length);
     tables.push_back(args);
   }
   return ctx.stream.submit(passes, tables, nullptr, std::move(done));

@@ -97,6 +97,13 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
   @autoreleasepool {
     encoder_->begin();  // throws, having encoded nothing, when Metal gives no command buffer
     encoder_->set_pipeline(pipeline);
+    // A user kernel's buffers have no declared roles: each counts as written, whole (a barrier
+    // before it wherever an earlier dispatch since the last barrier touched one of them).
+    std::vector<BufferRange> writes;
+    for (id<MTLBuffer> b : buffers) {
+      if (b) writes.push_back(BufferRange{(__bridge const void*)b, 0, kWholeBuffer});
+    }
+    order_dispatch({}, writes);
     for (size_t i = 0; i < launch.args.size(); ++i) {
       const UserKernelArg& a = launch.args[i];
       if (buffers[i]) {

@@ -289,6 +289,12 @@ MTO_SDK_MACOS(11.0)
 @end
 
 // MTLCommandEncoder.h / MTLComputeCommandEncoder.h
+// The resources a barrier of a concurrent compute encoder orders (MTLCommandEncoder.h).
+NS_OPTIONS(NSUInteger, MTLBarrierScope){
+  MTLBarrierScopeBuffers = 1 << 0,
+  MTLBarrierScopeTextures = 1 << 1,
+} MTO_SDK_MACOS(10.14);
+
 @protocol MTLCommandEncoder <NSObject>
 @property(nullable, copy, atomic) NSString *label;
 - (void)endEncoding;
@@ -302,9 +308,16 @@ MTO_SDK_MACOS(11.0)
 - (void)setThreadgroupMemoryLength:(NSUInteger)length atIndex:(NSUInteger)index;
 - (void)dispatchThreadgroups:(MTLSize)threadgroupsPerGrid
        threadsPerThreadgroup:(MTLSize)threadsPerThreadgroup;
+// Between the dispatches of a concurrent encoder; ignored on a serial one.
+- (void)memoryBarrierWithScope:(MTLBarrierScope)scope MTO_SDK_MACOS(10.14);
 @end
 
 // MTLCommandBuffer.h
+NS_ENUM(NSUInteger, MTLDispatchType){
+  MTLDispatchTypeSerial,
+  MTLDispatchTypeConcurrent,
+} MTO_SDK_MACOS(10.14);
+
 NS_ENUM(NSUInteger, MTLCommandBufferStatus) {
   MTLCommandBufferStatusNotEnqueued = 0,
   MTLCommandBufferStatusEnqueued = 1,
@@ -335,6 +348,8 @@ typedef void (^MTLCommandBufferHandler)(id<MTLCommandBuffer>);
 @property(readonly) MTLCommandBufferStatus status;
 @property(nullable, readonly) NSError *error;
 - (nullable id<MTLComputeCommandEncoder>)computeCommandEncoder;
+- (nullable id<MTLComputeCommandEncoder>)computeCommandEncoderWithDispatchType:(MTLDispatchType)dispatchType
+    MTO_SDK_MACOS(10.14);
 - (void)addCompletedHandler:(MTLCommandBufferHandler)block;
 - (void)commit;
 @end
