@@ -22,6 +22,12 @@ bool ArgTable::bind(plan::Arg arg, const Buffer* buffer) {
   return true;
 }
 
+bool ArgTable::bind_tensor(plan::Arg arg, id tensor) {
+  if (tensor == nil) return false;
+  tensors_[size_t(arg)] = tensor;
+  return true;
+}
+
 CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy)
     : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries) {}
 
@@ -60,6 +66,16 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     // A pipeline that allows fewer threads on this GPU (a kernel that needs many registers): the
     // op declines before anything is encoded, and the cpu backend runs it.
     if (threads > p.maxTotalThreadsPerThreadgroup) return false;
+    // Tensor arguments: only a path with an argument table binds them (the plans that use them
+    // are the tensorops-mx tier's, which runs on the Metal 4 path).
+    if (!d.tensors.empty() && !encoder_->binds_tensors()) return false;
+    for (const plan::TensorSlot& t : d.tensors) {
+      if (!args.get_tensor(t.arg)) {
+        throw Error(code::Backend, std::string("internal: kernel ") + d.kernel + " reads tensor " +
+                                       plan::arg_name(t.arg) + " at buffer(" + std::to_string(t.index) +
+                                       ") but no MTLTensor is bound to it");
+      }
+    }
     // An Unused slot still needs a valid buffer: the kernel declares it but never reads it.
     id<MTLBuffer> any = nil;
     for (const plan::BufferSlot& s : d.buffers) {
@@ -89,6 +105,12 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
           encoder_->set_buffer(b, s.index);
           bytes_in_batch_ += size_t(b.length);
         }
+      }
+      for (const plan::TensorSlot& t : d.tensors) {
+        encoder_->set_tensor(args.get_tensor(t.arg), t.index);  // binds_tensors() checked above
+        // Counted by the planes it views, where the op bound them too (commit policy).
+        for (plan::Arg plane : {t.data, t.scales})
+          if (id<MTLBuffer> b = args.get(plane)) bytes_in_batch_ += size_t(b.length);
       }
       encoder_->dispatch(size3(d.threadgroups), size3(d.threads_per_threadgroup));
     }
