@@ -108,7 +108,8 @@ function compileProxy(t, dir) {
 function plans(shapes, dir) {
   const exe = join(dir, 'plans');
   const sources = ['scripts/report-kernels/plans.cc', 'native/core/dispatch_plan.cc', 'native/core/formats.cc',
-    'native/core/dtype.cc', 'native/core/capabilities.cc', 'native/core/tiers.cc', 'native/core/pipeline_key.cc'];
+    'native/core/dtype.cc', 'native/core/capabilities.cc', 'native/core/tiers.cc', 'native/core/pipeline_key.cc',
+    'native/core/scale_plane.cc', 'native/core/tensor.cc'];
   // Sections the plans never reach (the formats' codecs and their host kernels) are dropped, so
   // the kernels they call need not be linked.
   const r = spawnSync(hostCxx, ['-std=c++17', '-O1', '-Inative', '-ffunction-sections', '-fdata-sections',

@@ -4,16 +4,19 @@
 // activation type they take (docs/design/METAL.md). Any other format, dtype or row size runs
 // the tensorops kernels instead (native/core/dispatch_plan.cc says why in fallback_reason).
 //
-// No dequantization in the kernel: the weight codes and their E8M0 scales are one multi-plane
-// tensor view (`tensor_blockwise` scale plane, block 32 x 1, WWDC26 talk 330), the activations a
-// plain half view, both straight in device memory, and one matmul2d per BM x BN tile of y over
-// the whole K decodes and scales as it multiplies. The weights are the right operand as stored,
-// [N, K] with the blocks along K, which is the transposed form a scaled right operand requires.
-// Metal reads docs/design/API.md's packing (fp4: element 2i in the low nibble of byte i; scales
-// [N, K/32]); the harness models that layout as inferred (test/msl/README.md). The destination is
-// a cooperative tensor (float accumulation, zeroed first): the epilogue adds the bias and writes each element
-// the thread holds where get_multidimensional_index says, inside y only, rounded once to the
-// output dtype Out (float32, float16 or bfloat16). Shapes and slots: qlinear_params.h.
+// No dequantization in the kernel: the weight is ONE tensor argument bound by the host, the
+// MTLTensor with an E8M0 scale plane it made over w's codes and scales (`tensor_blockwise` scale
+// plane, block 32 x 1, native/metal/qtensor.mm; bound through the Metal 4 argument table with its
+// gpuResourceID, WWDC26 talk 330), the activations a plain half view in device memory, and one
+// matmul2d per BM x BN tile of y over the whole K decodes and scales as it multiplies. The weights
+// are the right operand as stored, [N, K] with the blocks along K, which is the transposed form a
+// scaled right operand requires (our reading of the 27-era header; docs/design/METAL.md). The
+// tensor's layout (K columns by N rows, innermost first, fp4 element 2i in the low nibble of byte
+// i, scales [N, K/32]) is the host's (dispatch_plan.h TensorSlot); the harness models the binding
+// as a handle with planes (test/msl/README.md). The destination is a cooperative tensor (float
+// accumulation, zeroed first): the epilogue adds the bias and writes each element the thread holds
+// where get_multidimensional_index says, inside y only, rounded once to the output dtype Out
+// (float32, float16 or bfloat16). Shapes and slots: qlinear_params.h.
 #include <metal_stdlib>
 
 #include "mx_formats.h"
@@ -44,30 +47,27 @@ struct mto_metal_format<MTO_FORMAT_MXFP4> {
   typedef metal_fp4_e2m1_format type;
 };
 
+// The weight argument: codes of Metal's type for FMT with their E8M0 scale plane, from the host,
+// at the weight's slot (QLINEAR_BUFFER_W_CODES: the other kernels bind the codes buffer there).
+template <int FMT>
+using mto_mx_weight = tensor<device typename mto_metal_format<FMT>::type, dextents<int32_t, 2>, tensor_handle,
+                             tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1>>;
+
 template <typename Out, int FMT>
 [[kernel]] void qlinear_tensorops_mx_gemm(
     device const half* x [[buffer(QLINEAR_BUFFER_X)]],
-    device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
-    device const uchar* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
-    device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],  // the linear slot table; unused by MX
+    mto_mx_weight<FMT> tw [[buffer(QLINEAR_BUFFER_W_CODES)]],
     device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
     device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
     constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
     uint2 group [[threadgroup_position_in_grid]]) {
   constexpr int BM = QLINEAR_MX_BM, BN = QLINEAR_MX_BN;
-  typedef typename mto_metal_format<FMT>::type format_t;
-  typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> scales_t;
-  // Element types without const (reported to fail Apple's static_assert): views through casts.
+  // Element type without const (reported to fail Apple's static_assert): the view through a cast.
   typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> x_t;
-  typedef tensor<device format_t, dextents<int32_t, 2>, tensor_inline, scales_t> w_t;
 
   const int M = p.M, N = p.N, K = p.K;
-  // Innermost first: x is M rows of K halves; w is N rows of K codes (strides count elements,
-  // also for packed fp4), its plane N rows of K / 32 scale bytes.
+  // Innermost first: x is M rows of K halves; the weight tensor is N rows of K codes.
   x_t tx((device half*)x, dextents<int32_t, 2>(K, M), array<int32_t, 2>{1, K});
-  // The pointers are cast to the views' data_handle_type, whatever a packed-format handle is.
-  w_t tw((typename w_t::data_handle_type)codes, dextents<int32_t, 2>(K, N), array<int32_t, 2>{1, K},
-         scales_t((typename scales_t::data_handle_type)scales));
 
   const int m0 = int(group.y) * BM, n0 = int(group.x) * BN;
   auto sx = tx.slice(0, m0);  // rows m0.. of x, all of K

@@ -141,6 +141,32 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.output).toMatch(/no known instance method for selector 'setResource:atIndex:'/);
   });
 
+  // The tensorops-mx weight tensor (qtensor.mm) reaches its kernel through set_tensor: the
+  // argument table takes a resource id, not the tensor object, and not through the buffer setter.
+  it('fails on a tensor bound to the argument table by its MTLTensor instead of its gpuResourceID', () => {
+    const file = editedCopy('argument-table-tensor-object', (s) => s.replace(tensorBinding,
+      '[table_ setResource:t atBufferIndex:index];'), 'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/cannot initialize a parameter of type 'MTLResourceID'|no viable conversion|incompatible/);
+  });
+
+  it('fails on a tensor bound through the buffer setter (setAddress:atIndex: with its gpuResourceID)', () => {
+    const file = editedCopy('argument-table-tensor-address', (s) => s.replace(tensorBinding,
+      '[table_ setAddress:t.gpuResourceID atIndex:index];'), 'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/cannot initialize a parameter of type 'MTLGPUAddress'|no viable conversion|incompatible/);
+  });
+
+  it('fails on the weight tensor bound by the encoder instead of the argument table (Metal 4 encoders have no buffer setters)', () => {
+    const file = editedCopy('encoder-tensor', (s) => s.replace(tensorBinding,
+      '[encoder_ setBuffer:t offset:0 atIndex:index];'), 'encode_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'setBuffer:offset:atIndex:'/);
+  });
+
   it('fails on a buffer bound to the argument table by its MTLBuffer instead of its gpuAddress', () => {
     const file = editedCopy('argument-table-address', (s) => s.replace(
       '[table_ setAddress:buffer.gpuAddress atIndex:index];', '[table_ setAddress:buffer atIndex:index];'),

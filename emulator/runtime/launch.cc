@@ -1,5 +1,6 @@
 // The kernel registry, argument binding and run_kernel (launch.h).
 #include "launch.h"
+#include "launch_tensors.h"
 
 #include <algorithm>
 #include <cstring>
@@ -77,6 +78,19 @@ BufferArg ThreadArgs::buffer(int index) const {
   return BufferArg{b->region->data(), b->region->bytes(), index};
 }
 
+const TensorBinding& bound_tensor(int index) {
+  ThreadgroupRunner* runner = ThreadgroupRunner::current();
+  const BoundRegion* b = runner->launch().find_buffer(index);
+  if (!b) runner->fail("binding", "buffer(" + std::to_string(index) + ") is not bound");
+  if (!b->is_tensor) {
+    runner->fail("binding", "buffer(" + std::to_string(index) + ") '" + b->name +
+                                "' is a plain buffer, but the kernel declares a tensor argument there (the host must "
+                                "bind an MTLTensor)");
+  }
+  b->taken_as_tensor = true;
+  return b->tensor;
+}
+
 BufferArg ThreadArgs::threadgroup_memory(int index) const {
   size_t bytes = 0;
   void* p = ThreadgroupRunner::current()->dynamic_threadgroup_memory(index, &bytes);
@@ -131,6 +145,12 @@ RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry,
                      std::vector<HostBuffer>& buffers,
                      const std::vector<std::pair<int, uint32_t>>& threadgroup_memory,
                      const RunOptions& options) {
+  return run_kernel(kernel, geometry, buffers, {}, threadgroup_memory, options);
+}
+
+RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry, std::vector<HostBuffer>& buffers,
+                     const std::vector<HostTensor>& tensors,
+                     const std::vector<std::pair<int, uint32_t>>& threadgroup_memory, const RunOptions& options) {
   const auto& t = geometry.threads;
   const uint64_t threads = uint64_t(t[0]) * t[1] * t[2];
   if (threads == 0 || threads > 1024) {
@@ -143,6 +163,7 @@ RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry,
   // Every declared [[buffer(n)]] bound exactly once, and nothing the kernel does not declare.
   std::vector<int> bound;
   for (const auto& b : buffers) bound.push_back(b.index);
+  for (const auto& t : tensors) bound.push_back(t.index);
   std::sort(bound.begin(), bound.end());
   if (std::adjacent_find(bound.begin(), bound.end()) != bound.end())
     return binding_error("a buffer index is bound twice");
@@ -171,6 +192,33 @@ RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry,
     if (!b.data.empty()) std::memcpy(r.region->data(), b.data.data(), b.data.size());
     launch.buffers.push_back(std::move(r));
   }
+  for (const auto& h : tensors) {
+    // A tensor: the handle the kernel's argument is built from, over planes of their own.
+    BoundRegion r;
+    r.index = h.index;
+    r.name = h.name;
+    r.region = std::make_unique<GuardedRegion>(h.data.size(), options.align_end);
+    if (!h.data.empty()) std::memcpy(r.region->data(), h.data.data(), h.data.size());
+    r.is_tensor = true;
+    TensorBinding& t = r.tensor;
+    t.data_type = h.data_type;
+    t.rank = h.rank;
+    for (int i = 0; i < 2; ++i) {
+      t.dims[i] = h.dims[i];
+      t.strides[i] = h.strides[i];
+      t.block[i] = h.block[i];
+    }
+    t.data = r.region->data();
+    t.data_bytes = r.region->bytes();
+    t.scale_type = h.scale_type;
+    if (t.scale_type != 0) {
+      r.scales = std::make_unique<GuardedRegion>(h.scales.size(), options.align_end);
+      if (!h.scales.empty()) std::memcpy(r.scales->data(), h.scales.data(), h.scales.size());
+      t.scales = r.scales->data();
+      t.scale_bytes = r.scales->bytes();
+    }
+    launch.buffers.push_back(std::move(r));
+  }
 
   RunResult result;
   {
@@ -181,6 +229,16 @@ RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry,
         for (uint32_t x = 0; x < n[0] && result.ok; ++x) {
           const uint32_t group[3] = {x, y, z};
           result = runner.run(group);
+          // Every thread has built its arguments by now: a tensor that no parameter took as a
+          // tensor was read through a pointer or reference (an MTLTensor where the kernel
+          // declares a buffer: garbage on a GPU).
+          for (const BoundRegion& b : launch.buffers) {
+            if (result.ok && b.is_tensor && !b.taken_as_tensor) {
+              result = binding_error("buffer(" + std::to_string(b.index) + ") '" + b.name +
+                                     "' is bound to a tensor (an MTLTensor set by resource id), but " + kernel.name +
+                                     " declares a pointer or reference there");
+            }
+          }
         }
   }
   for (size_t i = 0; i < buffers.size(); ++i) {

@@ -303,9 +303,12 @@ std::string ThreadgroupRunner::describe_fault(const FaultTrap& trap) const {
            " bytes) at byte offset " + std::to_string(offset) + ", " + pos + who;
   };
   long off = 0;
-  for (const auto& b : launch_.buffers)
+  for (const auto& b : launch_.buffers) {
+    const std::string what = "buffer(" + std::to_string(b.index) + ") '" + b.name + "'";
     if (b.region->owns(trap.address, &off))
-      return where("buffer(" + std::to_string(b.index) + ") '" + b.name + "'", off, b.region->bytes());
+      return where(b.is_tensor ? what + " data plane" : what, off, b.region->bytes());
+    if (b.scales && b.scales->owns(trap.address, &off)) return where(what + " scale plane", off, b.scales->bytes());
+  }
   for (const auto& a : arrays_)
     if (a.region->owns(trap.address, &off)) return where("threadgroup array '" + a.name + "'", off, a.bytes);
   for (size_t i = 0; i < dynamic_.size(); ++i)

@@ -13,6 +13,7 @@
 #include "fiber.h"
 #include "guard.h"
 #include "launch.h"
+#include "tensor_binding.h"
 
 namespace mtoh {
 
@@ -21,6 +22,12 @@ struct BoundRegion {
   int index = 0;
   std::string name;
   std::unique_ptr<GuardedRegion> region;
+  // A tensor bound at index (launch_tensors.h): region is its data plane, scales its scale plane
+  // (or null); taken_as_tensor once a kernel parameter was built from it (bound_tensor).
+  bool is_tensor = false;
+  std::unique_ptr<GuardedRegion> scales;
+  TensorBinding tensor;
+  mutable bool taken_as_tensor = false;
 };
 
 struct LaunchState {

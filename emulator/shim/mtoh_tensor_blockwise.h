@@ -26,6 +26,18 @@
 #include <cmath>
 
 #include "mtoh_tensor.h"
+#include "tensor_binding.h"
+
+namespace mtoh {
+struct BufferArg;  // launch.h: what a generated binder passes for a [[buffer(n)]] parameter
+namespace tops {
+// BufferArg's index, read where BufferArg is complete (the binder's translation unit).
+template <class A>
+inline int arg_index(const A& a) {
+  return a.index;
+}
+}  // namespace tops
+}  // namespace mtoh
 
 // Defined by the macOS 27 toolchain when tensor_blockwise exists (a secondary source; README).
 #define __HAVE_TENSOR_MULTIPLANE__ 1
@@ -80,14 +92,17 @@ struct format_traits {
 };
 template <>
 struct format_traits<metal::metal_fp8_e4m3_format> {
+  static constexpr int metal_type = 142;  // raw MTLTensorDataType
   static constexpr int bits = 8, ebits = 4, mbits = 3, bias = 7;
 };
 template <>
 struct format_traits<metal::metal_fp8_e5m2_format> {
+  static constexpr int metal_type = 141;  // raw MTLTensorDataType
   static constexpr int bits = 8, ebits = 5, mbits = 2, bias = 15;
 };
 template <>
 struct format_traits<metal::metal_fp4_e2m1_format> {
+  static constexpr int metal_type = 148;  // raw MTLTensorDataType
   static constexpr int bits = 4, ebits = 2, mbits = 1, bias = 1;
 };
 template <class T>
@@ -111,6 +126,19 @@ inline float decode_format(unsigned code) {
     v = std::ldexp(float(m + (1u << FT::mbits)), int(e) - FT::bias - FT::mbits);
   }
   return neg ? -v : v;
+}
+
+constexpr int kMetalTypeUE8M0 = 145;  // MTLTensorDataTypeMetalFloat8UE8M0
+
+inline const char* metal_type_name(int t) {
+  switch (t) {
+    case 141: return "MetalFloat8E5M2";
+    case 142: return "MetalFloat8E4M3";
+    case 145: return "MetalFloat8UE8M0";
+    case 148: return "MetalFloat4E2M1";
+    case 0: return "none";
+    default: return "another data type";
+  }
 }
 
 inline float decode_ue8m0(unsigned b) {
@@ -178,8 +206,67 @@ struct tensor<ET, Ext, Desc, tensor_blockwise<P, S, B0, B1>> {
   tensor() = default;
   template <class J>
   tensor(ET* data, Ext e, array<J, 2> strides, scales_type scales) : p_(data), ext_(e), scales_(scales) {
+    static_assert(!std::is_same<Desc, tensor_handle>::value,
+                  "a tensor_handle tensor comes from the host (a kernel argument bound to an MTLTensor); views "
+                  "over pointers are tensor_inline");
     st_[0] = index_type(strides[0]);
     st_[1] = index_type(strides[1]);
+    check_layout();
+  }
+
+  // A host-bound kernel argument: `tensor<ET, dextents<int, 2>, tensor_handle,
+  // tensor_blockwise<...>> w [[buffer(n)]]` is built from the MTLTensor bound at n
+  // (tensor_binding.h), never from a pointer: the generated binder passes the launch's
+  // BufferArg for n, and this converting constructor (a non-template, so it wins over
+  // BufferArg's conversion templates) takes the tensor bound there instead.
+  tensor(const ::mtoh::BufferArg& a) : tensor(mtoh_bind(::mtoh::bound_tensor(mtoh::tops::arg_index(a)))) {}
+
+  // The tensor's descriptor must be what the kernel declares: rank 2, ET's data type, a scale
+  // plane of S's type with block factors (B0, B1), and planes that hold every element and scale
+  // of its extents (a binding error otherwise, as a GPU would read garbage or fault).
+  static tensor mtoh_bind(const ::mtoh::TensorBinding& b) {
+    static_assert(std::is_same<Desc, tensor_handle>::value,
+                  "a tensor kernel argument is a tensor_handle (the host binds an MTLTensor); tensor_inline views "
+                  "are built in the kernel");
+    using namespace mtoh::tops;
+    constexpr int want = format_traits<value_type>::metal_type;
+    if (b.rank != 2) fail("binding", "tensor argument: the kernel declares rank 2, the bound tensor has rank %d", b.rank);
+    if (b.data_type != want) {
+      fail("binding", "tensor argument: the kernel declares %s elements, the bound tensor holds %s (%d)",
+           metal_type_name(want), metal_type_name(b.data_type), b.data_type);
+    }
+    if (b.scale_type != kMetalTypeUE8M0) {
+      fail("binding", "tensor argument: the kernel declares a %s scale plane, the bound tensor has %s", metal_type_name(kMetalTypeUE8M0),
+           b.scale_type == 0 ? "no scale plane" : metal_type_name(b.scale_type));
+    }
+    if (b.block[0] != long(B0) || b.block[1] != long(B1)) {
+      fail("binding", "tensor argument: the kernel declares scale blocks of (%zu, %zu), the bound tensor's are (%ld, %ld)", B0, B1,
+           long(b.block[0]), long(b.block[1]));
+    }
+    tensor t;
+    t.p_ = (ET*)b.data;  // C-style: into the device address space
+    t.ext_ = Ext(index_type(b.dims[0]), index_type(b.dims[1]));
+    t.st_[0] = index_type(b.strides[0]);
+    t.st_[1] = index_type(b.strides[1]);
+    t.scales_ = scales_type((typename scales_type::data_handle_type)b.scales);
+    t.check_layout();
+    // Every element and every scale of the extents inside its plane.
+    const long rows = long(b.dims[1]), cols = long(b.dims[0]);
+    const long data_need = rows == 0 ? 0 : ((rows - 1) * long(t.st_[1]) + cols) * kBits / 8;
+    const long scale_need = rows == 0 ? 0 : (rows - 1) * long(t.st_[1] / 32) + (cols + 31) / 32;
+    if (long(b.data_bytes) < data_need) {
+      fail("binding", "tensor argument: %ld x %ld elements with row stride %ld need %ld bytes of data plane, %zu are bound",
+           rows, cols, long(t.st_[1]), data_need, b.data_bytes);
+    }
+    if (long(b.scale_bytes) < scale_need) {
+      fail("binding", "tensor argument: %ld x %ld elements need %ld bytes of scale plane, %zu are bound", rows, cols,
+           scale_need, b.scale_bytes);
+    }
+    return t;
+  }
+
+  // The rules for format tensors (the constructor's and a bound tensor's).
+  void check_layout() const {
     if (st_[0] != 1) mtoh::tops::fail("tensorops_constraint", "scaled tensor view: strides[0] must be 1, got %d", int(st_[0]));
     if (ext_.extent(0) % 32 != 0 || st_[1] % 32 != 0) {
       mtoh::tops::fail("tensorops_constraint",

@@ -12,6 +12,7 @@
 #include "../../shaders/qlinear_params.h"
 #include "../../shaders/quantize_params.h"
 #include "error.h"
+#include "scale_plane.h"
 
 namespace mto::plan {
 namespace {
@@ -115,6 +116,7 @@ const char* arg_name(Arg a) {
     case Arg::Sinks: return "sinks";
     case Arg::Rows: return "rows";
     case Arg::Scratch: return "scratch";
+    case Arg::WTensor: return "w.tensor";
   }
   return "?";
 }
@@ -141,6 +143,7 @@ Access arg_access(Arg a) {
     case Arg::Freqs:
     case Arg::Src:
     case Arg::Sinks:
+    case Arg::WTensor:  // a tensor argument: its planes are read (encode.mm adds their ranges)
       return Access::Read;
     case Arg::Y:
     case Arg::Codes:
@@ -272,6 +275,30 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
     d.threadgroups[0] = ceil_div(N, QLINEAR_GEMM_BN);
     d.threadgroups[1] = ceil_div(M, QLINEAR_GEMM_BM);
     d.threads_per_threadgroup[0] = 32 * QLINEAR_GEMM_SIMDGROUPS;
+  }
+  if (d.library == "qlinear_tensorops_mx") {
+    // The weight is one tensor argument: the MTLTensor with an E8M0 scale plane the host made over
+    // w's codes and scales (core/scale_plane.h, native/metal/qtensor.mm), [N, K] seen innermost
+    // first as K columns (blocks of 32) by N rows.
+    const ScalePlaneLayout l = scale_plane_layout(f, block, Shape{N, K}, Tier::TensorOpsMx);
+    if (!l.ok) throw Error(code::Format, "internal: the tensorops-mx weight has no scale-plane layout: " + l.reason);
+    TensorSlot t;
+    t.index = QLINEAR_BUFFER_W_CODES;  // the weight's slot: here the whole tensor, planes and all
+    t.data_type = int(l.data);
+    t.scale_type = kScalePlaneE8M0;
+    t.block[0] = kScalePlaneBlock;
+    t.block[1] = 1;
+    t.dims[0] = l.cols;
+    t.dims[1] = l.rows;
+    t.strides[0] = 1;
+    t.strides[1] = l.row_stride;
+    d.tensors = {t};
+    d.buffers = {{QLINEAR_BUFFER_X, Arg::X},
+                 {QLINEAR_BUFFER_BIAS, has_bias ? Arg::Bias : Arg::Unused},
+                 {QLINEAR_BUFFER_Y, Arg::Y},
+                 {QLINEAR_BUFFER_PARAMS, Arg::Params}};
+    d.params = bytes_of(p);
+    return d;
   }
   d.buffers = {{QLINEAR_BUFFER_X, Arg::X},
                {QLINEAR_BUFFER_W_CODES, Arg::WCodes},

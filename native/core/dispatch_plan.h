@@ -62,9 +62,11 @@ enum class Arg : uint8_t {
   Rows,        // groupRows' int32 rows output (its positions output is Positions)
   Scratch,     // device memory a kernel keeps between its own phases, made by the host per op
                // (pick_topk_wide's sort buffer: plan/pick.h)
+  WTensor,     // the quantized weight as ONE tensor argument (a TensorSlot, not a BufferSlot): an
+               // MTLTensor whose data plane is WCodes and whose E8M0 scale plane is WScales
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::Scratch) + 1;
+constexpr size_t kArgCount = size_t(Arg::WTensor) + 1;
 const char* arg_name(Arg a);
 // How a kernel uses the buffer bound to an argument, for the encoder's barriers (core/hazards.h):
 // Read (never written by any kernel that binds it), Write (written, and possibly read too: a
@@ -79,12 +81,32 @@ struct BufferSlot {
   Arg arg;
 };
 
+// A tensor argument: the kernel declares `tensor<device F, dextents<int32_t, 2>, tensor_handle,
+// tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1>>` at
+// [[buffer(index)]], and the host binds one MTLTensor there (the Metal 4 argument table's
+// setResource:atBufferIndex: with the tensor's gpuResourceID; Metal 3's encoder has no tensor
+// setter, so only the Metal 4 path runs such a plan). The tensor's data plane is the buffer of
+// `data` (WCodes), its scale plane that of `scales` (WScales); the rest is the descriptor the
+// host made it with (core/scale_plane.h's layout: native/metal/qtensor.mm), which the host
+// checks its tensor against and the harness (test/msl) builds its tensor handle from.
+struct TensorSlot {
+  uint32_t index = 0;
+  Arg arg = Arg::WTensor;
+  Arg data = Arg::WCodes, scales = Arg::WScales;
+  int data_type = 0;                 // raw MTLTensorDataType of the data plane (ScalePlaneData)
+  int scale_type = 145;              // raw MTLTensorDataType of the scale plane: MetalFloat8UE8M0
+  int64_t dims[2] = {0, 0};          // innermost first: columns (the blocked dimension), rows
+  int64_t strides[2] = {1, 0};       // elements, innermost first (packed fp4 counts elements)
+  int64_t block[2] = {32, 1};        // the scale plane's block factors, innermost first
+};
+
 struct Dispatch {
   std::string library;  // shader file stem: "quantize" (shaders/quantize.metal), "qlinear"
   std::string kernel;   // host name of the kernel instance in that library
   uint32_t threadgroups[3] = {1, 1, 1};         // grid, in threadgroups
   uint32_t threads_per_threadgroup[3] = {1, 1, 1};
-  std::vector<BufferSlot> buffers;              // every buffer index the kernel declares
+  std::vector<BufferSlot> buffers;              // every buffer index the kernel declares, but
+  std::vector<TensorSlot> tensors;              // the tensor arguments' (bound as MTLTensors)
   std::vector<uint8_t> params;                  // bound at the slot whose arg is Params
   // Function-constant specialisation of `kernel` (pipeline_key.h). Empty: these kernels are
   // specialised by template instance, one host name per format and input and output dtype.

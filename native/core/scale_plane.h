@@ -26,6 +26,9 @@ namespace mto {
 
 // The Metal element type of the data plane (raw MTLTensorDataType values, docs/design/METAL.md).
 enum class ScalePlaneData : int { None = 0, Fp8E5M2 = 141, Fp8E4M3 = 142, Fp4E2M1 = 148 };
+// The scale plane's: MTLTensorDataTypeMetalFloat8UE8M0, blocks of 32 along dimension 0.
+constexpr int kScalePlaneE8M0 = 145;
+constexpr int kScalePlaneBlock = 32;
 
 struct ScalePlaneLayout {
   bool ok = false;

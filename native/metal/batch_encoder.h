@@ -35,8 +35,11 @@ class BatchEncoder {
   virtual void set_buffer(id<MTLBuffer> buffer, uint32_t index) = 0;
   // [[threadgroup(index)]] memory of `length` bytes (a multiple of 16, as Metal requires).
   virtual void set_threadgroup_memory(uint32_t length, uint32_t index) = 0;
-  // An MTLTensor (id<MTLTensor>, macOS 26) at buffer(index), as a kernel's tensor argument. False
-  // where the path cannot bind one (Metal 3's encoder has no tensor setter).
+  // Whether set_tensor can bind tensors on this path (Metal 4's argument table can; Metal 3's
+  // encoder has no tensor setter). Asked before anything of an op is encoded.
+  virtual bool binds_tensors() const = 0;
+  // An MTLTensor (id<MTLTensor>, macOS 26) at buffer(index), as a kernel's tensor argument
+  // (dispatch_plan.h TensorSlot). False where the path cannot bind one (binds_tensors()).
   virtual bool set_tensor(id tensor, uint32_t index) = 0;
   // Runs after every dispatch of earlier batches, and concurrently with the dispatches encoded
   // before it in this batch unless a barrier() separates them (CommandStream decides where:

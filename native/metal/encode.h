@@ -24,7 +24,7 @@
 namespace mto::metal {
 
 // What each plan::Arg is bound to for one op: a buffer of the metal backend, or nil when the
-// plan does not use that argument.
+// plan does not use that argument; for a tensor argument (plan::TensorSlot) an MTLTensor.
 class ArgTable {
  public:
   // Binds `arg` to `buffer`'s MTLBuffer; false when `buffer` is not metal storage (the op then
@@ -37,9 +37,14 @@ class ArgTable {
   void set_range(plan::Arg arg, uint64_t offset, uint64_t length) { ranges_[size_t(arg)] = {offset, length}; }
   // `arg`'s buffer and range, as the barrier rule sees them.
   BufferRange range(plan::Arg arg) const;
+  // Binds tensor argument `arg` to `tensor` (an id<MTLTensor>, e.g. qtensor.h's scale-plane
+  // tensor); false when it is nil.
+  bool bind_tensor(plan::Arg arg, id tensor);
+  id get_tensor(plan::Arg arg) const { return tensors_[size_t(arg)]; }
 
  private:
   std::array<id<MTLBuffer>, plan::kArgCount> table_{};
+  std::array<id, plan::kArgCount> tensors_{};
   struct Span {
     uint64_t offset = 0;
     uint64_t length = kWholeBuffer;
@@ -69,7 +74,9 @@ class CommandStream {
   // else E_BACKEND with Metal's message); then `done` is called. The kernels write every output
   // in its own dtype, so nothing of the op runs on the handler's thread. `hold` keeps buffers
   // the op made for itself (scratch) alive until then; its inputs and outputs are the caller's.
-  // Returns false, having encoded nothing and without calling `done`, when a pass's threadgroup
+  // A pass's tensor slots bind their MTLTensors (ArgTable::bind_tensor) through the path's
+  // set_tensor. Returns false, having encoded nothing and without calling `done`, when a pass has
+  // tensor arguments and the path cannot bind them (Metal 3), or when a pass's threadgroup
   // is larger than its pipeline's maxTotalThreadsPerThreadgroup on this GPU: the op declines
   // and the cpu backend runs it (plans of kernels built for a fixed threadgroup, tiles of
   // SIMD-groups, cannot shrink; the row kernels' plans size themselves from max_threads first).

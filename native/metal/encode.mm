@@ -35,6 +35,12 @@ void CommandStream::order_dispatch(const std::vector<BufferRange>& reads, const 
   if (barriers_.before_dispatch(reads, writes)) encoder_->barrier();
 }
 
+bool ArgTable::bind_tensor(plan::Arg arg, id tensor) {
+  if (tensor == nil) return false;
+  tensors_[size_t(arg)] = tensor;
+  return true;
+}
+
 bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const ArgTable& args,
                            std::shared_ptr<void> hold, Completion done) {
   return submit(passes, std::vector<ArgTable>(passes.size(), args), std::move(hold), std::move(done));
@@ -70,6 +76,16 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
     // A pipeline that allows fewer threads on this GPU (a kernel that needs many registers): the
     // op declines before anything is encoded, and the cpu backend runs it.
     if (threads > p.maxTotalThreadsPerThreadgroup) return false;
+    // Tensor arguments: only a path with an argument table binds them (the plans that use them
+    // are the tensorops-mx tier's, which runs on the Metal 4 path).
+    if (!d.tensors.empty() && !encoder_->binds_tensors()) return false;
+    for (const plan::TensorSlot& t : d.tensors) {
+      if (!args.get_tensor(t.arg)) {
+        throw Error(code::Backend, std::string("internal: kernel ") + d.kernel + " reads tensor " +
+                                       plan::arg_name(t.arg) + " at buffer(" + std::to_string(t.index) +
+                                       ") but no MTLTensor is bound to it");
+      }
+    }
     // An Unused slot still needs a valid buffer: the kernel declares it but never reads it.
     id<MTLBuffer> any = nil;
     for (const plan::BufferSlot& s : d.buffers) {
@@ -97,6 +113,12 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
         if (access == plan::Access::Read) reads.push_back(args.range(s.arg));
         if (access == plan::Access::Write) writes.push_back(args.range(s.arg));
       }
+      // A tensor argument reads the planes it views (a write() into the weight before it must
+      // land first).
+      for (const plan::TensorSlot& t : d.tensors) {
+        for (plan::Arg plane : {t.data, t.scales})
+          if (args.get(plane)) reads.push_back(args.range(plane));
+      }
       order_dispatch(reads, writes);
       for (const plan::BufferSlot& s : d.buffers) {
         if (s.arg == plan::Arg::Params) {
@@ -106,6 +128,12 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
           encoder_->set_buffer(b, s.index);
           bytes_in_batch_ += size_t(b.length);
         }
+      }
+      for (const plan::TensorSlot& t : d.tensors) {
+        encoder_->set_tensor(args.get_tensor(t.arg), t.index);  // binds_tensors() checked above
+        // Counted by the planes it views, where the op bound them too (commit policy).
+        for (plan::Arg plane : {t.data, t.scales})
+          if (id<MTLBuffer> b = args.get(plane)) bytes_in_batch_ += size_t(b.length);
       }
       encoder_->dispatch(size3(d.threadgroups), size3(d.threads_per_threadgroup));
     }

@@ -59,6 +59,7 @@ class Metal3Encoder final : public BatchEncoder {
   void set_threadgroup_memory(uint32_t length, uint32_t index) override {
     [encoder_ setThreadgroupMemoryLength:length atIndex:index];
   }
+  bool binds_tensors() const override { return false; }
   bool set_tensor(id, uint32_t) override { return false; }
   void dispatch(MTLSize groups, MTLSize threads) override {
     [encoder_ dispatchThreadgroups:groups threadsPerThreadgroup:threads];

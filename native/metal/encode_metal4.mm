@@ -131,6 +131,10 @@ class API_AVAILABLE(macos(26.0)) Metal4Encoder final : public BatchEncoder {
     [encoder_ setThreadgroupMemoryLength:length atIndex:index];
   }
 
+  // By resource id into the argument table (MTL4ArgumentTable.h: tensors bind with
+  // setResource:atBufferIndex:); the tensor is resident from when it was made (qtensor.mm adds it
+  // to the residency set, applied before this batch commits).
+  bool binds_tensors() const override { return true; }
   bool set_tensor(id tensor, uint32_t index) override {
     id<MTLTensor> t = tensor;
     [table_ setResource:t.gpuResourceID atBufferIndex:index];

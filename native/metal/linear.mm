@@ -1,8 +1,9 @@
 // linear on the metal backend (ops.h): the qlinear kernels of shaders/qlinear*.metal, as
 // plan_linear decides from w's format, x's and y's dtypes (float32, float16 or bfloat16: the
 // kernels read x and write y as stored) and the tier: decode for M <= 8, tiled GEMM, matmul2d or,
-// on tensorops-mx, scale-plane matmul2d above. Dense w has no Metal kernel here: plan_matmul
-// multiplies by b[K, N], not by w[N, K]^T, so the cpu backend runs it.
+// on tensorops-mx, scale-plane matmul2d above (w bound as its MTLTensor with an E8M0 scale plane,
+// qtensor.h). Dense w has no Metal kernel here: plan_matmul multiplies by b[K, N], not by
+// w[N, K]^T, so the cpu backend runs it.
 // groupedLinear (a mixture of experts' linear) sits beside it, as in the cpu backend's linear.cc:
 // shaders/qlinear_grouped.metal, two passes (route, then decode or tiles), for quantized w at any
 // number of rows and dense w of any float dtype; activations: 'int8' is computed in float32 here,
@@ -11,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/plan/grouped_linear.h"
+#include "qtensor.h"
 
 namespace mto::metal {
 
@@ -19,11 +21,23 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
   if (!x.dense || !w.quant) return false;
   if (bias && bias->dtype != DType::Float32) return false;  // the kernels read a float32 bias
   const QTensor& q = *w.quant;
-  plan::Dispatch d;
-  try {
-    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+  auto plan_at = [&](Tier tier) {
+    return plan_avoiding(ctx.unusable, tier, [&](Tier t) {
       return plan::plan_linear(q.format, q.block, x.dense->dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t);
     });
+  };
+  plan::Dispatch d;
+  id w_tensor = nil;
+  try {
+    d = plan_at(ctx.tier);
+    // The tensorops-mx kernel takes w as one tensor argument: the MTLTensor with its scale plane
+    // attached to q when it was made (qtensor.h). Without one of the plan's layout (an SDK or
+    // macOS without multi-plane tensors, a descriptor Metal refused) the tensorops kernel, which
+    // reads the planes, runs instead.
+    if (!d.tensors.empty()) {
+      w_tensor = scale_plane_tensor_for(q, d.tensors[0]);
+      if (w_tensor == nil) d = plan_at(Tier::TensorOps);
+    }
   } catch (const Error&) {
     return false;  // no kernel (or no usable library) for this dtype, shape or format: the cpu backend runs it
   }
@@ -32,6 +46,7 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
   const bool bound = args.bind(Arg::X, x.dense->buffer.get()) &&
                      args.bind(Arg::WCodes, q.codes.get()) && args.bind(Arg::WScales, q.scales.get()) &&
                      (!q.biases || args.bind(Arg::WBiases, q.biases.get())) &&
+                     (d.tensors.empty() || args.bind_tensor(Arg::WTensor, w_tensor)) &&
                      (!bias || args.bind(Arg::Bias, bias->buffer.get())) &&
                      args.bind(Arg::Y, y.buffer.get());
   if (!bound) return false;

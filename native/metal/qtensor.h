@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "core/capabilities.h"
+#include "core/dispatch_plan.h"
 #include "core/tensor.h"
 #include "residency.h"
 
@@ -18,5 +19,11 @@ namespace mto::metal {
 // once, and removed when q lets it go.
 void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, std::shared_ptr<ResidencyTracker> residency,
                                QTensor& q);
+
+// The MTLTensor (an id<MTLTensor>) attached to q, when it has one and its descriptor is the one
+// `slot` declares (data type, extents, strides, scale plane block): what a plan's tensor argument
+// binds. nil otherwise (no view: older macOS or SDK, Metal refused the descriptor; or another
+// layout), and the op plans the kernels that read the planes instead.
+id scale_plane_tensor_for(const QTensor& q, const plan::TensorSlot& slot);
 
 }  // namespace mto::metal

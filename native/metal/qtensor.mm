@@ -1,9 +1,10 @@
 // One MTLTensor with an E8M0 scale plane over a quantized tensor's codes + scales (qtensor.h).
 // The tensor shares the two pooled MTLBuffers (newTensorWithDescriptor:attachments:error:, macOS
 // 27), so it costs no copy and no memory; it stays with the QTensor until the tensor is freed,
-// resident all that time (residency.h). The kernels still bind the planes as buffers: the Metal 4
-// path can bind it (BatchEncoder::set_tensor, an argument table's setResource:atBufferIndex:),
-// but no kernel takes a tensor_blockwise argument yet, so this view is not bound yet.
+// resident all that time (residency.h). The tensorops-mx linear kernel takes it as its weight
+// argument (a tensor_handle with a tensor_blockwise scale plane): the plan's tensor slot
+// (dispatch_plan.h TensorSlot), bound by the Metal 4 path through the argument table
+// (BatchEncoder::set_tensor: setResource:atBufferIndex: with its gpuResourceID).
 #include "qtensor.h"
 
 #include "buffers.h"
@@ -29,7 +30,7 @@ class ScalePlaneTensor final : public QTensorDeviceView {
   }
   ~ScalePlaneTensor() override { residency_->remove(tensor_); }
   const char* kind() const override { return "mtltensor-scale-plane"; }
-  id tensor() const { return tensor_; }  // for a tensor_handle binding, once one exists
+  id tensor() const { return tensor_; }  // what a tensor_handle argument binds
 
  private:
   id tensor_;  // id<MTLTensor>
@@ -83,6 +84,23 @@ void attach_scale_plane_tensor(id<MTLDevice> device, Tier tier, std::shared_ptr<
 #else
   (void)device;
   (void)residency;
+#endif
+}
+
+id scale_plane_tensor_for(const QTensor& q, const plan::TensorSlot& slot) {
+#ifdef MTO_HAVE_SCALE_PLANES
+  const auto* view = dynamic_cast<const ScalePlaneTensor*>(q.device_view.get());
+  if (view == nullptr) return nil;
+  // The layout the tensor was made with (attach_scale_plane_tensor) against the slot's.
+  const ScalePlaneLayout l = scale_plane_layout(q.format, q.block, q.shape, Tier::TensorOpsMx);
+  const bool same = l.ok && int(l.data) == slot.data_type && slot.scale_type == kScalePlaneE8M0 &&
+                    l.cols == slot.dims[0] && l.rows == slot.dims[1] && slot.strides[0] == 1 &&
+                    l.row_stride == slot.strides[1] && slot.block[0] == kScalePlaneBlock && slot.block[1] == 1;
+  return same ? view->tensor() : nil;
+#else
+  (void)q;
+  (void)slot;
+  return nil;
 #endif
 }
 

@@ -85,6 +85,16 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     for (const c of cases.filter((x) => x.name.startsWith('harness/catches/'))) expect(c.detected, c.name).toBeTruthy();
   });
 
+  it('host-bound tensor arguments: a scale-plane tensor handle reads what an inline view over its planes reads, and each binding that does not match the kernel is reported', () => {
+    expect(failures(group('harness/tensor_handle/'))).toEqual([]);
+    expect(group('harness/tensor_handle/matmul_scale_plane')).toHaveLength(1);
+    const catches = group('harness/catches/binding/th_');
+    expect(catches.map((c) => c.name.split('/').pop()).sort()).toEqual(['blocks_along_rows', 'buffer_for_tensor',
+      'e5m2_bound_for_e4m3', 'no_scale_plane', 'short_data_plane', 'short_scale_plane', 'tensor_for_pointer']);
+    expect(failures(catches)).toEqual([]);
+    for (const c of catches) expect(c.detected, c.name).toBeTruthy();
+  });
+
   it('shader-side format traits match the cpu format table', () => {
     expect(failures(group('table/'))).toEqual([]);
   });
@@ -569,6 +579,21 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
       expect(bad.stderr).toContain(message);
     }
     const good = compileSnippet(body('half', true));
+    expect(good.stderr).toBe('');
+    expect(good.status).toBe(0);
+  });
+
+  it('tensorops shim: a tensor_handle comes from the host, never from a pointer (a compile error)', () => {
+    const decl = 'typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> s_t; ' +
+      'device uchar* p = nullptr; ';
+    const view = (desc: string) => decl +
+      `typedef tensor<device metal_fp8_e4m3_format, dextents<int32_t, 2>, ${desc}, s_t> w_t; ` +
+      'w_t w((device metal_fp8_e4m3_format*)p, dextents<int32_t, 2>(128, 4), array<int32_t, 2>{1, 128}, ' +
+      's_t((device metal_fp8_ue8m0_format*)p)); (void)w;';
+    const bad = compileSnippet(view('tensor_handle'));
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('a tensor_handle tensor comes from the host');
+    const good = compileSnippet(view('tensor_inline'));
     expect(good.stderr).toBe('');
     expect(good.status).toBe(0);
   });

@@ -84,6 +84,7 @@ std::vector<Case> table_cases();     // shader-side format traits against native
 std::vector<Case> selftest_cases();  // the harness itself (test/msl/selftest/selftest.metal)
 std::vector<Case> plan_cases();      // what the dispatch plans refuse
 std::vector<Case> tensorops_cases(); // the TensorOps shim (test/msl/selftest/tensorops_selftest.metal)
+std::vector<Case> tensor_handle_cases();  // host-bound tensor arguments (tensor_handle_selftest.metal)
 std::vector<Case> attention_cases(); // attention kernels (attention_cases.cc), and plan/attention
 std::vector<Case> attention_tensorops_cases(); // the tensorops tier's attention (attention_tensorops_cases.cc)
 std::vector<Case> attention_tensorops_mx_cases(); // the tensorops-mx tier's (attention_tensorops_cases.cc)

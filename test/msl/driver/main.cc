@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Case> cases;
-  for (auto& group : {selftest_cases(), tensorops_cases(), table_cases(), plan_cases(), quantize_cases(), linear_cases(),
+  for (auto& group : {selftest_cases(), tensorops_cases(), tensor_handle_cases(), table_cases(), plan_cases(), quantize_cases(), linear_cases(),
                        attention_cases(), attention_tensorops_cases(), attention_tensorops_mx_cases(), matmul_cases(), linear_mx_cases(), probe_cases(),
                        elementwise_cases(), norm_cases(), rope_cases(), softmax_cases(), layout_cases(),
                        pick_cases(), embedding_cases(), grouped_linear_cases(), group_rows_cases()})

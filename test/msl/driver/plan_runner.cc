@@ -38,12 +38,38 @@ PlanRun execute_plan(const mto::plan::Dispatch& plan, const std::string& variant
     }
     buffers.push_back(std::move(b));
   }
+  // Tensor arguments: a handle over the planes the plan names, with the plan's descriptor (what
+  // the Metal host binds as one MTLTensor through the argument table).
+  std::vector<mtoh::HostTensor> tensors;
+  for (const auto& slot : plan.tensors) {
+    mtoh::HostTensor t;
+    t.index = int(slot.index);
+    t.name = mto::plan::arg_name(slot.arg);
+    auto data = inputs.find(slot.data);
+    auto scales = inputs.find(slot.scales);
+    if (data == inputs.end() || scales == inputs.end()) {
+      run.result = {false, "binding", std::string("the test supplies no planes for tensor slot ") +
+                                          std::to_string(slot.index) + " (" + t.name + ")"};
+      return run;
+    }
+    t.data = data->second;
+    t.scales = scales->second;
+    t.data_type = slot.data_type;
+    t.rank = 2;
+    t.scale_type = slot.scale_type;
+    for (int i = 0; i < 2; ++i) {
+      t.dims[i] = slot.dims[i];
+      t.strides[i] = slot.strides[i];
+      t.block[i] = slot.block[i];
+    }
+    tensors.push_back(std::move(t));
+  }
   mtoh::Geometry g;
   for (int i = 0; i < 3; ++i) {
     g.threadgroups[i] = plan.threadgroups[i];
     g.threads[i] = plan.threads_per_threadgroup[i];
   }
-  run.result = mtoh::run_kernel(*kernel, g, buffers, {}, options);
+  run.result = mtoh::run_kernel(*kernel, g, buffers, tensors, {}, options);
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (output_sizes.count(plan.buffers[i].arg)) run.outputs[plan.buffers[i].arg] = std::move(buffers[i].data);
   return run;

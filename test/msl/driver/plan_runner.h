@@ -1,7 +1,8 @@
 // Executes a dispatch plan (native/core/dispatch_plan.h) in the harness exactly as the Metal host
 // encodes it: the plan's kernel instance from the plan's library, the plan's grid and threadgroup
 // size, and at each buffer index what the plan says (its params bytes, an operand, an output, or
-// for an Unused slot an empty buffer, so any read of it is reported).
+// for an Unused slot an empty buffer, so any read of it is reported; for a tensor slot a tensor
+// handle over the planes it names, with its descriptor).
 #pragma once
 #include <map>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "core/dispatch_plan.h"
 #include "launch.h"
+#include "launch_tensors.h"
 
 namespace mtoh_driver {
 
