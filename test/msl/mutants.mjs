@@ -9,6 +9,7 @@
 //   --files a,b        only mutants of these files (shaders/norm.metal, shaders/mx_formats.h, ...)
 //   --match TEXT       only mutants whose mutated line contains TEXT (or whose id is TEXT)
 //   --survivors        only mutants the report lists as survived (after adding tests)
+//   --unrun            only mutants the report has no result for (finishing a file run in part)
 //   --sample N         N mutants drawn with --seed (default 1) instead of all of them
 //   --budget SECONDS   start no mutant after this long (those left are reported as not run)
 //   --jobs N           mutants built and run at once (default: CPU count)
@@ -147,13 +148,14 @@ async function runMutant(m, k, ctx) {
 }
 
 function parseArgs(argv) {
-  const a = { files: null, match: null, survivors: false, sample: null, seed: 1, budget: Infinity, jobs: availableParallelism(), update: false, check: false, list: false };
+  const a = { files: null, match: null, survivors: false, unrun: false, sample: null, seed: 1, budget: Infinity, jobs: availableParallelism(), update: false, check: false, list: false };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i];
     switch (argv[i]) {
       case '--files': a.files = v().split(',').filter(Boolean); break;
       case '--match': a.match = v(); break;
       case '--survivors': a.survivors = true; break;
+      case '--unrun': a.unrun = true; break;
       case '--sample': a.sample = Number(v()); break;
       case '--seed': a.seed = Number(v()); break;
       case '--budget': a.budget = Number(v()); break;
@@ -170,7 +172,7 @@ function parseArgs(argv) {
 const readJson = (path, fallback) => (existsSync(path) ? JSON.parse(readFileSync(path, 'utf8')) : fallback);
 
 /** Every mutant of the selected files, sampled and ordered as the options say. */
-export function selectMutants({ files = null, match = null, survivors = false, sample = null, seed = 1 } = {}) {
+export function selectMutants({ files = null, match = null, survivors = false, unrun = false, sample = null, seed = 1 } = {}) {
   let all = [];
   for (const file of files ?? mutableFiles()) all.push(...enumerateMutants(file, readFileSync(join(root, file), 'utf8')));
   if (match !== null) all = all.filter((m) => m.id === match || m.mutated.includes(match));
@@ -178,6 +180,13 @@ export function selectMutants({ files = null, match = null, survivors = false, s
     const report = readJson(reportPath, { files: {} });
     const ids = new Set(Object.values(report.files).flatMap((f) => (f.survived ?? []).map((x) => x.id)));
     all = all.filter((m) => ids.has(m.id));
+  }
+  if (unrun) {
+    const report = readJson(reportPath, { files: {} });
+    const ids = new Set(Object.values(report.files).flatMap((f) => [
+      ...(f.killed ?? []), ...(f.stillborn ?? []), ...(f.uncovered ?? []),
+      ...(f.survived ?? []).map((x) => x.id), ...(f.equivalent ?? []).map((x) => x.id)]));
+    all = all.filter((m) => !ids.has(m.id));
   }
   return sample === null ? all : sampleByHash(all, sample, seed);
 }

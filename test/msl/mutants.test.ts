@@ -60,4 +60,16 @@ describe('mutant generation', () => {
     expect(a.map((m) => m.id)).toEqual((selectMutants({ sample: 5, seed: 7 }) as Mutant[]).map((m) => m.id));
     expect(a.map((m) => m.id)).not.toEqual((selectMutants({ sample: 5, seed: 8 }) as Mutant[]).map((m) => m.id));
   });
+
+  it('--unrun leaves out every mutant the report has a result for', () => {
+    const report = JSON.parse(readFileSync(join(__dirname, 'mutants.json'), 'utf8')) as {
+      files: Record<string, { killed: string[]; stillborn: string[]; uncovered: string[]; survived: { id: string }[]; equivalent: { id: string }[] }>;
+    };
+    const [file, f] = Object.entries(report.files).find(([, x]) => x.killed.length > 0)!;
+    const done = new Set([...f.killed, ...f.stillborn, ...f.uncovered, ...f.survived.map((s) => s.id), ...f.equivalent.map((s) => s.id)]);
+    const all = selectMutants({ files: [file] }) as Mutant[];
+    const unrun = selectMutants({ files: [file], unrun: true }) as Mutant[];
+    expect(unrun.map((m) => m.id)).toEqual(all.filter((m) => !done.has(m.id)).map((m) => m.id));
+    expect(unrun.length).toBeLessThan(all.length);
+  });
 });

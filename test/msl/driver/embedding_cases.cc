@@ -3,7 +3,9 @@
 // each group) decoded to float32 within 1e-6 (1 + |ref|) (the same decoders; an affine s * q + b
 // may round once or twice), NaN and inf blocks included; odd vocabularies, rows of one and of
 // several threadgroups, ids of odd counts and shapes, repeated ids; and ids outside the table,
-// which must give the cpu backend's E_ARG through the status buffer.
+// which must give the cpu backend's E_ARG through the status buffer (the first bad one also when
+// it sits in a later SIMD-group than a later bad one; a single id) while the kernel still writes
+// its rows: zeros for a bad id, the table's row for the others.
 #include <cmath>
 #include <cstring>
 
@@ -108,7 +110,34 @@ CaseResult run_case(const EmbCase& c, const std::string& name, const std::string
           bad.first_mismatch = "status: kernel '" + gpu_error + "', cpu '" + cpu_error + "'";
           return bad;
         }
-        if (!cpu_error.empty()) return Comparison{};
+        if (!cpu_error.empty()) {
+          // The op fails, and the kernel's rows are still defined (embedding.metal's header): a
+          // bad id's row is zeros, every other row its table row.
+          std::vector<int32_t> fixed(id, id + ids.numel());
+          for (const auto& [at, value] : c.bad) fixed[size_t(at)] = 0;
+          mto::Tensor ids_ok = ids;
+          ids_ok.buffer = mto::make_buffer(size_t(ids.numel()) * 4);
+          std::memcpy(ids_ok.buffer->data(), fixed.data(), fixed.size() * 4);
+          mto::Tensor want = out;
+          want.buffer = mto::make_buffer(out.bytes());
+          mto::cpu::embedding(pool, table, ids_ok, mto::check_embedding(table, ids_ok), want);
+          const size_t row = size_t(c.dim) * mto::dtype_size(want.dtype);
+          for (const auto& [at, value] : c.bad) {
+            std::memset(static_cast<unsigned char*>(want.buffer->data()) + size_t(at) * row, 0, row);
+          }
+          if (!c.quantized) {
+            Comparison cmp;
+            cmp.ok = got.at(Arg::Y) == bytes_of(*want.buffer);
+            if (!cmp.ok) {
+              cmp.mismatches = 1;
+              cmp.first_mismatch = "out (ids out of range): rows other than the table's or zeros";
+            }
+            return cmp;
+          }
+          std::vector<float> want_f(size_t(want.numel()));
+          mto::to_float32(want.dtype, want.buffer->data(), want_f.data(), want_f.size());
+          return compare_outputs(got.at(Arg::Y), DType::Float32, want_f, 1e-6, c.dim, "out (ids out of range)");
+        }
         if (!c.quantized) {  // a copy: the same bits
           Comparison cmp;
           cmp.ok = got.at(Arg::Y) == bytes_of(*out.buffer);
@@ -161,6 +190,18 @@ std::vector<Case> embedding_cases() {
     add({3, 2176, {2, 2}, true, DType::Float32, q.f, q.block, {}});  // two threadgroups per row
   }
   add({29, 96, {6}, true, DType::Float32, Format::MXFP4, 32, {{4, 29}}});
+  // One id (a decode step): threadgroup (0, 0) is the only one, and it must write the status.
+  add({37, 45, {1}, false, DType::Float16, Format::MXFP4, 32, {}});
+  add({29, 96, {1}, true, DType::Float32, Format::MXINT4, 32, {}});
+  add({29, 96, {1}, true, DType::Float32, Format::MXINT4, 32, {{0, 29}}});
+  // 256 threads (8 SIMD-groups) scanning 300 ids: the first bad id (flat 40) in SIMD-group 1,
+  // a later one (flat 260) in SIMD-group 0's second stride, and one past them in SIMD-group 7.
+  add({11, 3001, {300}, false, DType::Float32, Format::MXFP4, 32, {{40, 11}, {260, -1}, {255, 12}}});
+  add({3, 2176, {300}, true, DType::Float32, Format::MXFP4, 32, {{40, 3}, {260, -5}, {255, 4}}});
+  // A row filling 225..256 of one 32-thread threadgroup's 256 elements: its 8th stride is partial.
+  add({13, 250, {5}, false, DType::Float32, Format::MXFP4, 32, {}});
+  // The only bad id in a thread's second stride through the ids (flat 260 of 2 x 150).
+  add({11, 3001, {2, 150}, false, DType::BFloat16, Format::MXFP4, 32, {{260, 11}}});
   add({29, 128, {6}, true, DType::Float32, Format::AFFINE4, 64, {{0, -7}, {2, 1000}}});
   // Plans made for a pipeline that allows 40 threads: one SIMD-group, more threadgroups per row.
   add({11, 3001, {2, 3}, false, DType::BFloat16, Format::MXFP4, 32, {}, 40});

@@ -3,7 +3,8 @@
 // for bit, for ids [T, k] and [T] of odd sizes, one chunk and many (entries past 256), more groups
 // than a scan block (256) and than entries (empty groups), one group holding every entry, a
 // single group; ids outside [0, groups) (past the end, negative, in a later chunk) must give the
-// cpu backend's E_ARG through the status buffer. And plan/group-rows: what the plan refuses.
+// cpu backend's E_ARG through the status buffer, and are placed nowhere (position -1). And
+// plan/group-rows: what the plan refuses.
 #include <cstring>
 #include <functional>
 
@@ -130,6 +131,17 @@ CaseResult run_case(const GroupRowsCase& c, const std::string& name, const std::
       diff = first_difference(mem.at(Arg::GroupSizes), bytes_of(*sizes.buffer), "sizes");
       if (diff.empty()) diff = first_difference(mem.at(Arg::Positions), bytes_of(*positions.buffer), "positions");
       if (diff.empty()) diff = first_difference(mem.at(Arg::Rows), bytes_of(*rows.buffer), "rows");
+    } else {
+      // A failed op's outputs are not defined, but the kernel places a bad entry nowhere: its
+      // position is -1 (group_rows.metal's scatter pass).
+      for (const auto& [at, value] : c.bad) {
+        int32_t got;
+        std::memcpy(&got, mem.at(Arg::Positions).data() + 4 * size_t(at), 4);
+        if (got != -1) {
+          diff = "positions[" + std::to_string(at) + "] (id " + std::to_string(value) + ") = " + std::to_string(got) + ", not -1";
+          break;
+        }
+      }
     }
     if (!diff.empty()) {
       r.compare = mismatch(diff);

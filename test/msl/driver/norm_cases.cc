@@ -2,7 +2,7 @@
 // in double): rows 1, 3, 37 of 1 to 4099 columns (one SIMD-group to 1024 threads a row, rows
 // longer than the threads), float32/float16/bfloat16 x, with and without weight and bias, weight
 // and bias of other dtypes than x; and rows at the edges: 1e30 and 1e-30 magnitudes (squares
-// that leave float32's range), eps = 0, zeros and -0, an inf, a NaN. y within 1e-5 (1 + |ref|)
+// that leave float32's range), eps = 0, zeros and -0, an inf, a NaN, the smallest subnormals. y within 1e-5 (1 + |ref|)
 // plus one unit in the last place for 16-bit y (the kernel sums in float32: ~log2(cols) roundings
 // of relative 2^-24 in the statistics). Also plan/norm.
 #include <cmath>
@@ -34,6 +34,7 @@ struct NormCase {
   bool edges = false;  // rows cycle through the edge kinds below
   double eps = 1e-5;
   uint32_t max_threads = 1024;  // the pipeline limit the plan is made for
+  bool subnormal = false;  // rows of the smallest subnormals (below); float32 x only
 };
 
 // Row r of an edge case: 0 ordinary, 1 magnitudes ~1e30, 2 ~1e-30, 3 zeros and -0, 4 one +inf,
@@ -41,6 +42,22 @@ struct NormCase {
 // (the row's largest magnitude, not its smallest, decides the prescale), 8 zeros and one ~1e-30.
 std::vector<float> norm_data(const NormCase& c, uint64_t seed) {
   std::vector<float> v = normal_data(c.rows * c.cols, seed, 2.0f);
+  if (c.subnormal) {
+    // Rows whose largest magnitude is the smallest subnormal, 2^-149 (float bits 1: the lowest
+    // magnitude norm_prescale scales; unscaled, its square underflows to 0): row r % 3 = 0 zeros
+    // and one 2^-149, 1 alternating +-2^-149, 2 zeros, one -2^-149 and one 2^-148.
+    const float tiny = std::numeric_limits<float>::denorm_min();
+    for (int64_t r = 0; r < c.rows; ++r) {
+      float* row = v.data() + r * c.cols;
+      for (int64_t i = 0; i < c.cols; ++i) row[i] = r % 3 == 1 ? ((i & 1) ? -tiny : tiny) : 0.0f;
+      if (r % 3 == 0) row[c.cols / 2] = tiny;
+      if (r % 3 == 2) {
+        row[0] = -tiny;
+        row[c.cols - 1] = 2 * tiny;
+      }
+    }
+    return v;
+  }
   for (int64_t r = 0; r < c.rows; ++r) {
     float* row = v.data() + r * c.cols;
     for (int64_t i = 0; i < c.cols; ++i) row[i] += c.layer ? 3.0f : 0.0f;  // a mean to subtract
@@ -68,6 +85,7 @@ std::string case_name(const NormCase& c) {
   if (c.bias) n += std::string("/b.") + tag(*c.bias);
   n += "/R" + std::to_string(c.rows) + ".C" + std::to_string(c.cols);
   if (c.edges) n += "/edges";
+  if (c.subnormal) n += "/subnormal";
   if (c.eps == 0) n += "/eps0";
   if (c.max_threads < 1024) n += "/limit" + std::to_string(c.max_threads);
   return n;
@@ -165,6 +183,11 @@ std::vector<Case> norm_cases() {
     add({layer, DType::Float32, DType::Float32, std::nullopt, 9, 4099, true, 1e-5, 790});
     add({layer, DType::Float16, DType::Float16, layer ? std::optional<DType>(DType::Float16) : std::nullopt, 3, 1000,
          false, 1e-5, 96});
+    // Rows of the smallest subnormals (float32 only: a 16-bit x has none that small), in one
+    // SIMD-group and in several: eps * 2^250 overflows, so eps alone decides the scale. Not with
+    // eps = 0: there the cpu's float(1 / rms) overflows to inf (rms below 2^-128: y inf and NaN)
+    // while the prescaled kernel gives finite values, so the two are not comparable.
+    for (int64_t cols : {33, 1000}) add({layer, DType::Float32, DType::Float32, std::nullopt, 3, cols, false, 1e-5, 1024, true});
   }
   return cases;
 }

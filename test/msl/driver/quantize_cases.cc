@@ -1,7 +1,9 @@
 // MX quantization on the GPU (shaders/quantize.metal) against the cpu quantizer: codes and E8M0
 // scales must be bit-identical, for every MX format and input dtype, on shapes whose last
-// threadgroup is partial.
+// threadgroup is partial, and blocks whose largest magnitude is 2^-126, just below or just above.
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <cstring>
 
 #include "../../../shaders/mx_dequant.h"
@@ -44,11 +46,30 @@ Comparison exact(const char* what, const Bytes& got, const Bytes& want, int64_t 
   return c;
 }
 
+// Blocks at the bottom of float32's normal range (the scale exponent's edge, mx_encode.h
+// mto_mx_scale_exponent): block 0's largest magnitude is exactly 2^-126 (the smallest normal), block
+// 1's the largest subnormal, block 2's 2^-125; the other elements smaller, of both signs.
+std::vector<float> tiny_block_data(int64_t rows, int64_t cols, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(size_t(rows * cols));
+  const float amax[] = {std::numeric_limits<float>::min(),
+                        std::nextafter(std::numeric_limits<float>::min(), 0.0f),
+                        2 * std::numeric_limits<float>::min()};
+  for (int64_t b = 0; b < rows * cols / 32; ++b) {
+    float* v = x.data() + b * 32;
+    const float top = amax[b % 3];
+    for (int i = 0; i < 32; ++i) v[i] = top * float(rng.range(-1000, 1000)) / 1000.0f;
+    v[(b * 5) % 32] = (b & 1) ? -top : top;
+  }
+  return x;
+}
+
 CaseResult run_case(mto::Format f, mto::DType dtype, Shape2 s, const std::string& name,
-                    const std::string& variant) {
+                    const std::string& variant, bool tiny = false) {
   Bytes raw;
   std::vector<float> as_f32;
-  convert(mx_block_data(s.rows, s.cols, seed_of(name)), dtype, &raw, &as_f32);
+  convert(tiny ? tiny_block_data(s.rows, s.cols, seed_of(name)) : mx_block_data(s.rows, s.cols, seed_of(name)), dtype,
+          &raw, &as_f32);
   const int64_t code_row = int64_t(mto::row_code_bytes(f, s.cols));
   Bytes codes(size_t(s.rows * code_row)), scales(size_t(s.rows * s.cols / 32));
   mto::mx_quantize_rows(f, as_f32.data(), s.rows, s.cols, codes.data(), scales.data());
@@ -80,6 +101,12 @@ std::vector<Case> quantize_cases() {
                                  mto::dtype_name(t) + "/" + std::to_string(s.rows) + "x" + std::to_string(s.cols);
         cases.push_back({name, [=](const std::string& variant) { return run_case(f, t, s, name, variant); }});
       }
+  // The smallest normal as a block's largest magnitude (float32 and bfloat16 hold it).
+  for (mto::Format f : formats)
+    for (mto::DType t : {mto::DType::Float32, mto::DType::BFloat16}) {
+      const std::string name = std::string("quantize/") + mto::format_info(f).name + "/" + mto::dtype_name(t) + "/3x32/tiny";
+      cases.push_back({name, [=](const std::string& variant) { return run_case(f, t, {3, 32}, name, variant, true); }});
+    }
   return cases;
 }
 
