@@ -129,7 +129,8 @@ kernel void probe(device half* h [[buffer(0)]],
 // What the tensorops-mx tier's libraries use beyond the tensorops probe (which this tier needs
 // too: core/tiers.cc), at MSL 4.1: half x (fp8 E4M3, fp8 E5M2, fp4 E2M1 with an E8M0 scale plane
 // of blocks (32, 1)) through tensor_inline views as qlinear_tensorops_mx builds them (the scaled
-// right operand transposed, the destination without scales), and a cooperative destination fed
+// right operand transposed, the destination without scales), the same weight as a host-bound
+// tensor_handle argument (qlinear_tensorops_mx's), and a cooperative destination fed
 // to the next matmul2d as its left input (is_compatible_as_left_input /
 // get_left_input_cooperative_tensor, attention_tensorops_mx). From docs/design/METAL.md's
 // secondary facts about the macOS 27 headers; unverified until a macOS 27 machine compiles it. If
@@ -179,16 +180,34 @@ void probe_scaled(device half* x, device uchar* codes, device uchar* scales, dev
   probe_store(acc, out, 16);
 }
 
+// The weight as qlinear_tensorops_mx takes it: a host-bound MTLTensor with its scale plane.
+typedef tensor<device metal_fp8_e4m3_format, dextents<int32_t, 2>, tensor_handle,
+               tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1>> probe_handle_t;
+
 kernel void probe(device half* x [[buffer(0)]],
                   device uchar* codes [[buffer(1)]],
                   device uchar* scales [[buffer(2)]],
                   device float* out [[buffer(3)]],
+                  probe_handle_t th [[buffer(4)]],
                   ushort tid [[thread_index_in_threadgroup]],
                   ushort sg [[simdgroup_index_in_threadgroup]]) {
   threadgroup float stage[(16 + 32 + 32) * 36];
   probe_scaled<metal_fp8_e4m3_format>(x, codes, scales, out);
   probe_scaled<metal_fp8_e5m2_format>(x, codes, scales, out + 256);
   probe_scaled<metal_fp4_e2m1_format>(x, codes, scales, out + 512);
+  {
+    typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> x_t;
+    x_t tx(x, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256});
+    auto sx = tx.slice(0, 0);
+    auto sw = th.slice(0, 0);
+    constexpr auto desc = matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true, false,
+                                              matmul2d_descriptor::mode::multiply_accumulate);
+    matmul2d<desc, execution_simdgroups<4>> mm;
+    auto acc = mm.get_destination_cooperative_tensor<decltype(sx), decltype(sw), float>();
+    probe_zero(acc);
+    mm.run(sx, sw, acc);
+    probe_store(acc, out + 2816, 16);
+  }
 
   // P = Q K^T straight into P V as a cooperative left input, where the layouts allow.
   for (int i = tid; i < (16 + 32 + 32) * 36; i += 128) stage[i] = float(x[i % 4096]);

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cases.h"
+#include "core/scale_plane.h"
 
 namespace mtoh_driver {
 namespace {
@@ -14,12 +15,13 @@ namespace {
 using mto::plan::Arg;
 
 Case probe_case(const char* library, uint32_t threads, std::vector<mto::plan::BufferSlot> slots,
-                std::map<Arg, Bytes> inputs, size_t out_floats) {
+                std::map<Arg, Bytes> inputs, size_t out_floats, std::vector<mto::plan::TensorSlot> tensors = {}) {
   mto::plan::Dispatch d;
   d.library = library;
   d.kernel = "probe";
   d.threads_per_threadgroup[0] = threads;
   d.buffers = std::move(slots);
+  d.tensors = std::move(tensors);
   return {std::string("probe/") + library, [=](const std::string& variant) {
             return run_plan_case("probe", d, variant, inputs, {{Arg::Y, out_floats * 4}},
                                  [=](const std::map<Arg, Bytes>& out) {
@@ -72,13 +74,23 @@ std::vector<Case> probe_cases() {
   cases.push_back(probe_case("probe_tensorops", 128, {{0, Arg::A}, {1, Arg::B}, {2, Arg::Y}},
                              {{Arg::A, small_values(1024, false)}, {Arg::B, small_values(1024, true)}}, 2624));
   // tensorops-mx: x half [16 x 256], codes [16 x 256] bytes (small finite codes in every format),
-  // scales [16 x 8] (E8M0 127 = 1), out 2816 floats.
+  // scales [16 x 8] (E8M0 127 = 1), the same planes as an E4M3 tensor with its scale plane at
+  // buffer 4 (as qlinear_tensorops_mx binds its weight), out 3072 floats.
   Bytes codes(16 * 256), scales(16 * 8, 127);
   for (size_t i = 0; i < codes.size(); ++i) codes[i] = uint8_t(i % 5);
+  mto::plan::TensorSlot th;
+  th.index = 4;
+  th.data = Arg::Codes;
+  th.scales = Arg::Scales;
+  th.data_type = int(mto::ScalePlaneData::Fp8E4M3);
+  th.dims[0] = 256;
+  th.dims[1] = 16;
+  th.strides[0] = 1;
+  th.strides[1] = 256;
   cases.push_back(probe_case("probe_tensorops_mx", 128,
                              {{0, Arg::X}, {1, Arg::Codes}, {2, Arg::Scales}, {3, Arg::Y}},
                              {{Arg::X, small_values(16 * 256, false)}, {Arg::Codes, codes}, {Arg::Scales, scales}},
-                             2816));
+                             3072, {th}));
   return cases;
 }
 
