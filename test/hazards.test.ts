@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadBinding } from '../lib/native';
+import { rng } from './helpers/compare';
 
 type Range = [buffer: number, offset: number, length: number];  // length -1: the whole buffer
 type Dispatch = { reads: Range[]; writes: Range[] };
@@ -48,18 +49,6 @@ function reference(seq: Dispatch[]): boolean[] {
     out.push(barrier);
   }
   return out;
-}
-
-// A small deterministic generator (mulberry32), so a failure reproduces.
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('hazard tracker (core/hazards.h)', () => {

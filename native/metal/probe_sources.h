@@ -160,15 +160,11 @@ void probe_zero(thread CT& ct) {
     if (ct.is_valid_element(i)) ct[i] = 0.0f;
 }
 
-// x[16, 256] (half) times w[16, 256]^T, w in format F with its [16, 8] scale plane.
-template <typename F>
-void probe_scaled(device half* x, device uchar* codes, device uchar* scales, device float* out) {
-  typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> scales_t;
+// x[16, 256] (half) times tw[16, 256]^T, a scaled weight tensor (inline view or host-bound).
+template <typename W>
+void probe_times(device half* x, W tw, device float* out) {
   typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> x_t;
-  typedef tensor<device F, dextents<int32_t, 2>, tensor_inline, scales_t> w_t;
   x_t tx(x, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256});
-  w_t tw((typename w_t::data_handle_type)codes, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256},
-         scales_t((typename scales_t::data_handle_type)scales));
   auto sx = tx.slice(0, 0);
   auto sw = tw.slice(0, 0);
   constexpr auto desc = matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true, false,
@@ -178,6 +174,16 @@ void probe_scaled(device half* x, device uchar* codes, device uchar* scales, dev
   probe_zero(acc);
   mm.run(sx, sw, acc);
   probe_store(acc, out, 16);
+}
+
+// The same with w in format F over its codes and [16, 8] scale plane, as an inline view.
+template <typename F>
+void probe_scaled(device half* x, device uchar* codes, device uchar* scales, device float* out) {
+  typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> scales_t;
+  typedef tensor<device F, dextents<int32_t, 2>, tensor_inline, scales_t> w_t;
+  w_t tw((typename w_t::data_handle_type)codes, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256},
+         scales_t((typename scales_t::data_handle_type)scales));
+  probe_times(x, tw, out);
 }
 
 // The weight as qlinear_tensorops_mx takes it: a host-bound MTLTensor with its scale plane.
@@ -195,19 +201,7 @@ kernel void probe(device half* x [[buffer(0)]],
   probe_scaled<metal_fp8_e4m3_format>(x, codes, scales, out);
   probe_scaled<metal_fp8_e5m2_format>(x, codes, scales, out + 256);
   probe_scaled<metal_fp4_e2m1_format>(x, codes, scales, out + 512);
-  {
-    typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> x_t;
-    x_t tx(x, dextents<int32_t, 2>(256, 16), array<int32_t, 2>{1, 256});
-    auto sx = tx.slice(0, 0);
-    auto sw = th.slice(0, 0);
-    constexpr auto desc = matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true, false,
-                                              matmul2d_descriptor::mode::multiply_accumulate);
-    matmul2d<desc, execution_simdgroups<4>> mm;
-    auto acc = mm.get_destination_cooperative_tensor<decltype(sx), decltype(sw), float>();
-    probe_zero(acc);
-    mm.run(sx, sw, acc);
-    probe_store(acc, out + 2816, 16);
-  }
+  probe_times(x, th, out + 2816);
 
   // P = Q K^T straight into P V as a cooperative left input, where the layouts allow.
   for (int i = tid; i < (16 + 32 + 32) * 36; i += 128) stage[i] = float(x[i % 4096]);
