@@ -75,11 +75,16 @@ function promptIds(n, vocab, seed) {
   return ids;
 }
 
-async function timeOurs(mto, dev, path, shape, reps, log, activations) {
+// Each side is a runner: opened once (the model loaded), then asked for one repetition at a time
+// ({ ppMs, tgMs }), so that runModels can interleave the sides' repetitions. Run one side's
+// repetitions after the other's and the memory bandwidth this VM gets moves between the blocks
+// (a pure read measured 30-57 GB/s within minutes): a memory-bound generation then measured the
+// moment more than the code.
+async function openOurs(mto, dev, path, shape, activations) {
   const model = await mto.loadModel(dev, path, { contextSize: shape.pp + shape.tg + 8, activations });
-  const pp = [], tg = [];
-  try {
-    for (let r = 0; r < reps + 1; r++) {
+  return {
+    name: `ours (${activations})`,
+    async rep(r) {
       const ids = promptIds(shape.pp, shape.vocab, r + 1);
       const cache = model.createCache();
       let t0 = performance.now();
@@ -92,22 +97,19 @@ async function timeOurs(mto, dev, path, shape, reps, log, activations) {
       const out = await model.generate([1], { maxTokens: shape.tg, stop: [] });
       const tgMs = performance.now() - t0;
       if (out.length !== shape.tg) throw new Error(`generate gave ${out.length} tokens, not ${shape.tg}`);
-      if (r > 0) { pp.push(ppMs); tg.push(tgMs); }  // the first run warms up
-      log(`  ours (${activations}) rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
-    }
-  } finally {
-    model.dispose();
-  }
-  return { ppTokensPerS: shape.pp / median(pp) * 1e3, tgTokensPerS: shape.tg / median(tg) * 1e3 };
+      return { ppMs, tgMs };
+    },
+    async dispose() { model.dispose(); },
+  };
 }
 
-async function timeLlamaCpp(llama, path, shape, threads, reps, log) {
+async function openLlamaCpp(llama, path, shape, threads) {
   const model = await llama.loadModel({ modelPath: path });
   const context = await model.createContext({ contextSize: shape.pp + shape.tg + 8, batchSize: shape.pp, threads });
-  const pp = [], tg = [];
-  try {
-    const seq = context.getSequence();
-    for (let r = 0; r < reps + 1; r++) {
+  const seq = context.getSequence();
+  return {
+    name: 'llama.cpp',
+    async rep(r) {
       const ids = Array.from(promptIds(shape.pp, shape.vocab, r + 1));
       await seq.clearHistory();
       let t0 = performance.now();
@@ -119,14 +121,37 @@ async function timeLlamaCpp(llama, path, shape, threads, reps, log) {
       for await (const _ of seq.evaluate([1], { temperature: 0, yieldEogToken: true })) { if (++n >= shape.tg) break; }
       const tgMs = performance.now() - t0;
       if (n !== shape.tg) throw new Error(`llama.cpp gave ${n} tokens, not ${shape.tg}`);
-      if (r > 0) { pp.push(ppMs); tg.push(tgMs); }
-      log(`  llama.cpp rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
+      return { ppMs, tgMs };
+    },
+    async dispose() { await context.dispose(); await model.dispose(); },
+  };
+}
+
+/**
+ * Repetition 0 of every runner (a warm-up, not counted), then repetitions 1..reps, each round
+ * running every side once in a rotated order; per side the median tokens/s and every repetition.
+ * A side that throws is reported as { error } and leaves the rounds.
+ */
+async function interleave(runners, shape, reps, log) {
+  const times = runners.map(() => ({ pp: [], tg: [], error: null }));
+  for (let r = 0; r <= reps; r++) {
+    for (let k = 0; k < runners.length; k++) {
+      const i = (k + r) % runners.length;
+      if (times[i].error) continue;
+      try {
+        const { ppMs, tgMs } = await runners[i].rep(r);
+        if (r > 0) { times[i].pp.push(ppMs); times[i].tg.push(tgMs); }
+        log(`  ${runners[i].name} rep ${r}: pp ${(shape.pp / ppMs * 1e3).toFixed(1)} t/s, tg ${(shape.tg / tgMs * 1e3).toFixed(1)} t/s`);
+      } catch (err) {
+        times[i].error = String(err?.message ?? err);
+      }
     }
-  } finally {
-    await context.dispose();
-    await model.dispose();
   }
-  return { ppTokensPerS: shape.pp / median(pp) * 1e3, tgTokensPerS: shape.tg / median(tg) * 1e3 };
+  const rate = (n, ms) => n / ms * 1e3;
+  return times.map((t) => t.error ? { error: t.error } : {
+    ppTokensPerS: rate(shape.pp, median(t.pp)), tgTokensPerS: rate(shape.tg, median(t.tg)),
+    ppReps: t.pp.map((ms) => rate(shape.pp, ms)), tgReps: t.tg.map((ms) => rate(shape.tg, ms)),
+  });
 }
 
 /** The model cases (modelCases, those `wanted` keeps): ours and llama.cpp's tokens/s and the ratios. */
@@ -145,25 +170,31 @@ export async function runModels({ mto, mode, threads, peer, log, wanted = () => 
       log(`writing a ${name} model with ${mode === 'smoke' ? 'tiny' : model === 'llama' ? "Llama-3.2-1B's" : "gpt-oss-20b's layer"} shapes`);
       writeSyntheticModel(path, { ...spec, seed: 7 });
       const fileBytes = statSync(path).size;
-      log(`timing ours on ${name} (${(fileBytes / 2 ** 20).toFixed(0)} MiB)`);
-      const ours = await timeOurs(mto, dev, path, spec, reps, log, 'float32');
-      const oursInt8 = await timeOurs(mto, dev, path, spec, reps, log, 'int8');
+      const runners = [];
       let theirs = null;
-      if (peer) {
-        log(`timing llama.cpp on ${name}`);
-        try {
-          theirs = await timeLlamaCpp(peer.llama, path, spec, threads, reps, log);
-        } catch (err) {
-          theirs = { error: String(err?.message ?? err) };
+      try {
+        log(`loading ${name} (${(fileBytes / 2 ** 20).toFixed(0)} MiB): ours with float32 and int8 activations${peer ? ', llama.cpp' : ''}`);
+        runners.push(await openOurs(mto, dev, path, spec, 'float32'), await openOurs(mto, dev, path, spec, 'int8'));
+        if (peer) {
+          try {
+            runners.push(await openLlamaCpp(peer.llama, path, spec, threads));
+          } catch (err) {
+            theirs = { error: String(err?.message ?? err) };
+          }
         }
+        const [ours, oursInt8, peerTimes] = await interleave(runners, spec, reps, log);
+        if (ours.error || oursInt8.error) throw new Error(ours.error ?? oursInt8.error);
+        theirs = peerTimes ?? theirs;
+        const ratio = (o, k) => (theirs && !theirs.error ? o[k] / theirs[k] : null);
+        cases.push({
+          model, type, fileBytes, pp: spec.pp, tg: spec.tg, ours, oursInt8, llamaCpp: theirs,
+          ppRatio: ratio(ours, 'ppTokensPerS'), tgRatio: ratio(ours, 'tgTokensPerS'),
+          int8PpRatio: ratio(oursInt8, 'ppTokensPerS'), int8TgRatio: ratio(oursInt8, 'tgTokensPerS'),
+        });
+      } finally {
+        for (const r of runners) await r.dispose();
+        rmSync(path, { force: true });
       }
-      rmSync(path, { force: true });
-      const ratio = (o, k) => (theirs && !theirs.error ? o[k] / theirs[k] : null);
-      cases.push({
-        model, type, fileBytes, pp: spec.pp, tg: spec.tg, ours, oursInt8, llamaCpp: theirs,
-        ppRatio: ratio(ours, 'ppTokensPerS'), tgRatio: ratio(ours, 'tgTokensPerS'),
-        int8PpRatio: ratio(oursInt8, 'ppTokensPerS'), int8TgRatio: ratio(oursInt8, 'tgTokensPerS'),
-      });
     }
   } finally {
     await dev.close();

@@ -273,12 +273,12 @@ describe('npm run bench without the peer', () => {
 });
 
 describe('npm run bench -- --models --smoke', () => {
+  interface Side { ppTokensPerS: number; tgTokensPerS: number; ppReps: number[]; tgReps: number[] }
   interface ModelsDoc {
     threads: number; peer: { available: boolean; version?: string; reason?: string };
     shape: { pp: number; tg: number };
     cases: {
-      model: string; type: string; fileBytes: number; ours: { ppTokensPerS: number; tgTokensPerS: number }; oursInt8: { ppTokensPerS: number; tgTokensPerS: number };
-      llamaCpp: { ppTokensPerS: number; tgTokensPerS: number; error?: string } | null;
+      model: string; type: string; fileBytes: number; ours: Side; oursInt8: Side; llamaCpp: (Side & { error?: string }) | null;
       ppRatio: number | null; tgRatio: number | null; int8PpRatio: number | null; int8TgRatio: number | null;
     }[];
   }
@@ -293,6 +293,11 @@ describe('npm run bench -- --models --smoke', () => {
       expect(c.ours.ppTokensPerS).toBeGreaterThan(0);
       expect(c.ours.tgTokensPerS).toBeGreaterThan(0);
       expect(c.oursInt8.tgTokensPerS).toBeGreaterThan(0);
+      // --smoke: one counted repetition per side (after the warm-up), its rate the median.
+      for (const side of [c.ours, c.oursInt8, ...(hasLlamaCpp ? [c.llamaCpp!] : [])]) {
+        expect(side.ppReps).toEqual([side.ppTokensPerS]);
+        expect(side.tgReps).toEqual([side.tgTokensPerS]);
+      }
       if (hasLlamaCpp) {
         expect(c.llamaCpp?.error).toBeUndefined();
         expect(c.ppRatio).toBeCloseTo(c.ours.ppTokensPerS / c.llamaCpp!.ppTokensPerS, 6);
