@@ -28,6 +28,7 @@ interface Internal {
   poolRun(opts: { cacheLimit: number; maxOutstanding?: number }, script: ({ acquire: number } | { release: number })[]): PoolResult;
   pipelineKey(kernel: string, constants?: { index: number; type: string; value: number | boolean }[]): string;
   commitPolicy(architecture: string, opsEnv?: string, mbEnv?: string): { maxOps: number; maxBytes: number };
+  batchBudgetCommits(maxOps: number, maxBytes: number, opBytes: number[], turnEnds?: number[]): number[];
 }
 
 const internal = (loadBinding() as unknown as { _internal: Internal })._internal;
@@ -364,6 +365,19 @@ describe('command buffer commit policy (core/commit_policy.h)', () => {
     expect(internal.commitPolicy('applegpu_g16s')).toEqual({ maxOps: 50, maxBytes: 50 * MiB });  // Max
     expect(internal.commitPolicy('applegpu_g15d')).toEqual({ maxOps: 50, maxBytes: 50 * MiB });  // Ultra
     expect(internal.commitPolicy('')).toEqual({ maxOps: 40, maxBytes: 40 * MiB });  // paravirtual: unknown
+  });
+
+  it('BatchBudget: the op that reaches max_ops, or brings the bound bytes to max_bytes, ends the batch; any commit starts the count again', () => {
+    // 4 ops or 100 bytes: ops 1-4 (40 B) end on the count; 5-6 (90 + 20 B) on the bytes; 7-10 on
+    // the count again (215 B, both at once).
+    expect(internal.batchBudgetCommits(4, 100, [10, 10, 10, 10, 90, 20, 5, 5, 5, 200])).toEqual([4, 6, 10]);
+    // A commit for another reason (a turn's end after op 2) restarts both counts: 3-6 is a full batch.
+    expect(internal.batchBudgetCommits(4, 100, [10, 50, 10, 10, 10, 10, 10], [2])).toEqual([2, 6]);
+    // One op binding more than the budget is a batch of its own.
+    expect(internal.batchBudgetCommits(4, 100, [150, 1, 1], [])).toEqual([1]);
+    // The default policy's 40 ops, with ops that bind nothing (the async test backend's view).
+    const { maxOps, maxBytes } = internal.commitPolicy('');
+    expect(internal.batchBudgetCommits(maxOps, maxBytes, new Array(100).fill(0))).toEqual([40, 80]);
   });
 
   it('METAL_TENSOROPS_COMMIT_OPS and _MB override it; a bad value is E_ARG naming the variable', () => {

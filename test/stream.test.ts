@@ -14,7 +14,7 @@ import { linearRef } from './helpers/reference';
 
 interface Script {
   failOps?: number[]; failBatches?: number[]; failCode?: string; delayUs?: number;
-  compileUs?: number; compileFail?: boolean;
+  compileUs?: number; compileFail?: boolean; commitOps?: number;
 }
 
 function gpuLike(script: Script = {}): Device {
@@ -151,6 +151,77 @@ describe('stream-ordered execution', () => {
     });
   });
 
+  describe('mid-turn commits (BatchBudget, native/core/commit_policy.h: as the metal CommandStream)', () => {
+    const counters = () => (loadBinding()._internal as unknown as { asyncTestCounters(): { opsRun: number } }).asyncTestCounters();
+    // Blocks the JS thread (the turn does not end, so nothing commits at its end) until the "GPU"
+    // has run `n` ops since `before`, or `ms` passed; then how many it ran.
+    function ranWithinTurn(before: number, n: number, ms: number): number {
+      const deadline = performance.now() + ms;
+      while (counters().opsRun - before < n && performance.now() < deadline) { /* spin */ }
+      return counters().opsRun - before;
+    }
+
+    it('the default budget commits every 40 ops within one turn; the ops after it run in order and equal the cpu backend', async () => {
+      const dev = gpuLike();
+      const w = dev.tensor(wv, [K, K]);
+      const before = counters().opsRun;
+      let x = dev.tensor(x0, [1, K]);
+      for (let i = 0; i < 100; i++) x = dev.linear(x, w);  // 100 dependent ops, one turn
+      // Batches of ops 1-40 and 41-80 were committed by the budget and run while the turn goes
+      // on; ops 81-100 stay in the open batch until the turn ends.
+      expect(ranWithinTurn(before, 80, 5000)).toBe(80);
+      expect(ranWithinTurn(before, 81, 50)).toBe(80);
+      let r = cpu.tensor(x0, [1, K]);
+      const wc = cpu.tensor(wv, [K, K]);
+      for (let i = 0; i < 100; i++) r = cpu.linear(r, wc);
+      expectBitExact(await x.toFloat32(), await r.toFloat32(), 'the 100th op');
+    });
+
+    it('a smaller budget (commitOps 4): every op runs once, in call order, bit for bit as the cpu backend', async () => {
+      const dev = gpuLike({ commitOps: 4 });
+      const w = dev.tensor(wv, [K, K]);
+      const before = counters().opsRun;
+      const xs: Tensor[] = [dev.tensor(x0, [1, K])];
+      for (let i = 0; i < 10; i++) xs.push(dev.linear(xs[i], w));
+      expect(ranWithinTurn(before, 8, 5000)).toBe(8);  // two full batches; ops 9-10 wait for the turn's end
+      expect(ranWithinTurn(before, 9, 50)).toBe(8);
+      const wc = cpu.tensor(wv, [K, K]);
+      let r = cpu.tensor(x0, [1, K]);
+      for (let i = 1; i <= 10; i++) {
+        r = cpu.linear(r, wc);
+        expectBitExact(await xs[i].toFloat32(), await r.toFloat32(), `op ${i}`);
+      }
+      await dev.synchronize();
+      expect(counters().opsRun - before).toBe(10);
+    });
+
+    it('a failed batch committed mid-turn fails its own ops and their dependents only; a failed op of a later batch fails with its own error', async () => {
+      // commitOps 4 in one turn: batch 1 = ops 1-4, batch 2 = ops 5-8 (the GPU fails it),
+      // batch 3 = ops 9-12 (op 10 fails alone), batch 4 = op 13 (the turn's end).
+      const dev = gpuLike({ commitOps: 4, failBatches: [2], failOps: [10], failCode: 'E_BACKEND' });
+      const w = dev.tensor(wv, [K, K]);
+      const x = dev.tensor(x0, [1, K]);
+      const b1 = [dev.linear(x, w), dev.linear(x, w), dev.linear(x, w), dev.linear(x, w)];
+      const b2: Tensor[] = [dev.linear(x, w)];
+      for (let i = 0; i < 3; i++) b2.push(dev.linear(b2[i], w));
+      const fromFailedBatch = dev.linear(b2[3], w);  // op 9
+      const failedOp = dev.linear(x, w);  // op 10
+      const fromEarlierBatch = dev.linear(b1[0], w);  // op 11
+      const fromFailedOp = dev.linear(failedOp, w);  // op 12
+      const last = dev.linear(x, w);  // op 13, committed at the turn's end
+      const batchError = { name: 'TensorOpsError', code: 'E_BACKEND', message: 'the GPU failed running a command buffer (scripted)' };
+      for (const t of [...b2, fromFailedBatch]) await expect(t.toFloat32()).rejects.toMatchObject(batchError);
+      for (const t of [failedOp, fromFailedOp]) {
+        await expect(t.toFloat32()).rejects.toMatchObject({ code: 'E_BACKEND', message: 'the GPU failed running op 10 (scripted)' });
+      }
+      const y1 = linearRef(x0, wv, 1, K, K);
+      for (const t of [...b1, last]) expectClose(await t.toFloat32(), y1, 1e-5, 'an independent op');
+      expectClose(await fromEarlierBatch.toFloat32(), linearRef(Float32Array.from(y1), wv, 1, K, K), 1e-4, 'op 11 (input from batch 1)');
+      await dev.synchronize();  // failed batches are done too
+      expectClose(await dev.linear(x, w).toFloat32(), y1, 1e-5, 'the device afterwards');
+    });
+  });
+
   it('close() with work queued: the work runs, then the device is gone', async () => {
     const dev = gpuLike({ delayUs: 1000 });
     const w = dev.tensor(wv, [K, K]);
@@ -217,11 +288,12 @@ describe('kernels still to compile (a Metal pipeline\'s first use)', () => {
     const before = internal().asyncTestCounters().opsRun;
     const bindingPath = join(resolve(__dirname, '..'), 'dist', 'cjs', 'native.js');  // built by pretest
     // The worker queues 40 linears in one turn and exits in that turn, before setImmediate could
-    // commit them: the device's finalizer, run as the environment goes, commits them.
+    // commit them: the device's finalizer, run as the environment goes, commits them (commitOps
+    // above 40: no mid-turn commit does it first).
     const worker = new Worker(`
       const { loadBinding } = require(${JSON.stringify(bindingPath)});
       const b = loadBinding();
-      const d = new b.NativeDevice(1, 'cpu', '', { asyncTestBackend: true });
+      const d = new b.NativeDevice(1, 'cpu', '', { asyncTestBackend: true, commitOps: 1000 });
       const w = d.tensor(new Float32Array(64 * 64).fill(0.01), [64, 64], 'float32');
       for (let i = 0; i < 40; i++) d.linear(d.tensor(new Float32Array(64).fill(1), [1, 64], 'float32'), w, null, null);
       process.exit(0);

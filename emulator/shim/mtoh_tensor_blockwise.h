@@ -10,8 +10,11 @@
 //     constructor argument: `w_t(data, dextents(K, N), array{1, K}, scales_t(scales))`.
 //   - Scales ue8m0 only, block (32, 1) only (compile errors); a scaled left operand must not be
 //     transposed, a scaled right operand must be, the destination carries no scales (compile
-//     errors in matmul2d::run); operand pairs half x fp4/fp8, or the same fp8/fp4 format on both
-//     sides (compile error otherwise).
+//     errors in matmul2d::run); operand pairs half (left) x fp4/fp8 (right), or the same fp8/fp4
+//     format on both sides (compile error otherwise: fp8/fp4 x half is not in Apple's table).
+//   - A scale-plane tensor's elements are read by matmul2d only: operator[], operator() and get
+//     are compile errors (no declaration reads a format-typed element; docs/design/METAL.md,
+//     "mxfp8 K/V as scale-plane tensors"). The harness's own at() is what matmul2d here uses.
 //   - Strides count elements (the row stride of packed fp4 is K, not K / 2); dim 0 (the blocked,
 //     innermost dimension) is a multiple of 32 (`tensorops_constraint`).
 // Inferred (no primary source; README): element (x, y)'s scale is scale byte
@@ -108,6 +111,11 @@ struct format_traits<metal::metal_fp4_e2m1_format> {
 template <class T>
 constexpr bool is_format_type = format_traits<T>::bits != 0;
 
+// false, but only once a template using it is instantiated (a static_assert in a member that
+// must not be called).
+template <class... T>
+struct dependent_false : std::false_type {};
+
 // OCP minifloat decode: E4M3 has no infinities (S.1111.111 is NaN), E5M2 is IEEE-like, E2M1 has
 // neither.
 template <class F>
@@ -170,8 +178,14 @@ constexpr bool check_scaled_operands() {
   static_assert(!is_scaled<R> || TransposeRight, "matmul2d: a scaled right operand must be transposed (transpose_right)");
   static_assert(!is_scaled<Dst>, "matmul2d: the destination cannot carry scales");
   constexpr bool lf = is_format_type<LE>, rf = is_format_type<RE>;
-  static_assert(!(lf || rf) || std::is_same<LE, RE>::value || (lf && std::is_same<RE, half>::value) ||
-                    (rf && std::is_same<LE, half>::value),
+  // Apple's table of data type combinations (MPPTensorOpsMatMul2d.h, macOS 27.0 SDK) lists half x
+  // fp4/fp8 and the same fp4/fp8 format on both sides; no fp4/fp8 x half row, no float or bfloat
+  // with either.
+  static_assert(!(lf && std::is_same<RE, half>::value),
+                "matmul2d: a fp8/fp4 left operand pairs with the same format on the right, never half (Apple's "
+                "table has half x fp8/fp4, not fp8/fp4 x half)");
+  static_assert(!(lf || rf) || std::is_same<LE, RE>::value || (rf && std::is_same<LE, half>::value) ||
+                    (lf && std::is_same<RE, half>::value),  // reported above
                 "matmul2d: a fp8/fp4 operand pairs with half or with the same format");
   return true;
 }
@@ -289,7 +303,32 @@ struct tensor<ET, Ext, Desc, tensor_blockwise<P, S, B0, B1>> {
     return mtoh::tops::mix(mtoh::tops::mix(h, uint64_t(ox_)), uint64_t(oy_));
   }
 
-  // The dequantized value of element (x, y) of this view.
+  // Element reads in a kernel: none. Format-typed elements have no value type a shader can hold,
+  // and no declaration we have reads one: a scale-plane tensor is an operand of matmul2d only.
+  template <class I>
+  float operator[](I) const {
+    static_assert(mtoh::tops::dependent_false<I>::value,
+                  "scale-plane tensor: elements are read by matmul2d only (no operator[] on a fp8/fp4 tensor "
+                  "with a tensor_blockwise plane)");
+    return 0;
+  }
+  template <class... I>
+  float operator()(I...) const {
+    static_assert(mtoh::tops::dependent_false<I...>::value,
+                  "scale-plane tensor: elements are read by matmul2d only (no operator() on a fp8/fp4 tensor "
+                  "with a tensor_blockwise plane)");
+    return 0;
+  }
+  template <class... I>
+  float get(I...) const {
+    static_assert(mtoh::tops::dependent_false<I...>::value,
+                  "scale-plane tensor: elements are read by matmul2d only (no get on a fp8/fp4 tensor with a "
+                  "tensor_blockwise plane)");
+    return 0;
+  }
+
+  // The harness's matmul2d reads through this (never a kernel): the dequantized value of element
+  // (x, y) of this view.
   float at(index_type x, index_type y) const {
     const long gx = long(ox_) + long(x), gy = long(oy_) + long(y);
     const long e = gy * long(st_[1]) + gx;  // element index from the parent's origin

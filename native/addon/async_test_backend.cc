@@ -63,6 +63,7 @@ class AsyncTestBackend final : public Backend {
       : cpu_(std::move(cpu)),
         script_(std::move(script)),
         queue_(std::make_shared<Queue>()),
+        budget_(CommitPolicy{script_.commit_ops, CommitPolicy{}.max_bytes}),
         js_thread_(std::this_thread::get_id()) {}
   ~AsyncTestBackend() override {
     std::lock_guard<std::mutex> lock(queue_->mu);
@@ -156,6 +157,7 @@ class AsyncTestBackend final : public Backend {
   void flush() override {
     std::vector<Op> batch;
     batch.swap(batch_);
+    budget_.committed();
     if (batch.empty()) return;
     // A GPU error fails every op of the command buffer: its ops complete with the error instead.
     if (script_.fail_batches.count(++batches_) > 0) batch.swap(fail_ops_of_batch_);
@@ -246,6 +248,8 @@ class AsyncTestBackend final : public Backend {
     fail_ops_of_batch_.push_back([=](Backend&) {
       done(OpStatus{code, "the GPU failed running a command buffer (scripted)"});
     });
+    // As the metal CommandStream: the op that fills the budget commits the batch (mid-turn).
+    if (budget_.op_encoded()) flush();
     return true;
   }
 
@@ -255,6 +259,7 @@ class AsyncTestBackend final : public Backend {
   std::vector<Op> batch_;                // encoded since the last flush (JS thread, or the stream
   std::vector<Op> fail_ops_of_batch_;    // under its encode lock)
   int64_t ops_ = 0, batches_ = 0;
+  BatchBudget budget_;                   // the open batch against the commit rule
   const std::thread::id js_thread_;
   std::mutex prepared_mu_;
   std::set<std::string> prepared_;

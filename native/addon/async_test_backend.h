@@ -5,7 +5,8 @@
 // the cpu backend, and quantizing to mxint2 throws while encoding (an encode error: a failed Metal
 // compile no longer throws, it falls back per library, modelled below). Scripted
 // faults (AsyncTestScript) make chosen ops or batches fail as a GPU error would, and delay ops so
-// that work stays queued. It lets Linux tests drive the stream's asynchronous path with real ops.
+// that work stays queued. A batch is also flushed mid-turn once it holds commit_ops ops, by the
+// metal backend's rule (BatchBudget), so batch numbers count those commits too. It lets Linux tests drive the stream's asynchronous path with real ops.
 // Never chosen by open().
 #pragma once
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <string>
 
 #include "core/backend.h"
+#include "core/commit_policy.h"
 
 namespace mto::addon {
 
@@ -37,6 +39,10 @@ struct AsyncTestScript {
   // backend. info().fallbacks lists the unusable libraries. The ops still run the cpu kernels.
   Tier tier = Tier::Cpu;
   std::set<std::string> fail_libraries;
+  // The mid-turn commit rule of the metal backend (BatchBudget, core/commit_policy.h): a batch is
+  // flushed once it holds this many ops (default: CommitPolicy's 40, the base and Pro chips'
+  // count). Ops only: the test backend binds no buffers, so the byte budget never ends a batch.
+  int commit_ops = CommitPolicy{}.max_ops;
 };
 
 BackendPtr make_async_test_backend(BackendPtr cpu, AsyncTestScript script);

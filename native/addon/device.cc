@@ -110,7 +110,7 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
   if (info.Length() > 2 && info[2].IsString()) request.tier = info[2].As<Napi::String>().Utf8Value();
   // Tests only (test/async-path.test.ts, test/stream.test.ts): a 4th argument
   // { asyncTestBackend: true, failOps?: number[], failBatches?: number[], failCode?, delayUs?,
-  // compileUs?, compileFail?, tier?, failLibraries? } (async_test_backend.h).
+  // compileUs?, compileFail?, tier?, failLibraries?, commitOps? } (async_test_backend.h).
   const bool async_test = info.Length() > 3 && info[3].IsObject() &&
                           info[3].As<Napi::Object>().Get("asyncTestBackend").ToBoolean().Value();
   AsyncTestScript script;
@@ -128,6 +128,11 @@ NativeDevice::NativeDevice(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Na
       script.fail_code = code::Backend;
     }
     if (o.Get("delayUs").IsNumber()) script.delay_us = o.Get("delayUs").As<Napi::Number>().Int64Value();
+    if (o.Get("commitOps").IsNumber()) {
+      const int64_t n = o.Get("commitOps").As<Napi::Number>().Int64Value();
+      if (n < 1 || n > 100000) throw_error(info.Env(), code::Arg, "asyncTestBackend: commitOps must be from 1 to 100000");
+      script.commit_ops = int(n);
+    }
     if (o.Get("compileUs").IsNumber()) script.compile_us = o.Get("compileUs").As<Napi::Number>().Int64Value();
     script.compile_fail = o.Get("compileFail").ToBoolean().Value();
     if (o.Get("tier").IsString() && !parse_tier(o.Get("tier").As<Napi::String>().Utf8Value(), &script.tier)) {

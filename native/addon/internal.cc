@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -430,6 +431,37 @@ Napi::Value CommitPolicyOf(const Napi::CallbackInfo& info) {
   });
 }
 
+// batchBudgetCommits(maxOps, maxBytes, opBytes[], turnEnds[]) -> number[]: the 1-based ops after
+// which a batch is committed when ops binding opBytes[i] bytes each are encoded one by one under a
+// BatchBudget of that policy (core/commit_policy.h), the batch also being committed after each op
+// listed in turnEnds (a JS turn's end or a read), as the CommandStream drives it.
+Napi::Value BatchBudgetCommits(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    CommitPolicy policy;
+    policy.max_ops = info[0].As<Napi::Number>().Int32Value();
+    policy.max_bytes = size_t(info[1].As<Napi::Number>().Int64Value());
+    Napi::Array bytes = info[2].As<Napi::Array>();
+    std::set<int64_t> turn_ends;
+    if (info.Length() > 3 && info[3].IsArray()) {
+      Napi::Array t = info[3].As<Napi::Array>();
+      for (uint32_t i = 0; i < t.Length(); ++i) turn_ends.insert(t.Get(i).As<Napi::Number>().Int64Value());
+    }
+    BatchBudget budget(policy);
+    Napi::Array out = Napi::Array::New(env);
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < bytes.Length(); ++i) {
+      budget.bind(size_t(bytes.Get(i).As<Napi::Number>().Int64Value()));
+      const bool full = budget.op_encoded();
+      if (full || turn_ends.count(int64_t(i) + 1) > 0) {
+        budget.committed();
+        out.Set(n++, double(i + 1));
+      }
+    }
+    return out;
+  });
+}
+
 // asyncTestCounters() -> { opsRun, preparedOnJsThread, opsByLibrary }: process-wide counters of the test-only
 // asynchronous backend (async_test_backend.h).
 Napi::Value AsyncTestCountersOf(const Napi::CallbackInfo& info) {
@@ -480,6 +512,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("hostOpTimes", Napi::Function::New(env, HostOpTimes, "hostOpTimes"));
   o.Set("asyncTestCounters", Napi::Function::New(env, AsyncTestCountersOf, "asyncTestCounters"));
   o.Set("commitPolicy", Napi::Function::New(env, CommitPolicyOf, "commitPolicy"));
+  o.Set("batchBudgetCommits", Napi::Function::New(env, BatchBudgetCommits, "batchBudgetCommits"));
   o.Set("debouncedWrites", Napi::Function::New(env, DebouncedWrites, "debouncedWrites"));
   o.Set("hazards", Napi::Function::New(env, Hazards, "hazards"));
   o.Set("argAccess", Napi::Function::New(env, ArgAccess, "argAccess"));

@@ -105,14 +105,12 @@ class CommandStream {
   uint32_t max_threads(const plan::Dispatch& d);
 
  private:
-  // A batch is also committed before flush() once it holds policy_.max_ops ops or its ops bound
-  // policy_.max_bytes of buffers (core/commit_policy.h), so that the GPU starts on a long chain
-  // of ops while the rest is still being encoded.
-  CommitPolicy policy_;
+  // A batch is also committed before flush() once it holds the policy's max_ops ops or its ops
+  // bound max_bytes of buffers (BatchBudget, core/commit_policy.h), so that the GPU starts on a
+  // long chain of ops while the rest is still being encoded.
+  BatchBudget budget_;
   std::unique_ptr<BatchEncoder> encoder_;
   ShaderLibraries& libraries_;
-  int ops_in_batch_ = 0;
-  size_t bytes_in_batch_ = 0;
   // The barrier rule: what the batch's dispatches since its last barrier read and wrote.
   BarrierPlanner barriers_;
   // Encodes a barrier before a dispatch that reads `reads` and writes `writes` where the rule says.

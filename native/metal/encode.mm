@@ -29,7 +29,7 @@ BufferRange ArgTable::range(plan::Arg arg) const {
 
 CommandStream::CommandStream(std::unique_ptr<BatchEncoder> encoder, ShaderLibraries& libraries, CommitPolicy policy,
                              EncoderOrder order)
-    : policy_(policy), encoder_(std::move(encoder)), libraries_(libraries), barriers_(order) {}
+    : budget_(policy), encoder_(std::move(encoder)), libraries_(libraries), barriers_(order) {}
 
 void CommandStream::order_dispatch(const std::vector<BufferRange>& reads, const std::vector<BufferRange>& writes) {
   if (barriers_.before_dispatch(reads, writes)) encoder_->barrier();
@@ -126,14 +126,14 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
         } else {
           id<MTLBuffer> b = s.arg == plan::Arg::Unused ? spare[i] : args.get(s.arg);
           encoder_->set_buffer(b, s.index);
-          bytes_in_batch_ += size_t(b.length);
+          budget_.bind(size_t(b.length));
         }
       }
       for (const plan::TensorSlot& t : d.tensors) {
         encoder_->set_tensor(args.get_tensor(t.arg), t.index);  // binds_tensors() checked above
         // Counted by the planes it views, where the op bound them too (commit policy).
         for (plan::Arg plane : {t.data, t.scales})
-          if (id<MTLBuffer> b = args.get(plane)) bytes_in_batch_ += size_t(b.length);
+          if (id<MTLBuffer> b = args.get(plane)) budget_.bind(size_t(b.length));
       }
       encoder_->dispatch(size3(d.threadgroups), size3(d.threads_per_threadgroup));
     }
@@ -144,7 +144,7 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
       done(std::move(status));
     });
   }
-  if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
+  if (budget_.op_encoded()) flush();
   return true;
 }
 
@@ -164,8 +164,7 @@ Completion complete_with_status(BufferPtr status, std::function<OpStatus(const i
 void CommandStream::flush() {
   if (!encoder_->is_open()) return;
   encoder_->commit();
-  ops_in_batch_ = 0;
-  bytes_in_batch_ = 0;
+  budget_.committed();
   barriers_.end_batch();  // the next batch's encoder starts after this one's (batch_encoder.h)
 }
 

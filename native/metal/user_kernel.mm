@@ -108,7 +108,7 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
       const UserKernelArg& a = launch.args[i];
       if (buffers[i]) {
         encoder_->set_buffer(buffers[i], a.index);
-        bytes_in_batch_ += size_t(buffers[i].length);
+        budget_.bind(size_t(buffers[i].length));
       } else {
         encoder_->set_bytes(a.bytes.data(), a.bytes.size(), a.index);
       }
@@ -118,7 +118,7 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
                        MTLSizeMake(launch.threads[0], launch.threads[1], launch.threads[2]));
     encoder_->on_completed(std::move(done));
   }
-  if (++ops_in_batch_ >= policy_.max_ops || bytes_in_batch_ >= policy_.max_bytes) flush();
+  if (budget_.op_encoded()) flush();
   return true;
 }
 

@@ -583,6 +583,43 @@ describe.skipIf(skip)(`MSL kernels on the CPU harness${haveCompiler ? '' : ` (sk
     expect(good.status).toBe(0);
   });
 
+  it('tensorops shim: a fp8 left operand against a half right operand is a compile error (Apple\'s table has half x fp8 only)', () => {
+    // The product attention's P V would need with V as a scaled operand on the left (O^T = V^T P^T).
+    const decl = 'typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> s_t; ' +
+      'typedef tensor<device metal_fp8_e4m3_format, dextents<int32_t, 2>, tensor_inline, s_t> f8_t; ' +
+      'typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> h_t; ';
+    const body = (left: string, right: string, transposeRight: boolean) => decl +
+      `matmul2d<matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, ${transposeRight}), execution_simdgroups<4>> mm; ` +
+      `${left} a; ${right} b; auto c = mm.get_destination_cooperative_tensor<${left}, ${right}, float>(); mm.run(a, b, c);`;
+    const bad = compileSnippet(body('f8_t', 'h_t', false), 410);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain('a fp8/fp4 left operand pairs with the same format on the right, never half');
+    // The controls: half x fp8 (the scaled right operand transposed), and fp8 x fp8 of one format.
+    for (const [left, right] of [['h_t', 'f8_t'], ['f8_t', 'f8_t']]) {
+      const good = compileSnippet(body(left, right, true), 410);
+      expect(good.stderr, `${left} x ${right}`).toBe('');
+      expect(good.status).toBe(0);
+    }
+  });
+
+  it.each([
+    ['operator[]', 'w[0]', 'no operator[] on a fp8/fp4 tensor'],
+    ['operator()', 'w(0, 0)', 'no operator() on a fp8/fp4 tensor'],
+    ['get', 'w.get(0, 0)', 'no get on a fp8/fp4 tensor'],
+  ])('tensorops shim: reading an element of a scale-plane tensor (%s) is a compile error: only matmul2d reads them', (_what, read, message) => {
+    const decl = 'typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> s_t; ' +
+      'typedef tensor<device metal_fp8_e4m3_format, dextents<int32_t, 2>, tensor_inline, s_t> w_t; ' +
+      'typedef tensor<device half, dextents<int32_t, 2>, tensor_inline> x_t; ' +
+      'matmul2d<matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true), execution_simdgroups<4>> mm; ' +
+      'x_t x; w_t w; auto c = mm.get_destination_cooperative_tensor<x_t, w_t, float>(); mm.run(x, w, c); ';
+    const bad = compileSnippet(`${decl}float e = ${read}; (void)e;`, 410);
+    expect(bad.status).not.toBe(0);
+    expect(bad.stderr).toContain(message);
+    const good = compileSnippet(decl, 410);  // the control: the same tensor through matmul2d
+    expect(good.stderr).toBe('');
+    expect(good.status).toBe(0);
+  });
+
   it('tensorops shim: a tensor_handle comes from the host, never from a pointer (a compile error)', () => {
     const decl = 'typedef tensor_blockwise<tensor_plane_scales, device metal_fp8_ue8m0_format, 32, 1> s_t; ' +
       'device uchar* p = nullptr; ';
