@@ -184,10 +184,13 @@ std::vector<Case> norm_cases() {
     add({layer, DType::Float16, DType::Float16, layer ? std::optional<DType>(DType::Float16) : std::nullopt, 3, 1000,
          false, 1e-5, 96});
     // Rows of the smallest subnormals (float32 only: a 16-bit x has none that small), in one
-    // SIMD-group and in several: eps * 2^250 overflows, so eps alone decides the scale. Not with
-    // eps = 0: there the cpu's float(1 / rms) overflows to inf (rms below 2^-128: y inf and NaN)
-    // while the prescaled kernel gives finite values, so the two are not comparable.
-    for (int64_t cols : {33, 1000}) add({layer, DType::Float32, DType::Float32, std::nullopt, 3, cols, false, 1e-5, 1024, true});
+    // SIMD-group and in several: with eps, eps * 2^250 overflows, so eps alone decides the scale;
+    // with eps = 0, 1 / rms is past float32's range unless the row is prescaled (the cpu backend
+    // scales such rows too, so both are finite and comparable; an unscaled 2^-149 row, whose
+    // squares underflow to 0, gives inf and NaN).
+    for (double eps : {1e-5, 0.0}) {
+      for (int64_t cols : {33, 1000}) add({layer, DType::Float32, DType::Float32, std::nullopt, 3, cols, false, eps, 1024, true});
+    }
   }
   return cases;
 }
