@@ -88,18 +88,22 @@ MTO_INLINE void write_row(float* dst, const float* x, int64_t n, float f, float 
 
 // dst[0, n) = the normalised x[0, n) (dst may be x). The statistics are exact enough in double,
 // but 1 / sqrt(var + eps) leaves float32's normal range where the row's rms does (below 2^-126
-// with eps = 0: a row of subnormals, up to inf; above 2^126: a subnormal scale losing bits). Such a
-// row is scaled by f = 2^64 or 2^-64 first, as shaders/norm.metal prescales it (norm_prescale):
+// with eps = 0: a row of subnormals, up to inf; above 2^126: a subnormal scale losing bits, and
+// x - mean may overflow). Such a row is scaled by f = 2^64 or 2^-64 first, as shaders/norm.metal
+// prescales it (norm_prescale):
 // x * f is exact there, the mean is scaled in double and the scale divided by f, so the outputs
 // stay finite and the cpu's answer is the kernel's. A scale of inf (a zero row, eps = 0), 0 (an
 // inf in the row) or NaN stays as plain arithmetic gives it, as in the kernel.
 template <int W>
 MTO_INLINE void norm_row(float* dst, const float* x, int64_t n, const Row& r, bool stream, const float* next) {
   const double mean = r.layer ? sum_row(x, n, 0.0, false) / double(n) : 0;
-  const double scale = 1.0 / std::sqrt(sum_row(x, n, mean, true) / double(n) + double(r.eps));
+  const double var = sum_row(x, n, mean, true) / double(n);
+  const double scale = 1.0 / std::sqrt(var + double(r.eps));
   double f = 1.0;
   if (std::isfinite(scale) && scale > double(FLT_MAX)) f = 0x1p64;
-  if (scale > 0 && scale < double(FLT_MIN)) f = 0x1p-64;
+  // |x - mean| <= sqrt(n var): from 2^126 up it may pass FLT_MAX in float (layerNorm of a row of
+  // +-3e38), so such rows are scaled down too.
+  if ((scale > 0 && scale < double(FLT_MIN)) || (std::isfinite(var) && var * double(n) >= 0x1p252)) f = 0x1p-64;
   const float fs = float(f), m = float(mean * f), s = float(scale / f);
   if (stream) write_row<W, true>(dst, x, n, fs, m, s, r, next);
   else write_row<W, false>(dst, x, n, fs, m, s, r, next);
