@@ -78,6 +78,57 @@ describe('rmsNorm and layerNorm', () => {
     }
   });
 
+  it('rows of subnormals with eps = 0 (whose 1 / rms overflows float32) stay finite and equal the reference', async () => {
+    // Rows whose largest magnitude is 2^-149 (the smallest subnormal), a few units of it, and
+    // values around 2^-127: the row's 1 / rms is past float32's range for all but the last, so
+    // the row must be scaled before it is normalised (shaders/norm.metal does the same).
+    const tiny = 2 ** -149;
+    for (const cols of [33, 1000]) {
+      const units = randn(cols, cols + 1);
+      const rows = [
+        Float32Array.from(units, (v, i) => (i === 3 ? 1 : Math.sign(Math.round(v))) * tiny),
+        Float32Array.from(units, (v, i) => (i === 5 ? 8 : Math.round(v * 4)) * tiny),
+        Float32Array.from(units, (v) => (Math.round(v * 2) + 3) * tiny),  // a mean far from 0
+        Float32Array.from(units, (v) => v * 2 ** -126),  // around 2^-127, most subnormal
+      ];
+      const x = new Float32Array(rows.length * cols);
+      rows.forEach((row, i) => x.set(row, i * cols));
+      for (const [name, dev] of devices) {
+        const xt = dev.tensor(x, [rows.length, cols]);
+        const y = await dev.rmsNorm(xt, null, { eps: 0 }).toFloat32();
+        expect(y.every(Number.isFinite), `${name} rms ${cols} finite`).toBe(true);
+        expectClose(y, normRef(x, cols, null, null, 0, false), 2e-6, `${name} rms ${cols}`);
+        const w = randn(cols, 9), b = randn(cols, 10);
+        const z = await dev.layerNorm(xt, dev.tensor(w, [cols]), dev.tensor(b, [cols]), { eps: 0 }).toFloat32();
+        expect(z.every(Number.isFinite), `${name} layer ${cols} finite`).toBe(true);
+        expectClose(z, normRef(x, cols, w, b, 0, true), 2e-6, `${name} layer ${cols}`);
+      }
+    }
+  });
+
+  it('rows near float32\'s largest values (x - mean and 1 / rms past float32\'s range) stay finite and equal the reference', async () => {
+    for (const cols of [33, 1000]) {
+      const units = randn(cols, cols + 2);
+      const rows = [
+        Float32Array.from(units, (v, i) => (i === 7 ? -3e38 : 3e38 + v * 1e37)),  // one element far below the mean
+        Float32Array.from(units, (v) => v * 1.6e38),  // rms above 2^126
+      ];
+      const x = new Float32Array(rows.length * cols);
+      rows.forEach((row, i) => x.set(row, i * cols));
+      for (const [name, dev] of devices) {
+        const xt = dev.tensor(x, [rows.length, cols]);
+        for (const eps of [0, 1e-5]) {
+          const y = await dev.rmsNorm(xt, null, { eps }).toFloat32();
+          expect(y.every(Number.isFinite), `${name} rms ${cols} finite`).toBe(true);
+          expectClose(y, normRef(x, cols, null, null, eps, false), 2e-6, `${name} rms ${cols} eps ${eps}`);
+          const z = await dev.layerNorm(xt, null, null, { eps }).toFloat32();
+          expect(z.every(Number.isFinite), `${name} layer ${cols} finite`).toBe(true);
+          expectClose(z, normRef(x, cols, null, null, eps, true), 2e-6, `${name} layer ${cols} eps ${eps}`);
+        }
+      }
+    }
+  });
+
   it('empty dimensions: zero rows or an empty last axis give an empty output of x\'s shape and dtype', async () => {
     for (const [name, dev] of devices) {
       for (const shape of [[0, 7], [3, 0], [2, 0, 5], [0]]) {

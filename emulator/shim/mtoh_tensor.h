@@ -13,7 +13,8 @@
 //     order is a seeded random permutation (MTOH_COOP_SEED, default below) with at least one
 //     invalid slot per thread, so only kernels that use is_valid_element and
 //     get_multidimensional_index get right answers. Touching an invalid element through
-//     operator[] is reported (`tensorops_invalid_element`). Fresh elements are NaN.
+//     operator[], or asking is_valid_element about a slot outside [0, get_capacity()), is
+//     reported (`tensorops_invalid_element`). Fresh elements are NaN.
 //   - Row-reduction destinations hold, in each thread, the rows its destination elements touch
 //     (scrambled too); map_iterator maps a destination element to that row's slot.
 //
@@ -491,7 +492,15 @@ struct cooperative_tensor {
     const mtoh::tops::Table& t = Layout::table();
     return i >= 0 && i < t.cap ? t.slot[size_t(owner_ * t.cap + i)] : -1;
   }
-  bool is_valid_element(int i) const { return element_of(i) >= 0; }
+  // Slots are numbered [0, get_capacity()); asking about one outside is a kernel bug (a loop bound
+  // one past the capacity) the GPU gives no defined answer to, so it is reported, not answered.
+  bool is_valid_element(int i) const {
+    if (i < 0 || i >= get_capacity()) {
+      mtoh::tops::fail("tensorops_invalid_element", "is_valid_element(%d) of thread %d outside the capacity %d", i,
+                       owner_, get_capacity());
+    }
+    return element_of(i) >= 0;
+  }
   E& operator[](int i) {
     if (!is_valid_element(i)) {
       mtoh::tops::fail("tensorops_invalid_element",

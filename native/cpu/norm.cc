@@ -2,6 +2,7 @@
 // summed in double lanes (float squares overflow for rows of 1e30; a row of 8192 float32 squares
 // summed in one float loses ~1e-4 relative). The row loop is compiled for AVX2 and AVX-512 too and
 // chosen at run time (gemm_isa()), as softmax.cc's.
+#include <cfloat>
 #include <cmath>
 #include <vector>
 
@@ -40,17 +41,18 @@ struct Row {
   bool layer;
 };
 
-// dst[i] = (x[i] - m) * scale (* w[i] (+ b[i])) over [0, n): W lanes at a time, dst's vectors
+// dst[i] = (x[i] * f - m) * scale (* w[i] (+ b[i])) over [0, n) (f a power of two, norm_row's
+// prescale, 1 for most rows): W lanes at a time, dst's vectors
 // stored non-temporally where Stream says (the elements before its first W-lane boundary plainly).
 // `next` (the next row of x, or null) is prefetched as the row is written: reading it then overlaps
 // these stores, where it would otherwise start only once they are done (rmsNorm 4096 x 4096 on
 // Zen 5: ~4.0 -> ~3.1 ms).
 template <int W, bool Stream>
-MTO_INLINE void write_row(float* dst, const float* x, int64_t n, float m, float scale, const Row& r,
+MTO_INLINE void write_row(float* dst, const float* x, int64_t n, float f, float m, float scale, const Row& r,
                           const float* next) {
   int64_t c = 0;
   const auto one = [&](int64_t k) {
-    float v = (x[k] - m) * scale;
+    float v = (x[k] * f - m) * scale;
     if (r.w) v *= r.w[k];
     if (r.b) v += r.b[k];
     dst[k] = v;
@@ -60,14 +62,15 @@ MTO_INLINE void write_row(float* dst, const float* x, int64_t n, float m, float 
     for (; c < n && reinterpret_cast<uintptr_t>(dst + c) % (W * sizeof(float)) != 0; ++c) one(c);
   }
   using V = simd::Vec<W>;
-  V vm, vs;
+  V vf, vm, vs;
+  simd::splat<W>(vf, f);
   simd::splat<W>(vm, m);
   simd::splat<W>(vs, scale);
   for (; c + W <= n; c += W) {
     if (next) simd::prefetch(next + c);
     V v, t;
     simd::load<W>(v, x + c);
-    v = (v - vm) * vs;
+    v = (v * vf - vm) * vs;
     if (r.w) {
       simd::load<W>(t, r.w + c);
       v *= t;
@@ -83,14 +86,27 @@ MTO_INLINE void write_row(float* dst, const float* x, int64_t n, float m, float 
   for (; c < n; ++c) one(c);
 }
 
-// dst[0, n) = the normalised x[0, n) (dst may be x).
+// dst[0, n) = the normalised x[0, n) (dst may be x). The statistics are exact enough in double,
+// but 1 / sqrt(var + eps) leaves float32's normal range where the row's rms does (below 2^-126
+// with eps = 0: a row of subnormals, up to inf; above 2^126: a subnormal scale losing bits, and
+// x - mean may overflow). Such a row is scaled by f = 2^64 or 2^-64 first, as shaders/norm.metal
+// prescales it (norm_prescale):
+// x * f is exact there, the mean is scaled in double and the scale divided by f, so the outputs
+// stay finite and the cpu's answer is the kernel's. A scale of inf (a zero row, eps = 0), 0 (an
+// inf in the row) or NaN stays as plain arithmetic gives it, as in the kernel.
 template <int W>
 MTO_INLINE void norm_row(float* dst, const float* x, int64_t n, const Row& r, bool stream, const float* next) {
   const double mean = r.layer ? sum_row(x, n, 0.0, false) / double(n) : 0;
-  const float m = float(mean);
-  const float scale = float(1.0 / std::sqrt(sum_row(x, n, mean, true) / double(n) + double(r.eps)));
-  if (stream) write_row<W, true>(dst, x, n, m, scale, r, next);
-  else write_row<W, false>(dst, x, n, m, scale, r, next);
+  const double var = sum_row(x, n, mean, true) / double(n);
+  const double scale = 1.0 / std::sqrt(var + double(r.eps));
+  double f = 1.0;
+  if (std::isfinite(scale) && scale > double(FLT_MAX)) f = 0x1p64;
+  // |x - mean| <= sqrt(n var): from 2^126 up it may pass FLT_MAX in float (layerNorm of a row of
+  // +-3e38), so such rows are scaled down too.
+  if ((scale > 0 && scale < double(FLT_MIN)) || (std::isfinite(var) && var * double(n) >= 0x1p252)) f = 0x1p-64;
+  const float fs = float(f), m = float(mean * f), s = float(scale / f);
+  if (stream) write_row<W, true>(dst, x, n, fs, m, s, r, next);
+  else write_row<W, false>(dst, x, n, fs, m, s, r, next);
 }
 
 using RowFn = void (*)(float*, const float*, int64_t, const Row&, bool, const float*);

@@ -2,7 +2,7 @@
 // in double): rows 1, 3, 37 of 1 to 4099 columns (one SIMD-group to 1024 threads a row, rows
 // longer than the threads), float32/float16/bfloat16 x, with and without weight and bias, weight
 // and bias of other dtypes than x; and rows at the edges: 1e30 and 1e-30 magnitudes (squares
-// that leave float32's range), eps = 0, zeros and -0, an inf, a NaN, the smallest subnormals. y within 1e-5 (1 + |ref|)
+// that leave float32's range), eps = 0, zeros and -0, an inf, a NaN, the smallest subnormals, values near float32's largest. y within 1e-5 (1 + |ref|)
 // plus one unit in the last place for 16-bit y (the kernel sums in float32: ~log2(cols) roundings
 // of relative 2^-24 in the statistics). Also plan/norm.
 #include <cmath>
@@ -35,6 +35,7 @@ struct NormCase {
   double eps = 1e-5;
   uint32_t max_threads = 1024;  // the pipeline limit the plan is made for
   bool subnormal = false;  // rows of the smallest subnormals (below); float32 x only
+  bool huge = false;       // rows near float32's largest values (below); float32 x only
 };
 
 // Row r of an edge case: 0 ordinary, 1 magnitudes ~1e30, 2 ~1e-30, 3 zeros and -0, 4 one +inf,
@@ -55,6 +56,16 @@ std::vector<float> norm_data(const NormCase& c, uint64_t seed) {
         row[0] = -tiny;
         row[c.cols - 1] = 2 * tiny;
       }
+    }
+    return v;
+  }
+  if (c.huge) {
+    // Rows near float32's largest values: r % 2 = 0 about 3e38 with one -3e38 (x - mean past
+    // float32's range unscaled), 1 normal values times 1.6e38 (rms above 2^126).
+    for (int64_t r = 0; r < c.rows; ++r) {
+      float* row = v.data() + r * c.cols;
+      for (int64_t i = 0; i < c.cols; ++i) row[i] = r % 2 == 0 ? 3e38f + 0.5e37f * std::tanh(row[i]) : 0.8e38f * std::tanh(row[i]);
+      if (r % 2 == 0) row[c.cols / 3] = -3e38f;
     }
     return v;
   }
@@ -86,6 +97,7 @@ std::string case_name(const NormCase& c) {
   n += "/R" + std::to_string(c.rows) + ".C" + std::to_string(c.cols);
   if (c.edges) n += "/edges";
   if (c.subnormal) n += "/subnormal";
+  if (c.huge) n += "/huge";
   if (c.eps == 0) n += "/eps0";
   if (c.max_threads < 1024) n += "/limit" + std::to_string(c.max_threads);
   return n;
@@ -184,10 +196,22 @@ std::vector<Case> norm_cases() {
     add({layer, DType::Float16, DType::Float16, layer ? std::optional<DType>(DType::Float16) : std::nullopt, 3, 1000,
          false, 1e-5, 96});
     // Rows of the smallest subnormals (float32 only: a 16-bit x has none that small), in one
-    // SIMD-group and in several: eps * 2^250 overflows, so eps alone decides the scale. Not with
-    // eps = 0: there the cpu's float(1 / rms) overflows to inf (rms below 2^-128: y inf and NaN)
-    // while the prescaled kernel gives finite values, so the two are not comparable.
-    for (int64_t cols : {33, 1000}) add({layer, DType::Float32, DType::Float32, std::nullopt, 3, cols, false, 1e-5, 1024, true});
+    // SIMD-group and in several: with eps, eps * 2^250 overflows, so eps alone decides the scale;
+    // with eps = 0, 1 / rms is past float32's range unless the row is prescaled (the cpu backend
+    // scales such rows too, so both are finite and comparable; an unscaled 2^-149 row, whose
+    // squares underflow to 0, gives inf and NaN).
+    for (double eps : {1e-5, 0.0}) {
+      for (int64_t cols : {33, 1000}) add({layer, DType::Float32, DType::Float32, std::nullopt, 3, cols, false, eps, 1024, true});
+    }
+    // Rows near float32's largest values (the kernel prescales by 2^-127 or so, the cpu backend
+    // by 2^-64), with eps and eps = 0, in one SIMD-group and in several.
+    for (double eps : {1e-5, 0.0}) {
+      for (int64_t cols : {33, 1000}) {
+        NormCase c{layer, DType::Float32, DType::Float32, std::nullopt, 2, cols, false, eps};
+        c.huge = true;
+        add(c);
+      }
+    }
   }
   return cases;
 }

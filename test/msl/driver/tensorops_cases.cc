@@ -147,6 +147,8 @@ std::vector<Case> tensorops_cases() {
   const Bytes zeros(64 * 64 * 4, 0);
   cases.push_back(catches_misuse("tensorops_invalid_element",
                          plan_of("tops_misuse_invalid_element", 1, 1, 32, {{0, Arg::Y}}), {}, {{Arg::Y, 16 * 16 * 4}}));
+  cases.push_back(catches_misuse("tensorops_invalid_element",
+                         plan_of("tops_misuse_past_capacity", 1, 1, 32, {{0, Arg::Y}}), {}, {{Arg::Y, 16 * 16 * 4}}));
   cases.push_back(catches_misuse("tensorops_constraint", plan_of("tops_misuse_k_mismatch", 1, 1, 32, {{0, Arg::X}, {1, Arg::Y}}),
                          {{Arg::X, zeros}}, {{Arg::Y, 16 * 16 * 4}}));
   {

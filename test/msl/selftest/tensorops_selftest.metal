@@ -91,6 +91,15 @@ typedef tensor<device float, dextents<int32_t, 2>, tensor_inline> tops_out_t;
   c.store(tops_out_t(o, dextents<int32_t, 2>(16, 16)));
 }
 
+// Asks is_valid_element about the slot one past the capacity (a loop bound written `<=`).
+[[kernel]] void tops_misuse_past_capacity(device float* o [[buffer(0)]]) {
+  matmul2d<matmul2d_descriptor(16, 16), execution_simdgroup> mm;
+  auto c = mm.get_destination_cooperative_tensor<tops_in_t, tops_in_t, float>();
+  for (int i = 0; i <= c.get_capacity(); ++i)
+    if (c.is_valid_element(i)) c[i] = 0.0f;
+  c.store(tops_out_t(o, dextents<int32_t, 2>(16, 16)));
+}
+
 // Dynamic K with operands whose K extents disagree (an unclamped K tail).
 [[kernel]] void tops_misuse_k_mismatch(device const float* a [[buffer(0)]], device float* o [[buffer(1)]]) {
   tops_in_t A(a, dextents<int32_t, 2>(32, 16));
