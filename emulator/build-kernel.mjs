@@ -6,8 +6,9 @@
 //
 //   node emulator/build-kernel.mjs SOURCE.metal EXE CACHE_DIR [STD]
 //
-// STD is the MSL version the source is written in: metal3.1 (default) or metal4.0 (the tensorops
-// tier, whose <metal_tensor> and MetalPerformancePrimitives shim headers need it).
+// STD is the MSL version the source is written in: metal3.1 (default), metal4.0 (the tensorops
+// tier, whose <metal_tensor> and MetalPerformancePrimitives shim headers need it) or metal4.1 (the
+// tensorops-mx tier: the shim's scale-plane tensors, tensor_blockwise, exist from 4.1 on).
 //
 // The runtime's objects are built once per compiler and runtime version into CACHE_DIR. Every file
 // is written under a temporary name and renamed, so processes building the same kernel at once
@@ -32,10 +33,15 @@ const runtime = join(root, 'emulator/runtime');
 const common = ['-O1', '-g0', '-pthread', '-fno-fast-math', '-w'];
 const kernelFlags = [...common, '-std=c++14', '-D__METAL_VERSION__=310', `-I${shim}`, `-I${runtime}`];
 // MSL 4.0 is C++17-based with class-type template arguments (matmul2d<matmul2d_descriptor(...)>),
-// which clang takes as C++20: the harness's own flags for the tensorops tier (test/msl/build.mjs).
+// which clang takes as C++20: the harness's own flags for the tensorops tier (test/msl/build.mjs),
+// at __METAL_VERSION__ 400, or 410 for tensorops-mx.
+function kernelFlagsAt(version) {
+  return kernelFlags.map((f) => (f === '-std=c++14' ? '-std=c++20' : f === '-D__METAL_VERSION__=310' ? `-D__METAL_VERSION__=${version}` : f));
+}
 const flagsByStd = {
   'metal3.1': kernelFlags,
-  'metal4.0': kernelFlags.map((f) => (f === '-std=c++14' ? '-std=c++20' : f === '-D__METAL_VERSION__=310' ? '-D__METAL_VERSION__=400' : f)),
+  'metal4.0': kernelFlagsAt(400),
+  'metal4.1': kernelFlagsAt(410),
 };
 const hostFlags = [...common, '-std=c++17', `-I${runtime}`];
 
@@ -51,7 +57,9 @@ async function compile(cxx, flags, source, object) {
 async function runtimeObjects(cxx, cacheDir) {
   const sources = [...readdirSync(runtime).filter((f) => f.endsWith('.cc')).map((f) => join(runtime, f)), join(root, 'emulator/main.cc')];
   const hash = createHash('sha256').update(cxx).update(JSON.stringify(hostFlags));
-  for (const f of [...sources, ...readdirSync(runtime).filter((f) => f.endsWith('.h')).map((f) => join(runtime, f))]) {
+  // main.cc's own header (the scale-plane tensor arguments) is part of main.o too.
+  const headers = [...readdirSync(runtime).filter((f) => f.endsWith('.h')).map((f) => join(runtime, f)), join(root, 'emulator/tensor_arg.h')];
+  for (const f of [...sources, ...headers]) {
     hash.update(f).update(readFileSync(f));
   }
   const dir = join(cacheDir, `runtime-${hash.digest('hex').slice(0, 16)}`);

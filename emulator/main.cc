@@ -17,7 +17,9 @@
 // lives in DIR/bINDEX.bin: MODE `i` is read (an input, or a constant), `o` is written back after
 // the run (an output). An output starts filled with FILL, `DTYPE:VALUE` (float32, float16, bfloat16,
 // int32 or bool, and a number), or, with FILL `-`, with poison that differs between the two passes
-// below.
+// below. MODE `t` is a scale-plane tensor argument (tensor_arg.h: a tensorops-mx kernel's quantized
+// input): BYTES of codes in DIR/bINDEX.bin and its scale plane in DIR/bINDEX.scales.bin, bound
+// together as one host tensor with the descriptor DESC given in FILL's place.
 //
 // The kernel runs twice, as the harness runs our own kernels (test/msl/driver/cases.cc): regions
 // ending at their upper guard page with threads in order, then starting at their lower guard page
@@ -40,6 +42,8 @@
 #include <vector>
 
 #include "launch.h"
+#include "launch_tensors.h"
+#include "tensor_arg.h"
 
 namespace {
 
@@ -118,8 +122,9 @@ int usage(const char* why) {
 // The kernel's two passes (below), its outputs written to DIR/bINDEX{suffix}.bin. 0, or 3 with the
 // failure on stderr.
 int run_passes(const mtoh::KernelInfo& kernel, const mtoh::Geometry& geometry, const std::vector<BufferSpec>& specs,
-               const std::vector<mtoh::HostBuffer>& inputs, const std::vector<std::pair<int, uint32_t>>& threadgroup_memory,
-               const std::string& dir, const std::string& suffix) {
+               const std::vector<mtoh::HostBuffer>& inputs, const std::vector<mtoh::HostTensor>& tensors,
+               const std::vector<std::pair<int, uint32_t>>& threadgroup_memory, const std::string& dir,
+               const std::string& suffix) {
   const size_t n = specs.size();
   // The two passes' order and poison are those of the harness's own cases (driver/cases.cc).
   struct Pass {
@@ -146,7 +151,7 @@ int run_passes(const mtoh::KernelInfo& kernel, const mtoh::Geometry& geometry, c
     options.align_end = passes[p].align_end;
     options.reverse_order = passes[p].reverse;
     options.threadgroup_poison = passes[p].poison;
-    const mtoh::RunResult r = mtoh::run_kernel(kernel, geometry, buffers, threadgroup_memory, options);
+    const mtoh::RunResult r = mtoh::run_kernel(kernel, geometry, buffers, tensors, threadgroup_memory, options);
     if (!r.ok) {
       std::fprintf(stderr, "%s: %s (%s)\n", r.kind.c_str(), r.message.c_str(), passes[p].name);
       return 3;
@@ -217,22 +222,39 @@ int main(int argc, char** argv) {
   }
   if (!parse_u32(argv[11], &n) || argc != 12 + 5 * int(n)) return usage("bad buffer list");
 
-  std::vector<BufferSpec> specs(n);
-  std::vector<mtoh::HostBuffer> inputs(n);
+  std::vector<BufferSpec> specs;
+  std::vector<mtoh::HostBuffer> inputs;
+  std::vector<mtoh::HostTensor> tensors;
   for (uint32_t b = 0; b < n; ++b) {
     char** a = argv + 12 + 5 * b;
     uint32_t index = 0, bytes = 0;
-    BufferSpec& s = specs[b];
     if (!parse_u32(a[0], &index) || !parse_u32(a[2], &bytes)) return usage("bad buffer");
+    if (std::strcmp(a[1], "t") == 0) {
+      // A scale-plane tensor: its two planes, bound as one host tensor (tensor_arg.h).
+      mtoh::HostTensor t;
+      size_t scale_bytes = 0;
+      if (!mtoh_user::parse_tensor_desc(a[3], &t, &scale_bytes)) return usage("bad tensor descriptor");
+      t.index = int(index);
+      t.name = a[4];
+      if (!read_file(file_of(dir, int(index)), &t.data) || t.data.size() != bytes)
+        return usage(("cannot read " + file_of(dir, int(index))).c_str());
+      if (!read_file(file_of(dir, int(index), ".scales"), &t.scales) || t.scales.size() != scale_bytes)
+        return usage(("cannot read " + file_of(dir, int(index), ".scales")).c_str());
+      tensors.push_back(std::move(t));
+      continue;
+    }
+    specs.emplace_back();
+    inputs.emplace_back();
+    BufferSpec& s = specs.back();
     s.index = int(index);
     s.bytes = bytes;
     s.output = std::strcmp(a[1], "o") == 0;
     if (!s.output && std::strcmp(a[1], "i") != 0) return usage("a buffer's mode must be i or o");
     if (std::strcmp(a[3], "-") != 0 && !parse_fill(a[3], &s.fill)) return usage("bad fill");
-    inputs[b].index = s.index;
-    inputs[b].name = a[4];
+    inputs.back().index = s.index;
+    inputs.back().name = a[4];
     if (!s.output) {
-      if (!read_file(file_of(dir, s.index), &inputs[b].data) || inputs[b].data.size() != s.bytes)
+      if (!read_file(file_of(dir, s.index), &inputs.back().data) || inputs.back().data.size() != s.bytes)
         return usage(("cannot read " + file_of(dir, s.index)).c_str());
     }
   }
@@ -241,7 +263,7 @@ int main(int argc, char** argv) {
   if (!kernel) return usage(("no kernel named " + name).c_str());
 
   auto run = [&](const std::string& suffix) {
-    return run_passes(*kernel, geometry, specs, inputs, threadgroup_memory, dir, suffix);
+    return run_passes(*kernel, geometry, specs, inputs, tensors, threadgroup_memory, dir, suffix);
   };
   if (layouts == 1) return run("");
 
@@ -254,7 +276,7 @@ int main(int argc, char** argv) {
     const int rc = run_with_layout(seeds[l], suffixes[l], run);
     if (rc != 0) return rc;
   }
-  for (uint32_t b = 0; b < n; ++b) {
+  for (size_t b = 0; b < specs.size(); ++b) {
     if (!specs[b].output) continue;
     std::vector<unsigned char> one, two;
     if (!read_file(file_of(dir, specs[b].index, suffixes[0]), &one) || !read_file(file_of(dir, specs[b].index, suffixes[1]), &two)) {

@@ -38,6 +38,13 @@ export interface NativeTensors {
   toFloat32Into(t: NativeTensorHandle, out: Float32Array, readId?: number): Promise<void> | undefined;
   /** Elements of each plane: codes (bytes), scales and biases (bytes, or float16 values for affine). */
   planeLengths(q: NativeQTensorHandle): { codes: number; scales: number; biases: number };
+  /**
+   * native/core/scale_plane.h's rule: whether a quantized tensor of `format`, `block` and `shape`
+   * can be one Metal tensor with an E8M0 scale plane at `tier`, and its descriptor (extents and
+   * strides innermost first, strides in elements; dataType a raw MTLTensorDataType), else why not.
+   */
+  scalePlaneLayout(format: string, block: number, shape: readonly number[], tier: string):
+    { ok: true; dataType: number; dimensions: [number, number]; strides: [number, number] } | { ok: false; reason: string };
   codesInto(q: NativeQTensorHandle, out: Uint8Array, readId?: number): Promise<void> | undefined;
   scalesInto(q: NativeQTensorHandle, out: Uint8Array | Uint16Array, readId?: number): Promise<void> | undefined;
   biasesInto(q: NativeQTensorHandle, out: Uint16Array, readId?: number): Promise<void> | undefined;
@@ -111,7 +118,7 @@ export interface NativeDeviceHandle {
   runProcess(argv: string[], inputs: (NativeTensorHandle | NativeQTensorHandle)[], inputFiles: string[], outShapes: number[][],
     outDtypes: string[], outFiles: string[], inputPlanes?: string[]): NativeTensorHandle[];
   /** A user kernel compiled by the backend (metal), off the JS thread; null where the backend compiles no MSL (cpu). */
-  compileKernel(name: string, source: string, tier: 'simdgroup' | 'tensorops'): Promise<NativeKernelProgram> | null;
+  compileKernel(name: string, source: string, tier: 'simdgroup' | 'tensorops' | 'tensorops-mx'): Promise<NativeKernelProgram> | null;
   /** One run of a compiled user kernel, in stream order. */
   runKernel(program: NativeKernelProgram['program'], geometry: number[], args: NativeKernelArg[],
     outputs: { index: number; shape: readonly number[]; dtype: string; init?: number }[],
@@ -128,6 +135,8 @@ export interface NativeKernelProgram {
 export type NativeKernelArg =
   | { index: number; tensor: NativeTensorHandle }
   | { index: number; tensor: NativeQTensorHandle; plane: 'codes' | 'scales' | 'biases' }
+  // A tensorops-mx kernel's scale-plane input: the quantized tensor as one MTLTensor with its scale plane.
+  | { index: number; tensor: NativeQTensorHandle; plane: 'tensor'; name: string }
   | { index: number; bytes: Uint8Array };
 
 /** What binding.openDevice resolves with: backends made, not yet owned by a device. */

@@ -215,9 +215,13 @@ export interface AttentionOptions {
  * dtype). With a format: a QuantizedTensor of that format, bound as its planes `name` (codes,
  * `device const uchar*`), `name_scales` (E8M0 `uchar` for MX, `half` for affine), `name_biases`
  * (affine only), `name_shape` (rows, cols, row_bytes, block) and the compile-time `name_format`
- * (docs/design/API.md "User kernels").
+ * (docs/design/API.md "User kernels"). With a format and `scalePlane: true` (tier 'tensorops-mx';
+ * formats 'mxfp8', 'mxfp8_e5m2', 'mxfp4'): as ONE tensor with its E8M0 scale plane,
+ * `mto_scaled_tensor<F> name` (a `tensor_handle` with a `tensor_blockwise` scale plane), extents
+ * (cols, rows), that matmul2d takes as an operand as stored.
  */
-export type KernelInput = { name: string; dtype: AnyDType; format?: undefined } | { name: string; format: Format; dtype?: undefined };
+export type KernelInput = { name: string; dtype: AnyDType; format?: undefined; scalePlane?: undefined }
+  | { name: string; format: Format; dtype?: undefined; scalePlane?: boolean };
 
 /** One output of a user kernel: bound as `device T* name`, made at each call. */
 export interface KernelOutput {
@@ -267,9 +271,10 @@ export interface KernelDescription {
    * 'simdgroup' (default): MSL 3.1. 'tensorops': MSL 4.0 with TensorOps (`<metal_tensor>` and
    * MetalPerformancePrimitives included, `mpp::tensor_ops` opened), on a Mac whose tier is
    * tensorops or tensorops-mx. The emulator scrambles cooperative-tensor layouts and runs each
-   * call under two of them, so a kernel that assumes one fails with E_KERNEL.
+   * call under two of them, so a kernel that assumes one fails with E_KERNEL. 'tensorops-mx': MSL
+   * 4.1, the same plus scale-plane inputs (`scalePlane: true`), on a Mac whose tier is tensorops-mx.
    */
-  tier?: 'simdgroup' | 'tensorops';
+  tier?: 'simdgroup' | 'tensorops' | 'tensorops-mx';
   /**
    * Threadgroup memory set by the host at each call: at most 32 KiB per threadgroup in all, each
    * entry counted rounded up to 16 bytes (Metal's rule), with the source's own `threadgroup` arrays

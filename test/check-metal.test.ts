@@ -249,6 +249,17 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.output).toMatch(/no known instance method for selector 'newComputePipelineStateWithFunction:options:completionHandler:'|instance method .* not found/);
   });
 
+  // A tensorops-mx user kernel's scale-plane input is bound as the MTLTensor qtensor.mm attached to
+  // the QuantizedTensor (through set_tensor: the Metal 4 argument table's gpuResourceID, as the
+  // qlinear_tensorops_mx weight); binding the QuantizedTensor itself must not type-check.
+  it("fails on a user kernel's scale-plane input bound as its QuantizedTensor instead of its MTLTensor", () => {
+    const file = editedCopy('user-kernel-scaled-tensor', (s) => s.replace('encoder_->set_tensor(tensors[i], a.index);',
+      'encoder_->set_tensor(a.scaled, a.index);'), 'user_kernel.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no viable conversion from 'const QTensorPtr'/);
+  });
+
   // The concurrent encoders' barriers (core/hazards.h decides where): Metal 3's is the compute
   // encoder's memoryBarrierWithScope: on an encoder made with computeCommandEncoderWithDispatchType:,
   // Metal 4's the MTL4 encoder's barrierAfterEncoderStages:... . A barrier through another name,

@@ -55,7 +55,7 @@ describe('user kernels on a backend that compiles them (the async test backend s
     expect(code(() => native.runKernel(42 as never, [1, 1, 1, 1, 1, 1], [], []))).toMatch(/^E_ARG: program must be/);
     const cpu = new Native(1, 'cpu', '', {});
     expect(cpu.compileKernel('k', 'kernel void k() {}', 'simdgroup')).toBeNull();
-    expect(code(() => native.compileKernel('k', 'kernel void k() {}', 'tensorop' as never))).toBe("E_ARG: tier must be 'simdgroup' or 'tensorops'; got 'tensorop'");
+    expect(code(() => native.compileKernel('k', 'kernel void k() {}', 'tensorop' as never))).toBe("E_ARG: tier must be 'simdgroup', 'tensorops' or 'tensorops-mx'; got 'tensorop'");
     native.close();
     cpu.close();
   });

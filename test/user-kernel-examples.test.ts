@@ -39,4 +39,10 @@ describe.skipIf(skipEmulator)(`the user-kernel examples${skipReason}`, () => {
     expect(r.stdout, r.stderr).toMatch(/^attention_mxfp8_kv on emulator: o\[0\]\[0\]\[0\]\[0\.\.3\] = [-\d., ]+; matches dev\.attention \(largest difference [\d.e+-]+, allowed [\d.e+-]+: 1e-5 of max \|v\|\)\n$/);
     expect(r.code, r.stderr).toBe(0);
   });
+
+  it('examples/user-kernel-mx.mjs: matmul2d over an mxfp4 scale-plane weight matches dev.linear', async () => {
+    const r = await example('user-kernel-mx.mjs');
+    expect(r.stdout, r.stderr).toMatch(/^mx_linear_mxfp4 on emulator: y\[0\]\[0\.\.3\] = [-\d., ]+; matches dev\.linear \(largest difference [\d.e+-]+, allowed [\d.e+-]+: 1e-5 of max \|y\|\)\n$/);
+    expect(r.code, r.stderr).toBe(0);
+  });
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { open, type Device, type Format } from '../lib/index';
 import { rmsNormResidual } from '../examples/user-kernel.mjs';
 import { attentionCall, quantizedKvAttention } from '../examples/user-kernel-attention.mjs';
+import { mxLinear } from '../examples/user-kernel-mx.mjs';
 
 const random = (n: number, seed: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * 12.9898 + seed) * 2);
 
@@ -61,6 +62,21 @@ describe('user kernels on the metal backend', () => {
       const got = new Uint32Array((await o.toFloat32()).buffer);
       const want = new Uint32Array((await w.dequantize('float32').toFloat32()).buffer);
       expect(Array.from(got), format).toEqual(Array.from(want));
+    }
+  });
+
+  // tensorops-mx only (macOS 27): the weight bound as the MTLTensor with its scale plane.
+  it('runs the scale-plane matmul example (mxfp8 and mxfp4 weights): equal to dev.linear', async (ctx) => {
+    if (!dev || dev.info.tier !== 'tensorops-mx') return ctx.skip();
+    const [M, N, K] = [32, 64, 512];
+    const x = dev.cast(dev.tensor(random(M * K, 8), [M, K]), 'float16');
+    for (const format of ['mxfp8', 'mxfp4'] as const) {
+      const k = await dev.kernel(mxLinear(format));
+      const w = dev.quantize(dev.tensor(random(N * K, 9), [N, K]), { format });
+      const [y] = k(x, w, { grid: [(N / 32) * 32, M / 16], shapes: { y: [M, N] }, constants: { M } });
+      const [got, want] = [await y.toFloat32(), await dev.linear(x, w, { outDtype: 'float32' }).toFloat32()];
+      const largest = want.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+      for (let i = 0; i < got.length; i++) expect(Math.abs(got[i] - want[i]), format).toBeLessThanOrEqual(1e-5 * largest);
     }
   });
 

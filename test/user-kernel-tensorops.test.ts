@@ -112,8 +112,8 @@ describe.skipIf(skipEmulator)(`user kernels with TensorOps in the emulator${skip
 
   it('checks the tier: E_ARG naming the value and the tiers, and TensorOps outside the tensorops tier does not compile', async () => {
     const good = tile('tier_check');
-    expect(await rejection(dev.kernel({ ...good, tier: 'tensorop' as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops'; got 'tensorop'");
-    expect(await rejection(dev.kernel({ ...good, tier: 4 as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops'; got 4");
+    expect(await rejection(dev.kernel({ ...good, tier: 'tensorop' as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops', 'tensorops-mx'; got 'tensorop'");
+    expect(await rejection(dev.kernel({ ...good, tier: 4 as never }))).toBe("E_ARG: description.tier must be one of 'simdgroup', 'tensorops', 'tensorops-mx'; got 4");
     expect(await rejection(dev.kernel({ ...good, tier: 'simdgroup' }))).toMatch(/^E_KERNEL: kernel 'tier_check' does not compile:\n.*tier_check\.metal:1:\d+: error: use of undeclared identifier 'dextents'/);
   });
 });

@@ -49,9 +49,9 @@ const building = new Map<string, Promise<string>>();
 
 /**
  * The emulator program of a kernel's MSL text, compiled as MSL `std` (metal3.1, or metal4.0 for
- * the tensorops tier: the TensorOps shim needs it), built on first use. Rejects with E_KERNEL.
+ * the tensorops tier: the TensorOps shim needs it; metal4.1 for tensorops-mx), built on first use. Rejects with E_KERNEL.
  */
-export function emulatorProgram(name: string, msl: string, std: 'metal3.1' | 'metal4.0'): Promise<string> {
+export function emulatorProgram(name: string, msl: string, std: 'metal3.1' | 'metal4.0' | 'metal4.1'): Promise<string> {
   const compiler = emulatorCompiler();
   const hash = createHash('sha256').update(version()).update(compiler).update('\0').update(std).update('\0').update(msl)
     .digest('hex').slice(0, 24);

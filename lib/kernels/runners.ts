@@ -9,6 +9,7 @@ import { loadBinding } from '../native';
 import { type QuantizedTensor, type Tensor, handleOf } from '../tensor';
 import { elementCount } from '../validate';
 import { quantizedShape } from './quantized';
+import { type ScalePlaneFormat, scalePlaneDescriptor } from './scale-plane-inputs';
 import type { Binding, KernelSpec } from './source';
 
 /** What a user kernel needs of its device. */
@@ -56,6 +57,9 @@ export function metalRunner(dev: KernelDevice, native: NativeDeviceHandle, spec:
         args.push({ index, tensor: (c.tensors[b.of] as Tensor)[handleOf] });
       } else if (b.plane === 'shape') {
         args.push({ index, bytes: shapeBytes(c.tensors[b.of] as QuantizedTensor) });
+      } else if (b.plane === 'tensor') {
+        // The MTLTensor with its scale plane that the backend made over the planes (qtensor.mm).
+        args.push({ index, tensor: (c.tensors[b.of] as QuantizedTensor)[handleOf], plane: 'tensor', name: b.name });
       } else {
         args.push({ index, tensor: (c.tensors[b.of] as QuantizedTensor)[handleOf], plane: b.plane });
       }
@@ -80,7 +84,7 @@ export function emulatorRunner(dev: KernelDevice, native: NativeDeviceHandle, sp
     const inputs: { handle: NativeTensorHandle | NativeQTensorHandle; plane: string; file: string }[] = [];
     const outputFiles: string[] = [];
     // A tensorops kernel runs under two cooperative-tensor layouts (emulator/main.cc LAYOUTS).
-    const layouts = spec.tier === 'tensorops' ? '2' : '1';
+    const layouts = spec.tier === 'simdgroup' ? '1' : '2';
     const memory = c.threadgroupMemory.length ? c.threadgroupMemory.map((m, i) => `${i}:${m.bytes}`).join(',') : '-';
     const argv = [exe, '{dir}', spec.name, ...c.threadgroups.map(String), ...c.threads.map(String), memory, layouts, String(layout.length)];
     try {
@@ -101,6 +105,15 @@ export function emulatorRunner(dev: KernelDevice, native: NativeDeviceHandle, sp
           const t = c.tensors[b.of] as Tensor;
           bytes = elementCount(t.shape) * ELEMENT_BYTES[t.dtype];
           inputs.push({ handle: t[handleOf], plane: '', file });
+        } else if (b.plane === 'tensor') {
+          // A scale-plane input: the codes in bN.bin and the E8M0 plane in bN.scales.bin, bound
+          // together as one tensor with the descriptor the layout rule gives (emulator/tensor_arg.h).
+          const q = c.tensors[b.of] as QuantizedTensor;
+          const d = scalePlaneDescriptor(q, b.name, spec.inputs[b.of].format as ScalePlaneFormat);
+          const lengths = callNative(() => natives.planeLengths(q[handleOf]));
+          inputs.push({ handle: q[handleOf], plane: 'codes', file }, { handle: q[handleOf], plane: 'scales', file: `b${n}.scales.bin` });
+          argv.push(String(n), 't', String(lengths.codes), `${d.dataType}:${d.cols}:${d.rows}:${d.rowStride}:${lengths.scales}`, b.name);
+          return;
         } else {
           const q = c.tensors[b.of] as QuantizedTensor;
           const lengths = callNative(() => natives.planeLengths(q[handleOf]));

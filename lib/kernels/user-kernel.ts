@@ -9,6 +9,7 @@ import type { DType, KernelCallOptions, KernelDescription } from '../types';
 import { DTYPES, checkDType, checkFormat, checkOptions, checkShape, describe, readOnce } from '../validate';
 import { emulatorProgram } from './emulator';
 import { type KernelDevice, emulatorRunner, metalRunner } from './runners';
+import { checkScalePlaneFormat, scalePlaneDescriptor } from './scale-plane-inputs';
 import { type ConstantType, type KernelSpec, type KernelTier, KERNEL_TIERS, MSL_VERSION, bindings, kernelSource } from './source';
 
 /** A user kernel: call it with its input tensors (and options) to queue a run. */
@@ -95,13 +96,21 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
   }
   const inputs = checkList(opts.inputs, 'description.inputs').map((b, i): KernelSpec['inputs'][number] => {
     const arg = `description.inputs[${i}]`;
-    checkOptions(b, arg, ['name', 'dtype', 'format']);
+    checkOptions(b, arg, ['name', 'dtype', 'format', 'scalePlane']);
     const name = checkName(b.name, `${arg}.name`, taken);
-    if (b.format === undefined) return { name, dtype: checkDType(b.dtype, `${arg}.dtype`, [...DTYPES, 'bool']) };
+    if (b.scalePlane !== undefined && typeof b.scalePlane !== 'boolean') {
+      throw new TensorOpsError('E_ARG', `${arg}.scalePlane must be a boolean; got ${describe(b.scalePlane)}`);
+    }
+    if (b.format === undefined) {
+      if (b.scalePlane) throw new TensorOpsError('E_ARG', `${arg} has scalePlane but no format: a scale-plane input is a QuantizedTensor (format 'mxfp8', 'mxfp8_e5m2' or 'mxfp4')`);
+      return { name, dtype: checkDType(b.dtype, `${arg}.dtype`, [...DTYPES, 'bool']) };
+    }
     if (b.dtype !== undefined) {
       throw new TensorOpsError('E_ARG', `${arg} has a dtype (${describe(b.dtype)}) and a format (${describe(b.format)}); give one: dtype for a Tensor, format for a QuantizedTensor`);
     }
     const format = checkFormat(b.format, `${arg}.format`);
+    // One tensor argument (codes with their scale plane): the name alone.
+    if (b.scalePlane) return { name, format: checkScalePlaneFormat(format, `${arg}.format`), scalePlane: true as const };
     // Each quantized input takes its planes' names too: NAME_scales, NAME_biases, NAME_shape, NAME_format.
     for (const suffix of ['scales', 'biases', 'shape', 'format']) checkName(`${name}_${suffix}`, `${arg}.name's ${suffix} (${name}_${suffix})`, taken);
     return { name, format };
@@ -136,6 +145,11 @@ function readSpec(desc: KernelDescription): { spec: KernelSpec; outputs: OutputS
   const tier = opts.tier === undefined ? 'simdgroup' : opts.tier as KernelTier;
   if (!KERNEL_TIERS.includes(tier)) {
     throw new TensorOpsError('E_ARG', `description.tier must be one of ${KERNEL_TIERS.map((t) => `'${t}'`).join(', ')}; got ${describe(opts.tier)}`);
+  }
+  // Scale-plane tensors exist from MSL 4.1 on.
+  const scaled = inputs.findIndex((b) => b.scalePlane);
+  if (scaled >= 0 && tier !== 'tensorops-mx') {
+    throw new TensorOpsError('E_ARG', `description.inputs[${scaled}] ('${inputs[scaled].name}') is a scale-plane input, which needs tier 'tensorops-mx' (MSL 4.1); the tier is '${tier}'`);
   }
   const memory = checkList(opts.threadgroupMemory, 'description.threadgroupMemory').map((m, i): MemorySpec => {
     const arg = `description.threadgroupMemory[${i}]`;
@@ -211,7 +225,12 @@ export async function makeKernel(dev: KernelDevice, native: NativeDeviceHandle, 
     }
     tensors.forEach((t, i) => {
       const b = spec.inputs[i];
-      if (b.format !== undefined) {
+      if (b.scalePlane) {
+        if (!(t instanceof QuantizedTensor)) {
+          throw new TensorOpsError('E_ARG', `input '${b.name}' must be a QuantizedTensor of format '${b.format}' (a scale-plane input); got ${t instanceof Tensor ? `a dense Tensor (${t.dtype})` : describe(t)}`);
+        }
+        scalePlaneDescriptor(t, b.name, b.format);  // E_FORMAT, E_SHAPE: what the plane cannot describe
+      } else if (b.format !== undefined) {
         if (!(t instanceof QuantizedTensor) || t.format !== b.format) {
           throw new TensorOpsError('E_ARG', `input '${b.name}' must be a QuantizedTensor of format '${b.format}'; got ${t instanceof QuantizedTensor ? `one of format '${t.format}'` : t instanceof Tensor ? `a dense Tensor (${t.dtype})` : describe(t)}`);
         }

@@ -41,6 +41,11 @@ void test_run_user_kernel(const UserKernelLaunch& launch) {
   record.push_back(int32_t(launch.args.size()));
   const UserKernelArg* last = nullptr;
   for (const UserKernelArg& a : launch.args) {
+    if (a.scaled) {
+      // A scale-plane tensor: kind 2, the codes' bytes and the scale plane's.
+      record.insert(record.end(), {int32_t(a.index), 2, int32_t(a.scaled->codes->bytes()), int32_t(a.scaled->scales->bytes())});
+      continue;
+    }
     const uint8_t* data = a.buffer ? static_cast<const uint8_t*>(a.buffer->data()) : a.bytes.data();
     const size_t bytes = a.buffer ? a.buffer->bytes() : a.bytes.size();
     int32_t first = 0;

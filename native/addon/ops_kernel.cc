@@ -78,7 +78,7 @@ std::vector<uint8_t> fill_bytes(DType t, double value) {
 
 }  // namespace
 
-// (name, source, tier: 'simdgroup' | 'tensorops') -> Promise<{ program, maxThreads, simdWidth }>
+// (name, source, tier: 'simdgroup' | 'tensorops' | 'tensorops-mx') -> Promise<{ program, maxThreads, simdWidth }>
 // once compiled (rejected with E_KERNEL quoting the compiler, E_BACKEND for a tier the device
 // lacks), or null when this device's backend compiles no MSL.
 Napi::Value NativeDevice::CompileKernel(const Napi::CallbackInfo& info) {
@@ -88,10 +88,12 @@ Napi::Value NativeDevice::CompileKernel(const Napi::CallbackInfo& info) {
     const std::string name = string_arg(info[0], "name");
     const std::string source = string_arg(info[1], "source");
     const std::string tier_text = string_arg(info[2], "tier");
-    if (tier_text != "simdgroup" && tier_text != "tensorops") {
-      throw_error(env, code::Arg, "tier must be 'simdgroup' or 'tensorops'; got '" + tier_text + "'");
+    if (tier_text != "simdgroup" && tier_text != "tensorops" && tier_text != "tensorops-mx") {
+      throw_error(env, code::Arg, "tier must be 'simdgroup', 'tensorops' or 'tensorops-mx'; got '" + tier_text + "'");
     }
-    const Tier tier = tier_text == "tensorops" ? Tier::TensorOps : Tier::Simdgroup;
+    const Tier tier = tier_text == "tensorops-mx" ? Tier::TensorOpsMx
+                      : tier_text == "tensorops"  ? Tier::TensorOps
+                                                  : Tier::Simdgroup;
     // Written by the backend's thread before it settles; read on the JS thread after: the
     // completion channel's queue orders the two.
     auto slot = std::make_shared<UserKernelProgramPtr>();
@@ -111,7 +113,8 @@ Napi::Value NativeDevice::CompileKernel(const Napi::CallbackInfo& info) {
 }
 
 // (program, geometry: [GX, GY, GZ, TX, TY, TZ] (threadgroups, threads per threadgroup),
-//  args: [{ index, tensor, plane? } | { index, bytes: Uint8Array }],
+//  args: [{ index, tensor, plane?, name? } | { index, bytes: Uint8Array }] (plane: codes, scales,
+//        biases, or 'tensor': the quantized tensor as one scale-plane tensor),
 //  outputs: [{ index, shape, dtype, init? }],
 //  threadgroupMemory?: [{ index, bytes }] (bytes a positive multiple of 16)) -> output ids
 Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
@@ -152,10 +155,17 @@ Napi::Value NativeDevice::RunKernel(const Napi::CallbackInfo& info) {
       } else if (a.Has("plane")) {
         const std::string plane = string_arg(a.Get("plane"), (at + ".plane").c_str());
         QTensorPtr q = NativeQTensor::Get(a.Get("tensor"), "args[i].tensor");
-        arg.buffer = plane == "codes" ? q->codes : plane == "scales" ? q->scales : plane == "biases" ? q->biases : nullptr;
-        if (!arg.buffer) throw_error(env, code::Arg, at + ".plane must be codes, scales or biases (affine); got '" + plane + "'");
+        if (a.Get("name").IsString()) arg.name = a.Get("name").As<Napi::String>().Utf8Value();
+        if (plane == "tensor") {
+          // Both planes, bound by the backend as one tensor (lib/ checked the format and layout).
+          arg.scaled = q;
+          work += double(q->codes->bytes() + q->scales->bytes());
+        } else {
+          arg.buffer = plane == "codes" ? q->codes : plane == "scales" ? q->scales : plane == "biases" ? q->biases : nullptr;
+          if (!arg.buffer) throw_error(env, code::Arg, at + ".plane must be codes, scales, biases (affine) or tensor; got '" + plane + "'");
+          work += double(arg.buffer->bytes());
+        }
         events.push_back(q->ready_event());
-        work += double(arg.buffer->bytes());
         held_q.push_back(std::move(q));
       } else {
         TensorPtr t = NativeTensor::Get(a.Get("tensor"), "args[i].tensor");

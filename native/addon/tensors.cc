@@ -7,6 +7,7 @@
 #include "addon_data.h"
 #include "errors.h"
 #include "host_copy.h"
+#include "internal.h"
 #include "js_completion.h"
 #include "tensor_table.h"
 #include "typed_arrays.h"
@@ -286,6 +287,9 @@ Napi::Object InitTensors(Napi::Env env) {
   o.Set("format", Napi::Function::New(env, FormatOf, "format"));
   o.Set("blockSize", Napi::Function::New(env, BlockSize, "blockSize"));
   o.Set("planeLengths", Napi::Function::New(env, PlaneLengths, "planeLengths"));
+  // core/scale_plane.h's rule (internal_scale_plane.cc), for lib/kernels/scale-plane-inputs.ts: a
+  // user kernel's scale-plane input is checked and described by the rule the Metal host applies.
+  o.Set("scalePlaneLayout", Napi::Function::New(env, ScalePlaneLayoutOf, "scalePlaneLayout"));
   o.Set("codesInto", Napi::Function::New(env, CodesInto, "codesInto"));
   o.Set("scalesInto", Napi::Function::New(env, ScalesInto, "scalesInto"));
   o.Set("biasesInto", Napi::Function::New(env, BiasesInto, "biasesInto"));

@@ -24,14 +24,19 @@ struct UserKernelProgram {
 };
 using UserKernelProgramPtr = std::shared_ptr<const UserKernelProgram>;
 
-// What [[buffer(index)]] is bound to for one run: a tensor plane (`buffer`) or bytes copied into
-// the command (`bytes`: constants and a quantized input's shape, setBytes). `fill`, for an output
-// with an init value: one element's bytes, repeated over the buffer before the kernel runs.
+// What [[buffer(index)]] is bound to for one run: a tensor plane (`buffer`), bytes copied into
+// the command (`bytes`: constants and a quantized input's shape, setBytes), or a quantized tensor
+// as ONE tensor with its E8M0 scale plane (`scaled`: a tensorops-mx kernel's scale-plane input,
+// `mto_scaled_tensor<F>`; metal binds the MTLTensor qtensor.mm made over its codes and scales).
+// `fill`, for an output with an init value: one element's bytes, repeated over the buffer before
+// the kernel runs. `name`: the parameter's name, for messages.
 struct UserKernelArg {
   uint32_t index = 0;
   BufferPtr buffer;
+  QTensorPtr scaled;
   std::vector<uint8_t> bytes;
   std::vector<uint8_t> fill;
+  std::string name;
 };
 
 // One [[threadgroup(index)]] parameter's memory: `bytes` per threadgroup, a multiple of 16

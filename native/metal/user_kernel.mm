@@ -1,5 +1,9 @@
 // Users' kernels on the metal backend (user_kernel.h): compiling them, and encoding a run into
-// the stream's batch through the same encoder as every op (batch_encoder.h).
+// the stream's batch through the same encoder as every op (batch_encoder.h). A tensorops-mx
+// kernel's scale-plane input (`mto_scaled_tensor<F> NAME [[buffer(n)]]`, lib/kernels/
+// scale-plane-inputs.ts) is bound as linear.mm binds the qlinear_tensorops_mx weight: the MTLTensor
+// with an E8M0 scale plane that qtensor.mm attached to the QuantizedTensor when it was made, set
+// through the Metal 4 argument table (BatchEncoder::set_tensor: its gpuResourceID).
 #include "user_kernel.h"
 
 #import <Foundation/Foundation.h>
@@ -8,15 +12,36 @@
 
 #include "buffers.h"
 #include "core/error.h"
+#include "core/scale_plane.h"
 #include "encode.h"
 #include "library.h"
 #include "objc_strings.h"
 #include "ops.h"
+#include "qtensor.h"
 
 namespace mto::metal {
 namespace {
 
 uint32_t clamp_u32(NSUInteger n) { return n > NSUInteger(UINT32_MAX) ? UINT32_MAX : uint32_t(n); }
+
+// The scale-plane MTLTensor attached to q (qtensor.h) when its descriptor is the one the layout
+// rule gives q (core/scale_plane.h: what lib/ checked at the call, and what the kernel's
+// mto_scaled_tensor<F> declares: rank 2, F's data type, an E8M0 plane of blocks (32, 1)); nil
+// when q has none (an SDK or macOS without multi-plane tensors, a descriptor Metal refused).
+id scaled_tensor_of(const QTensor& q) {
+  const ScalePlaneLayout l = scale_plane_layout(q.format, q.block, q.shape, Tier::TensorOpsMx);
+  if (!l.ok) return nil;
+  plan::TensorSlot slot;
+  slot.data_type = int(l.data);
+  slot.scale_type = kScalePlaneE8M0;
+  slot.dims[0] = l.cols;
+  slot.dims[1] = l.rows;
+  slot.strides[0] = 1;
+  slot.strides[1] = l.row_stride;
+  slot.block[0] = kScalePlaneBlock;
+  slot.block[1] = 1;
+  return scale_plane_tensor_for(q, slot);
+}
 
 }  // namespace
 
@@ -82,8 +107,27 @@ void UserKernels::compile(const std::string& name, const std::string& source, Ms
 bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const UserKernelLaunch& launch, Completion done) {
   // Everything that can fail is checked before anything is encoded into the shared batch.
   std::vector<id<MTLBuffer>> buffers(launch.args.size(), nil);
+  std::vector<id> tensors(launch.args.size(), nil);
+  // The buffers under each scale-plane tensor (its codes and scales), for the barriers below.
+  std::vector<id<MTLBuffer>> tensor_buffers;
   for (size_t i = 0; i < launch.args.size(); ++i) {
     const UserKernelArg& a = launch.args[i];
+    if (a.scaled) {
+      id<MTLBuffer> codes = mtl_buffer(a.scaled->codes.get()), scales = mtl_buffer(a.scaled->scales.get());
+      if (!codes || !scales) return false;
+      tensors[i] = scaled_tensor_of(*a.scaled);
+      if (tensors[i] == nil || !encoder_->binds_tensors()) {
+        // Nothing encoded: the run fails with a message, as a kernel's own failure would.
+        done(OpStatus{code::Kernel, "scale-plane input '" + a.name + "' at [[buffer(" + std::to_string(a.index) + ")]] " +
+                                        (tensors[i] == nil ? "has no MTLTensor with a scale plane on this Mac (multi-plane tensors need macOS 27 "
+                                                             "and an SDK that declares them)"
+                                                           : "needs the Metal 4 command path, which binds tensors")});
+        return true;
+      }
+      tensor_buffers.push_back(codes);
+      tensor_buffers.push_back(scales);
+      continue;
+    }
     if (!a.buffer) continue;
     buffers[i] = mtl_buffer(a.buffer.get());
     if (!buffers[i]) return false;
@@ -103,10 +147,14 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
     for (id<MTLBuffer> b : buffers) {
       if (b) writes.push_back(BufferRange{(__bridge const void*)b, 0, kWholeBuffer});
     }
+    for (id<MTLBuffer> b : tensor_buffers) writes.push_back(BufferRange{(__bridge const void*)b, 0, kWholeBuffer});
     order_dispatch({}, writes);
     for (size_t i = 0; i < launch.args.size(); ++i) {
       const UserKernelArg& a = launch.args[i];
-      if (buffers[i]) {
+      if (tensors[i] != nil) {
+        encoder_->set_tensor(tensors[i], a.index);  // binds_tensors() was checked above
+        bytes_in_batch_ += size_t(a.scaled->codes->bytes() + a.scaled->scales->bytes());
+      } else if (buffers[i]) {
         encoder_->set_buffer(buffers[i], a.index);
         budget_.bind(size_t(buffers[i].length));
       } else {
