@@ -153,7 +153,7 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
       const UserKernelArg& a = launch.args[i];
       if (tensors[i] != nil) {
         encoder_->set_tensor(tensors[i], a.index);  // binds_tensors() was checked above
-        bytes_in_batch_ += size_t(a.scaled->codes->bytes() + a.scaled->scales->bytes());
+        budget_.bind(size_t(a.scaled->codes->bytes() + a.scaled->scales->bytes()));
       } else if (buffers[i]) {
         encoder_->set_buffer(buffers[i], a.index);
         budget_.bind(size_t(buffers[i].length));
