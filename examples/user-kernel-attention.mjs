@@ -5,7 +5,8 @@
 // scores are simd_sum reductions, and the softmax is online (FlashAttention's running max and
 // sum), so no [Lq, Lk] matrix is ever written. K and V are decoded in the kernel with
 // mto_quantized_at, the library's own decode (docs/design/API.md "User kernels").
-// Every backend runs it in the MSL-on-CPU emulator in this version (clang 17+ needed on Linux).
+// On a Mac the metal backend compiles it (never run on a Mac yet); elsewhere the MSL-on-CPU
+// emulator runs it (clang 17+ needed on Linux), for testing.
 //
 //   npm run example:kernel-attention
 import { fileURLToPath } from 'node:url';

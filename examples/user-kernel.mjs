@@ -1,7 +1,7 @@
 // A user kernel written in MSL: a fused residual add + RMSNorm (h = x + r; y = h / rms(h) * gamma),
 // one threadgroup per row, as a decoder layer would call it between its attention and its MLP.
-// Every backend runs it in the MSL-on-CPU emulator in this version (clang 17+ needed on Linux):
-// the same source is what Metal will compile.
+// On a Mac the metal backend compiles it with Metal (written, never run on a Mac yet); every other
+// backend runs the same source in the MSL-on-CPU emulator (clang 17+ needed on Linux), for testing.
 //
 //   npm run example:kernel
 import { fileURLToPath } from 'node:url';
