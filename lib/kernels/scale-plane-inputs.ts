@@ -17,11 +17,11 @@ import { loadBinding } from '../native';
 import type { QuantizedTensor } from '../tensor';
 import type { Format } from '../types';
 
-/** The formats Metal has a tensor element type for, each with that type (MSL) and its raw MTLTensorDataType. */
+/** The formats Metal has a tensor element type for, each with that type in MSL (the raw MTLTensorDataType comes from scale_plane.h's rule). */
 export const SCALE_PLANE_FORMATS = {
-  mxfp8: { msl: 'metal_fp8_e4m3_format', dataType: 142 },
-  mxfp8_e5m2: { msl: 'metal_fp8_e5m2_format', dataType: 141 },
-  mxfp4: { msl: 'metal_fp4_e2m1_format', dataType: 148 },
+  mxfp8: { msl: 'metal_fp8_e4m3_format' },
+  mxfp8_e5m2: { msl: 'metal_fp8_e5m2_format' },
+  mxfp4: { msl: 'metal_fp4_e2m1_format' },
 } as const;
 export type ScalePlaneFormat = keyof typeof SCALE_PLANE_FORMATS;
 
