@@ -282,17 +282,7 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
     // first as K columns (blocks of 32) by N rows.
     const ScalePlaneLayout l = scale_plane_layout(f, block, Shape{N, K}, Tier::TensorOpsMx);
     if (!l.ok) throw Error(code::Format, "internal: the tensorops-mx weight has no scale-plane layout: " + l.reason);
-    TensorSlot t;
-    t.index = QLINEAR_BUFFER_W_CODES;  // the weight's slot: here the whole tensor, planes and all
-    t.data_type = int(l.data);
-    t.scale_type = kScalePlaneE8M0;
-    t.block[0] = kScalePlaneBlock;
-    t.block[1] = 1;
-    t.dims[0] = l.cols;
-    t.dims[1] = l.rows;
-    t.strides[0] = 1;
-    t.strides[1] = l.row_stride;
-    d.tensors = {t};
+    d.tensors = {tensor_slot_of(l, QLINEAR_BUFFER_W_CODES)};  // the weight's slot: the whole tensor, planes and all
     d.buffers = {{QLINEAR_BUFFER_X, Arg::X},
                  {QLINEAR_BUFFER_BIAS, has_bias ? Arg::Bias : Arg::Unused},
                  {QLINEAR_BUFFER_Y, Arg::Y},
@@ -539,6 +529,20 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     out.passes.push_back(std::move(m));
   }
   return out;
+}
+
+TensorSlot tensor_slot_of(const ScalePlaneLayout& l, uint32_t index) {
+  TensorSlot t;
+  t.index = index;
+  t.data_type = int(l.data);
+  t.scale_type = kScalePlaneE8M0;
+  t.block[0] = kScalePlaneBlock;
+  t.block[1] = 1;
+  t.dims[0] = l.cols;
+  t.dims[1] = l.rows;
+  t.strides[0] = 1;
+  t.strides[1] = l.row_stride;
+  return t;
 }
 
 }  // namespace mto::plan

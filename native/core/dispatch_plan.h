@@ -23,6 +23,7 @@
 #include "formats.h"
 #include "ops.h"
 #include "pipeline_key.h"
+#include "scale_plane.h"
 
 namespace mto::plan {
 
@@ -99,6 +100,10 @@ struct TensorSlot {
   int64_t strides[2] = {1, 0};       // elements, innermost first (packed fp4 counts elements)
   int64_t block[2] = {32, 1};        // the scale plane's block factors, innermost first
 };
+
+// The slot (at `index`) of a tensor with the scale-plane layout l (l.ok): what
+// qlinear_tensorops_mx's weight and a user kernel's scale-plane input are bound as.
+TensorSlot tensor_slot_of(const ScalePlaneLayout& l, uint32_t index);
 
 struct Dispatch {
   std::string library;  // shader file stem: "quantize" (shaders/quantize.metal), "qlinear"

@@ -31,16 +31,7 @@ uint32_t clamp_u32(NSUInteger n) { return n > NSUInteger(UINT32_MAX) ? UINT32_MA
 id scaled_tensor_of(const QTensor& q) {
   const ScalePlaneLayout l = scale_plane_layout(q.format, q.block, q.shape, Tier::TensorOpsMx);
   if (!l.ok) return nil;
-  plan::TensorSlot slot;
-  slot.data_type = int(l.data);
-  slot.scale_type = kScalePlaneE8M0;
-  slot.dims[0] = l.cols;
-  slot.dims[1] = l.rows;
-  slot.strides[0] = 1;
-  slot.strides[1] = l.row_stride;
-  slot.block[0] = kScalePlaneBlock;
-  slot.block[1] = 1;
-  return scale_plane_tensor_for(q, slot);
+  return scale_plane_tensor_for(q, plan::tensor_slot_of(l, 0));
 }
 
 }  // namespace
