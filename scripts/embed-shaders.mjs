@@ -12,6 +12,8 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { kernelInstances } from './kernel-instances.mjs';
+
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const shaderDir = join(root, 'shaders');
 
@@ -36,7 +38,7 @@ export function libraryStd(text) {
 
 // The text of `file` and of every shaders/ header it includes, directly or not: a header that
 // needs a newer MSL raises the version of every library that includes it.
-function textWithIncludes(file, seen = new Set()) {
+export function textWithIncludes(file, seen = new Set()) {
   if (seen.has(file) || !existsSync(join(shaderDir, file))) return '';
   seen.add(file);
   const text = readFileSync(join(shaderDir, file), 'utf8');
@@ -80,6 +82,8 @@ export function embeddedHeader() {
     const text = readFileSync(join(shaderDir, name), 'utf8');
     return `    {"${name}", ${rawLiteral(text)}, ${Buffer.byteLength(text)}u},`;
   });
+  const kernels = shaderLibraries().flatMap(({ stem, file }) =>
+    kernelInstances(textWithIncludes(file)).map(({ name, line }) => `    {"${stem}", "${name}", ${rawLiteral(line)}},`));
   const libraries = shaderLibraries().map(({ stem, std }) => {
     const [major, minor] = std.replace('metal', '').split('.');
     return `    {"${stem}", ${major}, ${minor}},`;
@@ -109,6 +113,18 @@ export function embeddedHeader() {
     '',
     'inline constexpr EmbeddedLibrary kEmbeddedLibraries[] = {',
     ...libraries,
+    '};',
+    '',
+    '// Each template kernel instance of a library, by host name: the MTO_KERNEL_INSTANCE_ONE line that',
+    '// compiles it alone (core/shader_source.h one_kernel_source; scripts/kernel-instances.mjs).',
+    'struct EmbeddedKernel {',
+    '  const char* stem;',
+    '  const char* name;',
+    '  const char* instance;',
+    '};',
+    '',
+    'inline constexpr EmbeddedKernel kEmbeddedKernels[] = {',
+    ...kernels,
     '};',
     '',
     '// Names the matching precompiled metallibs: <stem>-<hash>.metallib (scripts/build-metallib.mjs).',

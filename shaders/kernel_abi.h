@@ -19,11 +19,21 @@ typedef std::int32_t mto_i32;
 // [[kernel]] under the name the host asks the library for. The MSL-on-CPU harness (test/msl)
 // compiles kernels as C++, where an explicit instantiation cannot carry attributes: there the
 // shim's MTOH_KERNEL_INSTANCE instantiates the kernel and registers it under the same name.
+//
+// One kernel at a time: a library compiled with MTO_ONE_KERNEL defined instantiates none of its
+// kernels; the host appends the one MTO_KERNEL_INSTANCE_ONE line it needs (the list:
+// scripts/kernel-instances.mjs), so Metal generates code for that kernel alone
+// (native/metal/shader_library.mm).
 #if defined(MTOH_HARNESS)
-#define MTO_KERNEL_INSTANCE(name, func, ...) MTOH_KERNEL_INSTANCE(name, func, __VA_ARGS__)
+#define MTO_KERNEL_INSTANCE_ONE(name, func, ...) MTOH_KERNEL_INSTANCE(name, func, __VA_ARGS__)
 #else
-#define MTO_KERNEL_INSTANCE(name, func, ...) \
+#define MTO_KERNEL_INSTANCE_ONE(name, func, ...) \
   template [[host_name(name)]] [[kernel]] decltype(func<__VA_ARGS__>) func<__VA_ARGS__>;
+#endif
+#if defined(MTO_ONE_KERNEL)
+#define MTO_KERNEL_INSTANCE(name, func, ...)
+#else
+#define MTO_KERNEL_INSTANCE(name, func, ...) MTO_KERNEL_INSTANCE_ONE(name, func, __VA_ARGS__)
 #endif
 
 // MTO_COST_LOOP(tag, elements, bytes), a statement at the top of a kernel's hot loop body, marks

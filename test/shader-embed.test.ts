@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadBinding } from '../lib/native';
+import { shaderLibraries, textWithIncludes } from '../scripts/embed-shaders.mjs';
+import { kernelInstances } from '../scripts/kernel-instances.mjs';
 
 const root = resolve(__dirname, '..');
 const shaderDir = join(root, 'shaders');
@@ -52,6 +54,10 @@ int main(int, char** argv) {
   if (!libs) return 2;
   for (const auto& l : mto::shaders::kEmbeddedLibraries) std::fprintf(libs, "%s %d.%d\\n", l.stem, l.msl_major, l.msl_minor);
   std::fclose(libs);
+  std::FILE* kernels = std::fopen((std::string(argv[1]) + "/kernels.txt").c_str(), "wb");
+  if (!kernels) return 2;
+  for (const auto& k : mto::shaders::kEmbeddedKernels) std::fprintf(kernels, "%s\\t%s\\t%s\\n", k.stem, k.name, k.instance);
+  std::fclose(kernels);
   return 0;
 }
 `);
@@ -61,13 +67,17 @@ int main(int, char** argv) {
     const outDir = mkdtempSync(join(scratch, 'out-'));
     r = spawnSync(exe, [outDir], { encoding: 'utf8' });
     expect(r.status).toBe(0);
-    const dumped = readdirSync(outDir).filter((f) => f !== 'libraries.txt').sort();
+    const dumped = readdirSync(outDir).filter((f) => f !== 'libraries.txt' && f !== 'kernels.txt').sort();
     expect(dumped).toEqual(Object.keys(files).sort());
     for (const name of dumped) expect(readFileSync(join(outDir, name), 'utf8'), name).toBe(files[name]);
     for (const line of readFileSync(join(outDir, 'libraries.txt'), 'utf8').trim().split('\n')) {
       const [stem, version] = line.split(' ');
       embeddedLibraries[stem] = version;
     }
+    // The one-kernel instance lines (native/metal/shader_library.mm), as the expander lists them.
+    const expected = (shaderLibraries() as { stem: string; file: string }[]).flatMap(({ stem, file }) =>
+      (kernelInstances(textWithIncludes(file)) as { name: string; line: string }[]).map((k) => `${stem}\t${k.name}\t${k.line}`));
+    expect(readFileSync(join(outDir, 'kernels.txt'), 'utf8').trim().split('\n')).toEqual(expected);
   });
 
   // The MSL version each library is compiled at (run time and precompiled metallib alike), as

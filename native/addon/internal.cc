@@ -379,6 +379,16 @@ Napi::Value DropCompletion(const Napi::CallbackInfo& info) {
   return completion.promise();
 }
 
+// oneKernelSource(library, instance) -> string: core/shader_source.h one_kernel_source.
+Napi::Value OneKernelSource(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    if (!info[0].IsString() || !info[1].IsString()) throw Error(code::Arg, "oneKernelSource(library, instance)");
+    return Napi::String::New(env, one_kernel_source(info[0].As<Napi::String>().Utf8Value(),
+                                                    info[1].As<Napi::String>().Utf8Value()));
+  });
+}
+
 // expandShader(name, { [file]: text }) -> string: core/shader_source.h over the given files.
 Napi::Value ExpandShader(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -505,6 +515,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("completeOnThread", Napi::Function::New(env, CompleteOnThread, "completeOnThread"));
   o.Set("dropCompletion", Napi::Function::New(env, DropCompletion, "dropCompletion"));
   o.Set("expandShader", Napi::Function::New(env, ExpandShader, "expandShader"));
+  o.Set("oneKernelSource", Napi::Function::New(env, OneKernelSource, "oneKernelSource"));
   o.Set("planLibraries", Napi::Function::New(env, PlanLibraries, "planLibraries"));
   o.Set("planAvoiding", Napi::Function::New(env, PlanAvoiding, "planAvoiding"));
   o.Set("scalePlaneLayout", Napi::Function::New(env, ScalePlaneLayoutOf, "scalePlaneLayout"));

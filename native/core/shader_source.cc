@@ -64,4 +64,10 @@ std::string expand_shader_source(const std::string& name, const ShaderLookup& lo
   return e.out;
 }
 
+std::string one_kernel_source(const std::string& library, const std::string& instance) {
+  // The define before the library's first line (kernel_abi.h reads it when first included); the
+  // instance after its last, where every template it names is declared.
+  return "#define MTO_ONE_KERNEL 1\n" + library + "\n#line 1 \"kernel instance\"\n" + instance + "\n";
+}
+
 }  // namespace mto

@@ -18,4 +18,12 @@ using ShaderLookup = std::function<const std::string*(const std::string& name)>;
 // Error(E_BACKEND) naming the file when `name` or an included file is not embedded.
 std::string expand_shader_source(const std::string& name, const ShaderLookup& lookup);
 
+// The source of one kernel of a library, so that Metal generates code for it alone (a library
+// such as attention.metal instantiates 81): `library` (expand_shader_source's text) compiled with
+// MTO_ONE_KERNEL defined, which turns the library's own MTO_KERNEL_INSTANCE lines into nothing
+// (shaders/kernel_abi.h), followed by `instance`, the kernel's MTO_KERNEL_INSTANCE_ONE line
+// (scripts/kernel-instances.mjs lists them). An empty `instance` leaves the library's plain,
+// non-template kernels only.
+std::string one_kernel_source(const std::string& library, const std::string& instance);
+
 }  // namespace mto

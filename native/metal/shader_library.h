@@ -1,7 +1,8 @@
 // The kernels of shaders/ on one GPU: each shaders/<stem>.metal loaded once per process from the
 // metallib built next to the addon (scripts/build-metallib.mjs, when the build had `xcrun metal`)
-// or else compiled from the text embedded in the binary (scripts/embed-shaders.mjs) at its MSL
-// version; its pipelines cached by pipeline_key and backed by the on-disk binary archive.
+// or else each kernel compiled on first use, alone, from the text embedded in the binary
+// (scripts/embed-shaders.mjs) at its library's MSL version; pipelines cached by pipeline_key and
+// backed by the on-disk binary archive.
 // Objective-C++ only: include from native/metal/*.mm.
 #pragma once
 #import <Metal/Metal.h>
@@ -44,8 +45,9 @@ class ShaderLibraries {
   // encodes the op again, which plans it again (core/library_fallback.h).
   id<MTLComputePipelineState> pipeline(const std::string& stem, const std::string& kernel,
                                        const std::vector<FunctionConstant>& constants);
-  // Compiles the library on first use and makes the pipeline (tens of milliseconds each).
-  // Thread-safe; a second caller waits for the first. A library that fails to compile, or whose
+  // Compiles the kernel on first use (alone, unless a precompiled metallib holds the library) and
+  // makes the pipeline (tens of milliseconds each). Thread-safe; a second caller waits for the
+  // first. A library whose kernel fails to compile, or whose
   // pipeline cannot be made, is marked unusable with Metal's message (never retried), and make
   // returns: the ops planned into it are planned one tier lower from then on.
   void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants);
@@ -63,10 +65,13 @@ class ShaderLibraries {
   OsVersion os_;  // the running macOS: which MSL versions exist (library.h compile_library)
   PipelineArchive archive_;
   std::mutex mu_;
-  // The library of `stem` (compiled now when `compile`, else null while it is not made yet).
-  // Throws Error(E_BACKEND) with the compiler's message when compiling it fails.
-  PipelineCache* library(const std::string& stem, bool compile);
+  // The library holding `kernel` of `stem` (made now when `compile`, else null while it is not
+  // made yet): the precompiled metallib of the whole library when there is one, else `kernel`
+  // compiled alone from the embedded source. Throws Error(E_BACKEND) with the compiler's message
+  // when compiling fails.
+  PipelineCache* library(const std::string& stem, const std::string& kernel, bool compile);
 
+  // By stem (a precompiled metallib) or "stem/kernel" (one kernel compiled from source).
   std::map<std::string, std::unique_ptr<PipelineCache>> libraries_;
   UnusableLibraries unusable_;
 };

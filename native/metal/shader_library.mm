@@ -56,6 +56,15 @@ id<MTLLibrary> load_precompiled(id<MTLDevice> device, const std::string& stem) {
   }
 }
 
+// The MTO_KERNEL_INSTANCE_ONE line of template kernel `kernel` of library `stem`, or "" for a plain
+// (non-template) kernel, which the library defines without an instance line.
+std::string kernel_instance(const std::string& stem, const std::string& kernel) {
+  for (const shaders::EmbeddedKernel& k : shaders::kEmbeddedKernels) {
+    if (stem == k.stem && kernel == k.name) return k.instance;
+  }
+  return "";
+}
+
 }  // namespace
 
 namespace {
@@ -90,27 +99,35 @@ ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabil
 ShaderLibraries::ShaderLibraries(id<MTLDevice> device, const Capabilities& caps)
     : device_(device), os_(caps.os), archive_(device, default_archive_path(caps)) {}
 
-PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
+PipelineCache* ShaderLibraries::library(const std::string& stem, const std::string& kernel, bool compile) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = libraries_.find(stem);
+  auto it = libraries_.find(stem);  // a precompiled metallib holds every kernel of the library
+  if (it == libraries_.end()) it = libraries_.find(stem + "/" + kernel);
   if (it != libraries_.end()) return it->second.get();
   if (!compile) return nullptr;
-  // Compiling under the lock: two first uses of one library must not compile it twice.
-  std::string error;
+  // Compiling under the lock: two first uses of one kernel must not compile it twice.
   const MslVersion version = library_msl_version(stem);
-  id<MTLLibrary> library = load_precompiled(device_, stem);
-  if (!library) library = compile_library(device_, library_source(stem), version, os_, &error);
-  if (!library) {
-    throw Error(code::Backend, "compiling the Metal library shaders/" + stem + ".metal (MSL " +
-                                   std::to_string(version.major) + "." + std::to_string(version.minor) +
-                                   ") failed: " + error);
+  if (id<MTLLibrary> precompiled = load_precompiled(device_, stem)) {
+    return libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, precompiled, &archive_))
+        .first->second.get();
   }
-  return libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, library, &archive_)).first->second.get();
+  // From source, one kernel at a time, as MLX compiles its kernels on first use: the whole of
+  // attention.metal is 81 instances, of which a model uses a few (kernel_abi.h MTO_ONE_KERNEL).
+  std::string error;
+  id<MTLLibrary> library =
+      compile_library(device_, one_kernel_source(library_source(stem), kernel_instance(stem, kernel)), version, os_, &error);
+  if (!library) {
+    throw Error(code::Backend, "compiling kernel " + kernel + " of the Metal library shaders/" + stem +
+                                   ".metal (MSL " + std::to_string(version.major) + "." +
+                                   std::to_string(version.minor) + ") failed: " + error);
+  }
+  return libraries_.emplace(stem + "/" + kernel, std::make_unique<PipelineCache>(device_, library, &archive_))
+      .first->second.get();
 }
 
 id<MTLComputePipelineState> ShaderLibraries::pipeline(const std::string& stem, const std::string& kernel,
                                                       const std::vector<FunctionConstant>& constants) {
-  PipelineCache* cache = library(stem, false);
+  PipelineCache* cache = library(stem, kernel, false);
   id<MTLComputePipelineState> p = cache ? cache->find(kernel, constants) : nil;
   if (p) return p;
   // The library is process-wide and never destroyed, so the task may outlive the backend. For a
@@ -123,7 +140,7 @@ void ShaderLibraries::make(const std::string& stem, const std::string& kernel,
                            const std::vector<FunctionConstant>& constants) {
   if (unusable_.contains(stem)) return;
   try {
-    library(stem, true)->get(kernel, constants);  // each thread-safe on its own
+    library(stem, kernel, true)->get(kernel, constants);  // each thread-safe on its own
   } catch (const Error& e) {
     // A compile or pipeline failure (E_BACKEND, with Metal's message): the library is not used
     // again on this GPU, and dev.info says why. Anything else (out of memory) fails the op.
