@@ -3,7 +3,7 @@
 // (native/core/backend_open.cc, tiers.cc), so it reads the same wherever it runs.
 import * as os from 'node:os';
 import { TensorOpsError } from './errors';
-import type { Backend, DeviceInfo, LibraryFallback, OpenOptions, Tier } from './types';
+import type { Backend, DeviceInfo, GpuCoresSource, LibraryFallback, OpenOptions, Tier } from './types';
 import { describe } from './validate';
 
 /** The request the addon decides from: options.backend, overridden by the environment. */
@@ -41,6 +41,8 @@ export interface NativeInfo {
   recommendedWorkingSetBytes?: number;
   macosVersion?: string;
   macosVersionFrom?: string;
+  gpuCores?: number;
+  gpuCoresFrom?: GpuCoresSource;
   fallbackReason?: string;
   fallbacks?: LibraryFallback[];
   threads: number;
@@ -64,6 +66,10 @@ export function deviceInfo(native: NativeInfo): DeviceInfo {
   if (native.macosVersion !== undefined) {
     info.macosVersion = native.macosVersion;
     info.macosVersionFrom = native.macosVersionFrom ?? '';
+  }
+  if (native.gpuCores !== undefined) {
+    info.gpuCores = native.gpuCores;
+    info.gpuCoresFrom = native.gpuCoresFrom ?? 'default';
   }
   if (native.fallbackReason) info.fallbackReason = native.fallbackReason;
   if (native.fallbacks && native.fallbacks.length > 0) {

@@ -56,6 +56,15 @@ export interface DeviceInfo {
    * 'kern.osrelease 25.2.0 (Darwin 25: macOS 26, minor unknown)'.
    */
   macosVersionFrom?: string;
+  /**
+   * metal: the GPU's core count, which sizes the attention decode's key split. Metal does not
+   * report it: it is the IORegistry's `gpu-core-count` of the AGXAccelerator service where that
+   * reads 1 to 256, else the device class of the architecture name (4 phone, 8 base chip, 38 Pro
+   * or Max, 80 Ultra), else 8.
+   */
+  gpuCores?: number;
+  /** metal: where `gpuCores` came from (see {@link GpuCoresSource}). */
+  gpuCoresFrom?: GpuCoresSource;
   /** cpu backend: threads of its pool, used by each op. */
   threads?: number;
   /** Why a faster backend or tier was not used, when one was asked for or could exist. */
@@ -68,6 +77,13 @@ export interface DeviceInfo {
    */
   fallbacks?: readonly LibraryFallback[];
 }
+
+/**
+ * Where DeviceInfo.gpuCores came from: 'ioregistry' (the AGXAccelerator service's
+ * gpu-core-count, exact), 'device-class' (the architecture name's last letter; a Pro and a Max
+ * share one, so a Pro is given a Max's 38), or 'default' (neither: 8).
+ */
+export type GpuCoresSource = 'ioregistry' | 'device-class' | 'default';
 
 /** A shader library the metal backend stopped using (DeviceInfo.fallbacks). */
 export interface LibraryFallback {

@@ -1,16 +1,17 @@
 #!/usr/bin/env node
 // macOS only: builds the Metal host code (native/metal/*.mm with the backend-neutral core it
 // uses) into a small program with Apple's toolchain, runs it, and prints what this Mac really
-// offers as JSON: the Capabilities record device.mm fills (with the OS version's source and
-// which Metal 4 and scale-plane APIs the framework answers to), every tier's probe result (each probe
-// kernel compiled by Metal at run time), and the tier select_tier picks. The macOS workflow runs
-// it so that the host code is compiled and executed by Apple's tools, not only type-checked.
+// offers as JSON: the Capabilities record device.mm fills (with the OS version's source, the GPU's
+// core count and its source, and which Metal 4 and scale-plane APIs the framework answers to),
+// every tier's probe result (each probe kernel compiled by Metal at run time), and the tier
+// select_tier picks. The macOS workflow runs it so that the host code is compiled and executed by
+// Apple's tools, not only type-checked.
 //
 //   node scripts/metal-host-report.mjs [--out FILE]
 // METAL_TENSOROPS_BACKEND / METAL_TENSOROPS_TIER are passed to select_tier as open() will.
 // Exit status: 0 when the program built and ran (whatever tier it found), 1 otherwise.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -63,16 +64,19 @@ int main() {
     } catch (const Error& e) {
       choice = "{\"error\": " + q(e.what()) + ", \"code\": " + q(e.code()) + "}";
     }
+    const GpuCoreCount cores = gpu_core_count(caps.ioregistry_gpu_cores, caps.architecture);
     std::printf("{\n  \"device\": {\"hasDevice\": %s, \"name\": %s, \"architecture\": %s, \"gpuFamily\": %s, "
                 "\"metal4Family\": %s, \"neuralAcceleratorHardware\": %s, \"unifiedMemory\": %s, "
-                "\"recommendedWorkingSetBytes\": %llu, \"metal4Api\": %s, \"scalePlaneApi\": %s},\n"
+                "\"recommendedWorkingSetBytes\": %llu, \"metal4Api\": %s, \"scalePlaneApi\": %s, "
+                "\"gpuCores\": %d, \"gpuCoresFrom\": %s},\n"
                 "  \"os\": %s,\n  \"osFrom\": %s,\n  \"rosetta\": %s,\n"
                 "  \"probes\": {%s},\n  \"choice\": %s\n}\n",
                 caps.has_device ? "true" : "false", q(caps.device_name).c_str(), q(caps.architecture).c_str(),
                 q(gpu_family_name(caps)).c_str(), caps.metal4_family ? "true" : "false",
                 gpu_has_neural_accelerators(caps) ? "true" : "false", caps.unified_memory ? "true" : "false",
                 static_cast<unsigned long long>(caps.recommended_working_set), caps.metal4_api ? "true" : "false",
-                caps.scale_plane_api ? "true" : "false", q(os_version_string(caps.os)).c_str(), q(caps.os_source).c_str(),
+                caps.scale_plane_api ? "true" : "false", cores.cores, q(core_count_source_name(cores.source)).c_str(),
+                q(os_version_string(caps.os)).c_str(), q(caps.os_source).c_str(),
                 caps.rosetta ? "true" : "false", probes.c_str(), choice.c_str());
   }
   return 0;
@@ -92,12 +96,14 @@ function main(argv) {
   const mm = ['device.mm', 'library.mm', 'pipeline_archive.mm', 'probe.mm'].map((f) => join(root, 'native', 'metal', f));
   const core = ['capabilities.cc', 'os_detect.cc', 'tiers.cc', 'pipeline_key.cc'].map((f) => join(root, 'native', 'core', f));
   const exe = join(work, 'metal-host-report');
+  // The frameworks the addon links (binding.gyp and CMakeLists.txt read the same list).
+  const frameworks = JSON.parse(readFileSync(join(root, 'sources.json'), 'utf8')).macos_frameworks;
   const args = [
     'clang++', '-std=c++17', '-O1', '-fexceptions', '-mmacosx-version-min=14.0',
     '-I', join(root, 'native'), '-I', join(root, 'shaders'),
     '-fobjc-arc', '-x', 'objective-c++', mainFile, ...mm,
     '-x', 'c++', ...core,
-    '-framework', 'Metal', '-framework', 'Foundation', '-o', exe,
+    ...frameworks.flatMap((f) => ['-framework', f]), '-o', exe,
   ];
   console.error(`metal-host-report: building ${mm.length} native/metal sources with Apple clang`);
   execFileSync('xcrun', args, { stdio: 'inherit' });

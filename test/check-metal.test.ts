@@ -304,6 +304,42 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.output).toMatch(/barrierAfterEncoderStages:visibilityOptions:/);
   });
 
+  // The GPU core count from the IORegistry (device.mm ioregistry_gpu_cores): IOKit's C API, checked
+  // against test/metal-sdk/IOKit and CoreFoundation.
+  const coreCountLookup = 'IOServiceGetMatchingService(kIOMainPortDefault, IOServiceMatching("AGXAccelerator"))';
+  const coreCountProperty = 'IORegistryEntryCreateCFProperty(service, CFSTR("gpu-core-count"), kCFAllocatorDefault, 0)';
+
+  it('fails on a CFString passed to IOServiceMatching, which takes a C string', () => {
+    const file = editedCopy('iokit-cfstring-class', (s) => s.replace(coreCountLookup,
+      'IOServiceGetMatchingService(kIOMainPortDefault, IOServiceMatching(CFSTR("AGXAccelerator")))'));
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no matching function for call to 'IOServiceMatching'/);
+    expect(r.output).toMatch(/'CFStringRef'.*to 'const char \*'/);
+  });
+
+  it('fails on a C string as the property key, which IORegistryEntryCreateCFProperty takes as a CFString', () => {
+    const file = editedCopy('iokit-cstring-key', (s) => s.replace(coreCountProperty,
+      'IORegistryEntryCreateCFProperty(service, "gpu-core-count", kCFAllocatorDefault, 0)'));
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no matching function for call to 'IORegistryEntryCreateCFProperty'/);
+  });
+
+  it('fails on an IOKit function that does not exist, and on the main port by its deprecated name', () => {
+    const misspelt = editedCopy('iokit-misspelt', (s) => s.replace(coreCountProperty,
+      'IORegistryEntryCopyCFProperty(service, CFSTR("gpu-core-count"), kCFAllocatorDefault, 0)'));
+    const r = checkMetal(misspelt);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/undeclared identifier 'IORegistryEntryCopyCFProperty'/);
+
+    const master = editedCopy('iokit-master-port', (s) => s.replace(coreCountLookup,
+      'IOServiceGetMatchingService(kIOMasterPortDefault, IOServiceMatching("AGXAccelerator"))'));
+    const old = checkMetal(master);
+    expect(old.status).toBe(1);
+    expect(old.output).toMatch(/'kIOMasterPortDefault' is deprecated: first deprecated in macOS 12\.0/);
+  });
+
   it('extracts the embedded MSL probe sources with their language versions', () => {
     const out = join(scratch, 'msl');
     const r = checkMetal('--extract-msl', out);

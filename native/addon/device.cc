@@ -199,6 +199,10 @@ Napi::Value NativeDevice::Info(const Napi::CallbackInfo& info) {
     o.Set("macosVersion", b.os_version);
     o.Set("macosVersionFrom", b.os_source);
   }
+  if (b.gpu_cores > 0) {
+    o.Set("gpuCores", b.gpu_cores);
+    o.Set("gpuCoresFrom", b.gpu_cores_source);
+  }
   if (!fallback_reason_.empty()) o.Set("fallbackReason", fallback_reason_);
   if (!b.fallbacks.empty()) o.Set("fallbacks", fallbacks_to_js(env, b.fallbacks));
   o.Set("threads", cpu_->info().threads);

@@ -184,6 +184,27 @@ Napi::Value DetectOs(const Napi::CallbackInfo& info) {
   });
 }
 
+// gpuCores(reading, architecture) -> { cores, source }: the core count decision
+// (core/capabilities.h gpu_core_count) on what IOKit's gpu-core-count read, a number, or
+// undefined / null when the property or the AGXAccelerator service is absent.
+Napi::Value GpuCores(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return guard(env, [&]() -> Napi::Value {
+    std::optional<int64_t> reading;
+    if (info[0].IsNumber()) {
+      reading = info[0].As<Napi::Number>().Int64Value();
+    } else if (!info[0].IsUndefined() && !info[0].IsNull()) {
+      throw Error(code::Arg, "reading must be a number, undefined or null");
+    }
+    if (!info[1].IsString()) throw Error(code::Arg, "architecture must be a string");
+    const GpuCoreCount c = gpu_core_count(reading, info[1].As<Napi::String>().Utf8Value());
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("cores", c.cores);
+    o.Set("source", core_count_source_name(c.source));
+    return o;
+  });
+}
+
 // commandPath(caps, tier, { sdkMetal4, available26 }) -> "metal3" | "metal4" | "metal4-past-compat"
 Napi::Value CommandPathOf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -507,6 +528,7 @@ Napi::Object InitInternal(Napi::Env env) {
   o.Set("selectTier", Napi::Function::New(env, SelectTier, "selectTier"));
   o.Set("describeCaps", Napi::Function::New(env, DescribeCaps, "describeCaps"));
   o.Set("detectOs", Napi::Function::New(env, DetectOs, "detectOs"));
+  o.Set("gpuCores", Napi::Function::New(env, GpuCores, "gpuCores"));
   o.Set("commandPath", Napi::Function::New(env, CommandPathOf, "commandPath"));
   o.Set("mslVersion", Napi::Function::New(env, MslVersionOf, "mslVersion"));
   o.Set("sizeClass", Napi::Function::New(env, SizeClass, "sizeClass"));

@@ -58,6 +58,11 @@ struct BackendInfo {
   // read as 26.0", ...); "" on the cpu backend.
   std::string os_version;
   std::string os_source;
+  // metal only: the GPU's core count the plans size their grids by and where it came from
+  // (core/capabilities.h gpu_core_count: "ioregistry", "device-class", "default"); 0 on the cpu
+  // backend.
+  int gpu_cores = 0;
+  std::string gpu_cores_source;
   // Shader libraries this device stopped using (core/library_fallback.h): they failed to compile
   // or make a pipeline, so the ops planned into them run one tier lower or on the cpu backend.
   // Found as ops first need them, so the list grows.

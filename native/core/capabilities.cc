@@ -53,10 +53,31 @@ bool gpu_has_neural_accelerators(const Capabilities& caps) {
   return architecture_generation(caps.architecture) >= (phone ? 18 : 17);
 }
 
-DeviceProfile device_profile(const std::string& architecture) {
+const char* core_count_source_name(CoreCountSource s) {
+  switch (s) {
+    case CoreCountSource::Default: return "default";
+    case CoreCountSource::DeviceClass: return "device-class";
+    case CoreCountSource::IORegistry: return "ioregistry";
+  }
+  return "default";
+}
+
+GpuCoreCount gpu_core_count(std::optional<int64_t> ioregistry_cores, const std::string& architecture) {
+  if (ioregistry_cores && *ioregistry_cores > 0 && *ioregistry_cores <= kMaxPlausibleGpuCores) {
+    return {int(*ioregistry_cores), CoreCountSource::IORegistry};
+  }
+  switch (architecture.empty() ? '\0' : architecture.back()) {
+    case 'p': return {4, CoreCountSource::DeviceClass};
+    case 'g': return {8, CoreCountSource::DeviceClass};
+    case 's': return {38, CoreCountSource::DeviceClass};
+    case 'd': return {80, CoreCountSource::DeviceClass};
+    default: return {8, CoreCountSource::Default};
+  }
+}
+
+DeviceProfile device_profile(const std::string& architecture, std::optional<int64_t> ioregistry_cores) {
   DeviceProfile d;
-  const char c = architecture.empty() ? '\0' : architecture.back();
-  d.gpu_cores = c == 'p' ? 4 : c == 's' ? 38 : c == 'd' ? 80 : 8;
+  d.gpu_cores = gpu_core_count(ioregistry_cores, architecture).cores;
   return d;
 }
 

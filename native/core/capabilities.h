@@ -3,6 +3,7 @@
 // (tiers.h) is backend-neutral C++ so it is compiled and unit-tested on every platform.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace mto {
@@ -63,6 +64,10 @@ struct Capabilities {
   bool metal4_family = false;     // supportsFamily:MTLGPUFamilyMetal4 (raw 5002)
   bool unified_memory = false;
   uint64_t recommended_working_set = 0;  // bytes
+  // The IORegistry's `gpu-core-count` of the AGXAccelerator service as device.mm read it; absent
+  // when there is no such service or property (an Intel Mac, a virtual machine). Not yet checked:
+  // gpu_core_count() decides whether to believe it.
+  std::optional<int64_t> ioregistry_gpu_cores;
   ProbeResult probe[kTierCount];  // indexed by Tier; probe[Cpu] is unused
 
   ProbeResult& probe_for(Tier t) { return probe[int(t)]; }
@@ -89,11 +94,33 @@ struct DeviceProfile {
                              // keys (the harness's edge cases: splits of one key, empty splits)
 };
 
-// The profile of a GPU from its architecture name's last character, the device class MLX reads
-// there (device.cpp): 'p' a phone (4 cores), 'g' a base chip (8), 's' a Pro or Max (38), 'd' an
-// Ultra (80); 8 when unknown. Metal does not report the core count itself; the class is enough to
-// size a split within a factor of two.
-DeviceProfile device_profile(const std::string& architecture);
+// Where a core count came from (dev.info.gpuCoresFrom).
+enum class CoreCountSource : uint8_t { Default, DeviceClass, IORegistry };
+const char* core_count_source_name(CoreCountSource s);  // "default", "device-class", "ioregistry"
+
+struct GpuCoreCount {
+  int cores = 8;
+  CoreCountSource source = CoreCountSource::Default;
+};
+
+// The GPU's core count. Metal does not report it; two readings stand in:
+//  - the IORegistry: the AGXAccelerator service's `gpu-core-count` property, an integer, the
+//    chip's configuration (philipturner/applegpuinfo's users report 32 for an M1 Max, 38 for an
+//    M2 Max: its issues #2, #10), what PyTorch reads for MPS (aten/src/ATen/mps/MPSDevice.mm,
+//    MPSDevice::getCoreCount) and fastfetch for its GPU line (src/detection/gpu/gpu_apple.c);
+//    device.mm reads it with IOKit. Believed when 1..kMaxPlausibleGpuCores; a reading of 0, a
+//    negative one or an absurd one (a property of another meaning) falls back to the class;
+//  - the device class, the architecture name's last character as MLX reads it (device.cpp):
+//    'p' a phone (4 cores), 'g' a base chip (8), 's' a Pro or Max (38), 'd' an Ultra (80). A Pro
+//    (14-20 cores) and a Max (24-40) share 's', so the class alone gives a Pro a Max's count,
+//    about twice its own (issue #27);
+//  - else 8, from "default".
+constexpr int64_t kMaxPlausibleGpuCores = 256;  // an M3 Ultra has 80
+GpuCoreCount gpu_core_count(std::optional<int64_t> ioregistry_cores, const std::string& architecture);
+
+// The profile a plan gets: gpu_cores from gpu_core_count (the class alone when no IORegistry
+// reading is given: tests and report-kernels).
+DeviceProfile device_profile(const std::string& architecture, std::optional<int64_t> ioregistry_cores = std::nullopt);
 
 // "apple10", "apple5"; "" when no Apple family is supported.
 std::string gpu_family_name(const Capabilities& caps);

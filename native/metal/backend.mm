@@ -42,7 +42,7 @@ class MetalBackend final : public Backend {
                               std::getenv("METAL_TENSOROPS_COMMIT_MB")),
                 encoder_order_from_env()),
         ctx_{stream_, *pool_, choice.tier, ShaderLibraries::for_device(device, caps).unusable(),
-             device_profile(caps.architecture)},
+             device_profile(caps.architecture, caps.ioregistry_gpu_cores)},
         user_kernels_(device) {}
 
   BackendInfo info() const override {
@@ -57,6 +57,9 @@ class MetalBackend final : public Backend {
     i.recommended_working_set = caps_.recommended_working_set;
     i.os_version = os_version_string(caps_.os);
     i.os_source = caps_.os_source;
+    const GpuCoreCount cores = gpu_core_count(caps_.ioregistry_gpu_cores, caps_.architecture);
+    i.gpu_cores = cores.cores;
+    i.gpu_cores_source = core_count_source_name(cores.source);
     i.fallbacks = ctx_.unusable.list();
     return i;
   }

@@ -27,4 +27,9 @@ OsDetection running_os_version();
 // True in an x86-64 process translated by Rosetta 2 (sysctl.proc_translated == 1).
 bool running_under_rosetta();
 
+// The IORegistry's gpu-core-count of the AGXAccelerator service, as read (IOKit); absent when the
+// service or the property is missing or not a number. core/capabilities.h gpu_core_count decides
+// whether to believe it.
+std::optional<int64_t> ioregistry_gpu_cores();
+
 }  // namespace mto::metal

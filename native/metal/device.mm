@@ -4,6 +4,8 @@
 
 #import <Foundation/Foundation.h>
 
+#include <CoreFoundation/CoreFoundation.h>
+#include <IOKit/IOKitLib.h>
 #include <sys/sysctl.h>
 
 #include <string>
@@ -26,6 +28,28 @@ OsReading sysctl_text(const char* name) {
 }
 
 }  // namespace
+
+std::optional<int64_t> ioregistry_gpu_cores() {
+  // The GPU's AGXAccelerator service (one on Apple silicon; none on an Intel Mac or in a virtual
+  // machine) and its gpu-core-count, a CFNumber, as PyTorch's MPSDevice::getCoreCount
+  // (aten/src/ATen/mps/MPSDevice.mm) and fastfetch (src/detection/gpu/gpu_apple.c) read it.
+  // IOServiceGetMatchingService consumes the matching dictionary; the service and the property
+  // are ours to release. kIOMainPortDefault is macOS 12 (kIOMasterPortDefault before).
+  std::optional<int64_t> cores;
+  const io_service_t service = IOServiceGetMatchingService(kIOMainPortDefault, IOServiceMatching("AGXAccelerator"));
+  if (service == IO_OBJECT_NULL) return cores;
+  const CFTypeRef value = IORegistryEntryCreateCFProperty(service, CFSTR("gpu-core-count"), kCFAllocatorDefault, 0);
+  if (value != nullptr) {
+    int64_t n = 0;
+    if (CFGetTypeID(value) == CFNumberGetTypeID() &&
+        CFNumberGetValue(static_cast<CFNumberRef>(value), kCFNumberSInt64Type, &n)) {
+      cores = n;
+    }
+    CFRelease(value);
+  }
+  IOObjectRelease(service);
+  return cores;
+}
 
 id<MTLDevice> pick_device() {
   id<MTLDevice> device = MTLCreateSystemDefaultDevice();
@@ -82,6 +106,7 @@ Capabilities query_capabilities(id<MTLDevice> device) {
     }
   }
   caps.metal4_family = [device supportsFamily:metal4_family()];
+  caps.ioregistry_gpu_cores = ioregistry_gpu_cores();  // checked by core's gpu_core_count
   caps.unified_memory = device.hasUnifiedMemory;
   caps.recommended_working_set = device.recommendedMaxWorkingSetSize;
   return caps;
