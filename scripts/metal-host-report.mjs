@@ -90,7 +90,7 @@ function main(argv) {
   // The capability and probe half of native/metal (what this report exercises); the rest of
   // the metal backend is built and run as part of the addon by npm ci and the test step.
   const mm = ['device.mm', 'library.mm', 'pipeline_archive.mm', 'probe.mm'].map((f) => join(root, 'native', 'metal', f));
-  const core = ['capabilities.cc', 'os_detect.cc', 'tiers.cc', 'pipeline_key.cc'].map((f) => join(root, 'native', 'core', f));
+  const core = ['capabilities.cc', 'os_detect.cc', 'tiers.cc', 'pipeline_key.cc', 'debounced_writer.cc'].map((f) => join(root, 'native', 'core', f));
   const exe = join(work, 'metal-host-report');
   const args = [
     'clang++', '-std=c++17', '-O1', '-fexceptions', '-mmacosx-version-min=14.0',
