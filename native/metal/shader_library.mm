@@ -88,7 +88,7 @@ ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabil
 }
 
 ShaderLibraries::ShaderLibraries(id<MTLDevice> device, const Capabilities& caps)
-    : device_(device), os_(caps.os), archive_(device, default_archive_path(caps)) {}
+    : device_(device), os_(caps.os), makers_(device, caps) {}
 
 PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -105,7 +105,7 @@ PipelineCache* ShaderLibraries::library(const std::string& stem, bool compile) {
                                    std::to_string(version.major) + "." + std::to_string(version.minor) +
                                    ") failed: " + error);
   }
-  return libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, library, &archive_)).first->second.get();
+  return libraries_.emplace(stem, std::make_unique<PipelineCache>(library, makers_.for_library(version))).first->second.get();
 }
 
 id<MTLComputePipelineState> ShaderLibraries::pipeline(const std::string& stem, const std::string& kernel,
