@@ -75,8 +75,10 @@ class API_AVAILABLE(macos(26.0)) Metal4PipelineMaker final : public PipelineMake
         NSError* miss = nil;
         pipeline = [archive_ newComputePipelineStateWithDescriptor:descriptor error:&miss];
         if (pipeline) {
-          std::lock_guard<std::mutex> lock(from_archive_mu_);
-          from_archive_.push_back(descriptor);
+          if (writer_) {
+            std::lock_guard<std::mutex> lock(from_archive_mu_);
+            from_archive_.push_back(descriptor);
+          }
           return pipeline;
         }
       }
