@@ -94,7 +94,7 @@ function main(argv) {
   // The capability and probe half of native/metal (what this report exercises); the rest of
   // the metal backend is built and run as part of the addon by npm ci and the test step.
   const mm = ['device.mm', 'library.mm', 'pipeline_archive.mm', 'probe.mm'].map((f) => join(root, 'native', 'metal', f));
-  const core = ['capabilities.cc', 'os_detect.cc', 'tiers.cc', 'pipeline_key.cc'].map((f) => join(root, 'native', 'core', f));
+  const core = ['capabilities.cc', 'os_detect.cc', 'tiers.cc', 'pipeline_key.cc', 'debounced_writer.cc'].map((f) => join(root, 'native', 'core', f));
   const exe = join(work, 'metal-host-report');
   // The frameworks the addon links (binding.gyp and CMakeLists.txt read the same list).
   const frameworks = JSON.parse(readFileSync(join(root, 'sources.json'), 'utf8')).macos_frameworks;

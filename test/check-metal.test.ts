@@ -2,7 +2,8 @@
 // selector that does not exist, a copy with a macOS-26-only API outside `@available` and a copy
 // with an API deprecated since the deployment target (at the newest target) fail with the
 // compiler's message; so do copies of the Metal 4 command path with a wrong argument-table
-// selector or a missing guard. Without this, a passing check would prove nothing.
+// selector or a missing guard, and of its pipeline compiler with a wrong MTL4Compiler or
+// serializer selector or a missing guard. Without this, a passing check would prove nothing.
 // Needs clang-19 and Debian's arm64 cross headers (.ci/run installs them); a missing toolchain
 // fails the full suite (npm run test:all) and skips this one in the quick suite. On macOS it is skipped (and counted as skipped):
 // there Apple's own clang compiles the real files against the real SDK (npm ci), and
@@ -222,10 +223,50 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
   });
 
   it('type-checks the Metal 4 files as built with an SDK older than macOS 26 (Metal 3 path only)', () => {
-    const files = ['batch_encoder.mm', 'encode_metal4.mm', 'os_gate.mm', 'device.mm'].map((mm) => editedCopy(`sdk-15-${mm}`,
+    const files = ['batch_encoder.mm', 'encode_metal4.mm', 'os_gate.mm', 'device.mm', 'pipeline_metal4.mm',
+      'pipeline_makers.mm'].map((mm) => editedCopy(`sdk-15-${mm}`,
       (s) => `#define __MAC_OS_X_VERSION_MAX_ALLOWED 150000\n${s}`, mm));
     const r = checkMetal(...files);
     expect(r.status, r.output).toBe(0);
+  });
+
+  // The Metal 4 path's pipelines (pipeline_metal4.mm): made by an MTL4Compiler, warm-started from
+  // an MTL4Archive, written back through an MTL4PipelineDataSetSerializer. A wrong compiler or
+  // serializer selector, or the compiler reached outside macOS 26, must fail.
+  const compile4 = '[compiler_ newComputePipelineStateWithDescriptor:descriptor compilerTaskOptions:nil error:&err]';
+
+  it('fails on a wrong MTL4Compiler selector (the Metal 3 options: spelling)', () => {
+    const file = editedCopy('mtl4-compiler-selector', (s) => s.replace(compile4,
+      '[compiler_ newComputePipelineStateWithDescriptor:descriptor options:nil error:&err]'), 'pipeline_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'newComputePipelineStateWithDescriptor:options:error:'/);
+  });
+
+  it("fails on the serializer's archive write misspelt (serializeAsArchiveAndFlushURL:)", () => {
+    const file = editedCopy('mtl4-serializer-flush', (s) => s.replace('[serializer_ serializeAsArchiveAndFlushToURL:url',
+      '[serializer_ serializeAsArchiveAndFlushURL:url'), 'pipeline_metal4.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/no known instance method for selector 'serializeAsArchiveAndFlushURL:error:'/);
+  });
+
+  it('fails on the MTL4Compiler pipeline maker made without @available', () => {
+    const file = editedCopy('mtl4-compiler-unguarded', (s) => s.replace(
+      '    if (@available(macOS 26.0, *)) metal4_ = make_metal4_pipeline_maker(device, archive);',
+      '    metal4_ = make_metal4_pipeline_maker(device, archive);'), 'pipeline_makers.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'make_metal4_pipeline_maker' is only available on macOS 26\.0 or newer/);
+    expect(r.output).toContain('unguarded-availability');
+  });
+
+  it('fails on the MTL4Compiler used by a class without its macOS 26 annotation', () => {
+    const file = editedCopy('mtl4-compiler-class', (s) => s.replace(
+      'class API_AVAILABLE(macos(26.0)) Metal4PipelineMaker', 'class Metal4PipelineMaker'), 'pipeline_metal4.mm');
+    const r = checkMetal('--macos', '14.0', file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'MTL4Compiler' is only available on macOS 26\.0 or newer/);
   });
 
   // Users' kernels (user_kernel.mm): the asynchronous compile's completion handler takes the

@@ -1,4 +1,4 @@
-// MSL compilation and the pipeline cache (library.h).
+// MSL compilation, the Metal 3 pipeline maker and the pipeline cache (library.h).
 #include "library.h"
 
 #import <Foundation/Foundation.h>
@@ -62,6 +62,8 @@ MTLDataType data_type(ConstantType t) {
   return MTLDataTypeNone;
 }
 
+}  // namespace
+
 MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& constants) {
   MTLFunctionConstantValues* values = [MTLFunctionConstantValues new];
   for (const FunctionConstant& c : constants) {
@@ -76,8 +78,6 @@ MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& 
   }
   return values;
 }
-
-}  // namespace
 
 MTLCompileOptions* compile_options(MslVersion version) {
   MTLCompileOptions* options = [MTLCompileOptions new];
@@ -98,8 +98,61 @@ id<MTLLibrary> compile_library(id<MTLDevice> device, const std::string& source, 
   }
 }
 
-PipelineCache::PipelineCache(id<MTLDevice> device, id<MTLLibrary> library, PipelineArchive* archive)
-    : device_(device), library_(library), archive_(archive) {}
+Metal3PipelineMaker::Metal3PipelineMaker(id<MTLDevice> device, std::unique_ptr<PipelineArchive> archive)
+    : device_(device), archive_(std::move(archive)) {}
+
+Metal3PipelineMaker::~Metal3PipelineMaker() = default;
+
+void Metal3PipelineMaker::flush() {
+  if (archive_) archive_->flush();
+}
+
+id<MTLComputePipelineState> Metal3PipelineMaker::make(id<MTLLibrary> library, const std::string& key,
+                                                      const std::string& kernel,
+                                                      const std::vector<FunctionConstant>& constants,
+                                                      std::string* failure) {
+  @autoreleasepool {
+    NSError* err = nil;
+    id<MTLFunction> function =
+        constants.empty() ? [library newFunctionWithName:to_ns(kernel)]
+                          : [library newFunctionWithName:to_ns(kernel)
+                                          constantValues:constant_values(constants)
+                                                   error:&err];
+    if (!function) {
+      *failure = "Metal kernel " + key + " is not in the library: " + error_text(err, "no function of that name");
+      return nil;
+    }
+    MTLComputePipelineDescriptor* descriptor = [MTLComputePipelineDescriptor new];
+    descriptor.computeFunction = function;
+    descriptor.label = to_ns(key);
+    id<MTLComputePipelineState> pipeline = nil;
+    id<MTLBinaryArchive> archive = archive_ ? archive_->archive() : nil;
+    if (archive) {
+      // A hit skips the back-end compile and leaves the archive file alone; only a miss
+      // compiles and writes the archive back.
+      descriptor.binaryArchives = @[ archive ];
+      NSError* miss = nil;
+      pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
+                                                        options:MTLPipelineOptionFailOnBinaryArchiveMiss
+                                                     reflection:nil
+                                                          error:&miss];
+    }
+    if (!pipeline) {
+      pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
+                                                        options:MTLPipelineOptionNone
+                                                     reflection:nil
+                                                          error:&err];
+      if (pipeline && archive) archive_->add(descriptor);
+    }
+    if (!pipeline) {
+      *failure = "could not create the Metal pipeline " + key + ": " +
+                 error_text(err, "newComputePipelineStateWithDescriptor:options:reflection:error: returned nil");
+    }
+    return pipeline;
+  }
+}
+
+PipelineCache::PipelineCache(id<MTLLibrary> library, PipelineMaker* maker) : library_(library), maker_(maker) {}
 
 id<MTLComputePipelineState> PipelineCache::get(const std::string& kernel,
                                                const std::vector<FunctionConstant>& constants) {
@@ -127,48 +180,14 @@ size_t PipelineCache::size() const {
 
 id<MTLComputePipelineState> PipelineCache::build(const std::string& key, const std::string& kernel,
                                                  const std::vector<FunctionConstant>& constants) {
-  id<MTLComputePipelineState> pipeline = nil;
   std::string failure;
-  @autoreleasepool {  // the C++ exception is thrown after the pool is popped
-    NSError* err = nil;
-    id<MTLFunction> function =
-        constants.empty() ? [library_ newFunctionWithName:to_ns(kernel)]
-                          : [library_ newFunctionWithName:to_ns(kernel)
-                                           constantValues:constant_values(constants)
-                                                    error:&err];
-    if (!function) {
-      failure = "Metal kernel " + key + " is not in the library: " + error_text(err, "no function of that name");
-    } else {
-      MTLComputePipelineDescriptor* descriptor = [MTLComputePipelineDescriptor new];
-      descriptor.computeFunction = function;
-      descriptor.label = to_ns(key);
-      id<MTLBinaryArchive> archive = archive_ ? archive_->archive() : nil;
-      if (archive) {
-        // A hit skips the back-end compile and leaves the archive file alone; only a miss
-        // compiles and writes the archive back.
-        descriptor.binaryArchives = @[ archive ];
-        NSError* miss = nil;
-        pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
-                                                          options:MTLPipelineOptionFailOnBinaryArchiveMiss
-                                                       reflection:nil
-                                                            error:&miss];
-      }
-      if (!pipeline) {
-        pipeline = [device_ newComputePipelineStateWithDescriptor:descriptor
-                                                          options:MTLPipelineOptionNone
-                                                       reflection:nil
-                                                            error:&err];
-        if (pipeline && archive) archive_->add(descriptor);
-      }
-      // A pipeline with no threads per threadgroup cannot be dispatched (llama.cpp rejects these too).
-      if (!pipeline || pipeline.maxTotalThreadsPerThreadgroup == 0) {
-        failure = "could not create the Metal pipeline " + key + ": " +
-                  error_text(err, "maxTotalThreadsPerThreadgroup is 0");
-        pipeline = nil;
-      }
-    }
+  id<MTLComputePipelineState> pipeline = maker_->make(library_, key, kernel, constants, &failure);
+  // A pipeline with no threads per threadgroup cannot be dispatched (llama.cpp rejects these too).
+  if (pipeline && pipeline.maxTotalThreadsPerThreadgroup == 0) {
+    failure = "could not create the Metal pipeline " + key + ": maxTotalThreadsPerThreadgroup is 0";
+    pipeline = nil;
   }
-  if (!pipeline) throw Error(code::Backend, failure);
+  if (!pipeline) throw Error(code::Backend, failure);  // after the maker's autorelease pool is popped
   return pipeline;
 }
 

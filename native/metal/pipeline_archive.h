@@ -3,6 +3,7 @@
 #pragma once
 #import <Metal/Metal.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -13,9 +14,19 @@
 namespace mto::metal {
 
 // Where the archive for this GPU and OS lives: $METAL_TENSOROPS_CACHE_DIR, else
-// $HOME/Library/Caches/metal-tensorops, then "pipelines-<architecture>-macos<version>.metalarchive"
-// (an archive holds machine code for one GPU and compiler). "" when neither directory is known.
-std::string default_archive_path(const Capabilities& caps);
+// $HOME/Library/Caches/metal-tensorops, then "<name>-<architecture>-macos<version>.metalarchive"
+// (an archive holds machine code for one GPU and compiler; the Metal 4 path's MTL4Archive is
+// "pipelines-metal4"). "" when neither directory is known.
+std::string default_archive_path(const Capabilities& caps, const std::string& name = "pipelines");
+
+// Whether `path` is a regular file, and its file URL.
+bool archive_file_exists(const std::string& path);
+NSURL* archive_file_url(const std::string& path);
+
+// Writes the file at `path` through `serialize` (given a URL to write), creating its directory:
+// to a temporary file renamed over the old one, so a concurrent process never reads half a file.
+// Nothing changes when `serialize` returns false.
+void replace_archive_file(const std::string& path, const std::function<bool(NSURL* url)>& serialize);
 
 class PipelineArchive {
  public:

@@ -26,16 +26,25 @@ bool make_dirs(const std::string& dir) {
   return true;
 }
 
-bool file_exists(const std::string& path) {
+}  // namespace
+
+bool archive_file_exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
 }
 
-NSURL* file_url(const std::string& path) { return [NSURL fileURLWithPath:to_ns(path) isDirectory:NO]; }
+NSURL* archive_file_url(const std::string& path) { return [NSURL fileURLWithPath:to_ns(path) isDirectory:NO]; }
 
-}  // namespace
+void replace_archive_file(const std::string& path, const std::function<bool(NSURL* url)>& serialize) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos || !make_dirs(path.substr(0, slash))) return;
+  const std::string tmp = path + "." + std::to_string(::getpid()) + ".tmp";
+  if (serialize(archive_file_url(tmp))) {
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) std::remove(tmp.c_str());
+  }
+}
 
-std::string default_archive_path(const Capabilities& caps) {
+std::string default_archive_path(const Capabilities& caps, const std::string& name) {
   std::string dir;
   if (const char* env = std::getenv("METAL_TENSOROPS_CACHE_DIR"); env && *env) {
     dir = env;
@@ -45,7 +54,7 @@ std::string default_archive_path(const Capabilities& caps) {
     return "";
   }
   const std::string arch = caps.architecture.empty() ? "unknown-gpu" : caps.architecture;
-  return dir + "/pipelines-" + arch + "-macos" + os_version_string(caps.os) + ".metalarchive";
+  return dir + "/" + name + "-" + arch + "-macos" + os_version_string(caps.os) + ".metalarchive";
 }
 
 PipelineArchive::PipelineArchive(id<MTLDevice> device, std::string path) : path_(std::move(path)) {
@@ -53,8 +62,8 @@ PipelineArchive::PipelineArchive(id<MTLDevice> device, std::string path) : path_
   @autoreleasepool {
     MTLBinaryArchiveDescriptor* descriptor = [MTLBinaryArchiveDescriptor new];
     NSError* err = nil;
-    if (file_exists(path_)) {
-      descriptor.url = file_url(path_);
+    if (archive_file_exists(path_)) {
+      descriptor.url = archive_file_url(path_);
       archive_ = [device newBinaryArchiveWithDescriptor:descriptor error:&err];
     }
     if (!archive_) {  // missing, or unreadable for this OS/GPU: start empty
@@ -84,13 +93,10 @@ void PipelineArchive::flush() {
 void PipelineArchive::write() {
   std::lock_guard<std::mutex> lock(mu_);
   @autoreleasepool {
-    const size_t slash = path_.rfind('/');
-    if (slash == std::string::npos || !make_dirs(path_.substr(0, slash))) return;
-    const std::string tmp = path_ + "." + std::to_string(::getpid()) + ".tmp";
-    NSError* err = nil;
-    if ([archive_ serializeToURL:file_url(tmp) error:&err]) {
-      if (std::rename(tmp.c_str(), path_.c_str()) != 0) std::remove(tmp.c_str());
-    }
+    replace_archive_file(path_, [this](NSURL* url) {
+      NSError* err = nil;
+      return bool([archive_ serializeToURL:url error:&err]);
+    });
   }
 }
 

@@ -41,7 +41,8 @@ ProbeResult run_probe(id<MTLDevice> device, Tier t, const OsVersion& os) {
   id<MTLLibrary> library = compile_library(device, source, msl_version_for(t), os, &error);
   if (!library) return failed(error);
   try {
-    PipelineCache pipelines(device, library);
+    Metal3PipelineMaker maker(device);
+    PipelineCache pipelines(library, &maker);
     id<MTLComputePipelineState> pipeline = pipelines.get(kProbeFunction, {});
     if (pipeline.maxTotalThreadsPerThreadgroup < probe_threads(t)) {
       return failed("the probe pipeline allows " + std::to_string(pipeline.maxTotalThreadsPerThreadgroup) +

@@ -17,7 +17,6 @@
 #include "core/library_fallback.h"
 #include "core/pipeline_key.h"
 #include "library.h"
-#include "pipeline_archive.h"
 
 namespace mto::metal {
 
@@ -53,7 +52,7 @@ class ShaderLibraries {
   void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants);
 
   // Writes the pipeline archive's pending additions now (at exit).
-  void flush_archive() { archive_.flush(); }
+  void flush_archive() { makers_.flush(); }
 
   // The libraries of this GPU that failed (core/library_fallback.h), for planning and dev.info.
   const UnusableLibraries& unusable() const { return unusable_; }
@@ -63,7 +62,7 @@ class ShaderLibraries {
 
   id<MTLDevice> device_;
   OsVersion os_;  // the running macOS: which MSL versions exist (library.h compile_library)
-  PipelineArchive archive_;
+  PipelineMakers makers_;  // Metal 3, and the MTL4Compiler for the Metal 4 path (library.h)
   std::mutex mu_;
   // The library holding `kernel` of `stem` (made now when `compile`, else null while it is not
   // made yet): the precompiled metallib of the whole library when there is one, else `kernel`

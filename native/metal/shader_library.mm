@@ -97,7 +97,7 @@ ShaderLibraries& ShaderLibraries::for_device(id<MTLDevice> device, const Capabil
 }
 
 ShaderLibraries::ShaderLibraries(id<MTLDevice> device, const Capabilities& caps)
-    : device_(device), os_(caps.os), archive_(device, default_archive_path(caps)) {}
+    : device_(device), os_(caps.os), makers_(device, caps) {}
 
 PipelineCache* ShaderLibraries::library(const std::string& stem, const std::string& kernel, bool compile) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -108,7 +108,7 @@ PipelineCache* ShaderLibraries::library(const std::string& stem, const std::stri
   // Compiling under the lock: two first uses of one kernel must not compile it twice.
   const MslVersion version = library_msl_version(stem);
   if (id<MTLLibrary> precompiled = load_precompiled(device_, stem)) {
-    return libraries_.emplace(stem, std::make_unique<PipelineCache>(device_, precompiled, &archive_))
+    return libraries_.emplace(stem, std::make_unique<PipelineCache>(precompiled, makers_.for_library(version)))
         .first->second.get();
   }
   // From source, one kernel at a time, as MLX compiles its kernels on first use: the whole of
@@ -121,7 +121,7 @@ PipelineCache* ShaderLibraries::library(const std::string& stem, const std::stri
                                    ".metal (MSL " + std::to_string(version.major) + "." +
                                    std::to_string(version.minor) + ") failed: " + error);
   }
-  return libraries_.emplace(stem + "/" + kernel, std::make_unique<PipelineCache>(device_, library, &archive_))
+  return libraries_.emplace(stem + "/" + kernel, std::make_unique<PipelineCache>(library, makers_.for_library(version)))
       .first->second.get();
 }
 

@@ -467,6 +467,82 @@ MTO_SDK_MACOS(26.0)
 - (void)addResidencySet:(id<MTLResidencySet>)residencySet;
 @end
 
+// Metal 4 pipelines (macOS 26): MTL4FunctionDescriptor.h, MTL4LibraryFunctionDescriptor.h,
+// MTL4SpecializedFunctionDescriptor.h, MTL4PipelineState.h, MTL4ComputePipeline.h, MTL4Compiler.h,
+// MTL4Archive.h, MTL4PipelineDataSetSerializer.h. Only the members pipeline_metal4.mm sends.
+MTO_SDK_MACOS(26.0)
+@interface MTL4FunctionDescriptor : NSObject <NSCopying>  // the base: no members of its own
+@end
+
+// A function of a library, by name.
+MTO_SDK_MACOS(26.0)
+@interface MTL4LibraryFunctionDescriptor : MTL4FunctionDescriptor
+@property(nullable, copy, atomic) NSString *name;
+@property(nullable, readwrite, nonatomic, retain) id<MTLLibrary> library;
+@end
+
+// A function with function constants: the base function's descriptor plus the values.
+MTO_SDK_MACOS(26.0)
+@interface MTL4SpecializedFunctionDescriptor : MTL4FunctionDescriptor
+@property(nullable, copy, readwrite, nonatomic) MTL4FunctionDescriptor *functionDescriptor;
+@property(nullable, copy, nonatomic) MTLFunctionConstantValues *constantValues;
+@end
+
+// `label` names the pipeline: an archive finds it by that name too.
+MTO_SDK_MACOS(26.0)
+@interface MTL4PipelineDescriptor : NSObject <NSCopying>
+@property(nullable, copy, nonatomic) NSString *label;
+@end
+
+MTO_SDK_MACOS(26.0)
+@interface MTL4ComputePipelineDescriptor : MTL4PipelineDescriptor
+@property(nullable, readwrite, nonatomic, copy) MTL4FunctionDescriptor *computeFunctionDescriptor;
+@end
+
+// CaptureBinaries is what serializeAsArchiveAndFlushToURL:error: needs (CaptureDescriptors, the
+// default, only serves pipeline scripts).
+NS_OPTIONS(NSUInteger, MTL4PipelineDataSetSerializerConfiguration){
+  MTL4PipelineDataSetSerializerConfigurationCaptureDescriptors MTO_SDK_MACOS(26.0) = 1 << 0,
+  MTL4PipelineDataSetSerializerConfigurationCaptureBinaries MTO_SDK_MACOS(26.0) = 1 << 1,
+};
+
+MTO_SDK_MACOS(26.0)
+@interface MTL4PipelineDataSetSerializerDescriptor : NSObject <NSCopying>
+@property(readwrite, nonatomic) MTL4PipelineDataSetSerializerConfiguration configuration;
+@end
+
+// Collects what every compiler created with it makes; written out as an archive.
+MTO_SDK_MACOS(26.0)
+@protocol MTL4PipelineDataSetSerializer <NSObject>
+- (BOOL)serializeAsArchiveAndFlushToURL:(NSURL *)url error:(__autoreleasing NSError *_Nullable *_Nullable)error;
+@end
+
+// Read-only: a lookup gives the pipeline (nil on a miss) without compiling.
+MTO_SDK_MACOS(26.0)
+@protocol MTL4Archive <NSObject>
+- (nullable id<MTLComputePipelineState>)newComputePipelineStateWithDescriptor:(MTL4ComputePipelineDescriptor *)descriptor
+                                                                        error:(__autoreleasing NSError *_Nullable *_Nullable)error;
+@end
+
+MTO_SDK_MACOS(26.0)
+@interface MTL4CompilerDescriptor : NSObject <NSCopying>
+@property(copy, nonatomic, nullable) NSString *label;
+@property(nullable, strong) id<MTL4PipelineDataSetSerializer> pipelineDataSetSerializer;
+@end
+
+// lookupArchives: archives the compiler searches before compiling.
+MTO_SDK_MACOS(26.0)
+@interface MTL4CompilerTaskOptions : NSObject <NSCopying>
+@property(nullable, copy, nonatomic) NSArray<id<MTL4Archive>> *lookupArchives;
+@end
+
+MTO_SDK_MACOS(26.0)
+@protocol MTL4Compiler <NSObject>
+- (nullable id<MTLComputePipelineState>)newComputePipelineStateWithDescriptor:(MTL4ComputePipelineDescriptor *)descriptor
+                                                          compilerTaskOptions:(nullable MTL4CompilerTaskOptions *)compilerTaskOptions
+                                                                        error:(__autoreleasing NSError *_Nullable *_Nullable)error;
+@end
+
 // MTLDevice.h
 // The asynchronous compiles' callbacks (Apple's MTLDevice.h typedefs): called once, on a thread
 // of Metal's, with the result or nil and the error.
@@ -527,6 +603,15 @@ typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelin
 - (nullable id<MTLBinaryArchive>)newBinaryArchiveWithDescriptor:(MTLBinaryArchiveDescriptor *)descriptor
                                                           error:(__autoreleasing NSError *_Nullable *_Nullable)error
     MTO_SDK_MACOS(11.0);
+- (nullable id<MTL4Compiler>)newCompilerWithDescriptor:(MTL4CompilerDescriptor *)descriptor
+                                                 error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(26.0);
+- (nullable id<MTL4Archive>)newArchiveWithURL:(NSURL *)url
+                                        error:(__autoreleasing NSError *_Nullable *_Nullable)error
+    MTO_SDK_MACOS(26.0);
+// Non-null in the header, although its documentation says nil on failure.
+- (id<MTL4PipelineDataSetSerializer>)newPipelineDataSetSerializerWithDescriptor:
+    (MTL4PipelineDataSetSerializerDescriptor *)descriptor MTO_SDK_MACOS(26.0);
 @end
 
 extern "C" {
