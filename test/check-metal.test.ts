@@ -125,6 +125,15 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     expect(r.output).toMatch(/at macOS 14\.0:[\s\S]*'setMathMode:' is only available on macOS 15\.0 or newer/);
   });
 
+  it('fails on the required threadgroup size (macOS 26) set on a Metal 3 pipeline descriptor without @available', () => {
+    const file = editedCopy('required-threads', (s) => s.replace(
+      'if (@available(macOS 26.0, *)) descriptor.requiredThreadsPerThreadgroup = required;',
+      'descriptor.requiredThreadsPerThreadgroup = required;'), 'library.mm');
+    const r = checkMetal(file);
+    expect(r.status).toBe(1);
+    expect(r.output).toMatch(/'setRequiredThreadsPerThreadgroup:' is only available on macOS 26\.0 or newer/);
+  });
+
   it("type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)", () => {
     const file = editedCopy('sdk-26', (s) => `#define __MAC_OS_X_VERSION_MAX_ALLOWED 260000\n${s}`, 'qtensor.mm');
     const r = checkMetal(file);

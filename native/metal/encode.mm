@@ -70,7 +70,7 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
       spare.push_back(nil);
       continue;
     }
-    id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants);
+    id<MTLComputePipelineState> p = libraries_.pipeline(d.library, d.kernel, d.constants, d.threads_per_threadgroup);
     const uint64_t threads = uint64_t(d.threads_per_threadgroup[0]) * d.threads_per_threadgroup[1] *
                              d.threads_per_threadgroup[2];
     // A pipeline that allows fewer threads on this GPU (a kernel that needs many registers): the
@@ -149,7 +149,8 @@ bool CommandStream::submit(const std::vector<plan::Dispatch>& passes, const std:
 }
 
 uint32_t CommandStream::max_threads(const plan::Dispatch& d) {
-  const NSUInteger n = libraries_.pipeline(d.library, d.kernel, d.constants).maxTotalThreadsPerThreadgroup;
+  const NSUInteger n =
+      libraries_.pipeline(d.library, d.kernel, d.constants, d.threads_per_threadgroup).maxTotalThreadsPerThreadgroup;
   return n > NSUInteger(UINT32_MAX) ? UINT32_MAX : uint32_t(n);
 }
 

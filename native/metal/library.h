@@ -37,10 +37,13 @@ MTLFunctionConstantValues* constant_values(const std::vector<FunctionConstant>& 
 class PipelineMaker {
  public:
   virtual ~PipelineMaker() = default;
-  // The pipeline of `kernel` in `library` specialised with `constants`, labelled `key`; nil with
-  // *failure set to Metal's message when the function is missing or the pipeline cannot be made.
+  // The pipeline of `kernel` in `library` specialised with `constants`, labelled `key`, whose
+  // dispatches all use `required` threads per threadgroup when it is not 0 x 0 x 0
+  // (requiredThreadsPerThreadgroup: PipelineCache::get says when); nil with *failure set to
+  // Metal's message when the function is missing or the pipeline cannot be made.
   virtual id<MTLComputePipelineState> make(id<MTLLibrary> library, const std::string& key, const std::string& kernel,
-                                           const std::vector<FunctionConstant>& constants, std::string* failure) = 0;
+                                           const std::vector<FunctionConstant>& constants, MTLSize required,
+                                           std::string* failure) = 0;
   // Writes the archive's pending additions now (at exit); nothing without an archive.
   virtual void flush() {}
 };
@@ -53,7 +56,8 @@ class Metal3PipelineMaker final : public PipelineMaker {
   explicit Metal3PipelineMaker(id<MTLDevice> device, std::unique_ptr<PipelineArchive> archive = nullptr);
   ~Metal3PipelineMaker() override;
   id<MTLComputePipelineState> make(id<MTLLibrary> library, const std::string& key, const std::string& kernel,
-                                   const std::vector<FunctionConstant>& constants, std::string* failure) override;
+                                   const std::vector<FunctionConstant>& constants, MTLSize required,
+                                   std::string* failure) override;
   void flush() override;
 
  private:
@@ -85,16 +89,21 @@ class PipelineCache {
  public:
   PipelineCache(id<MTLLibrary> library, PipelineMaker* maker);
 
-  // The pipeline for `kernel` specialised with `constants`; throws Error(E_BACKEND) carrying
+  // The pipeline for `kernel` specialised with `constants`, and for dispatches of exactly
+  // `required` threads per threadgroup unless it is 0 x 0 x 0: a kernel that uses cooperative
+  // tensors must say so ("Setting this property is optional, except in cases where the pipeline
+  // uses CooperativeTensors": MTL4ComputePipeline.h, macOS 26). Throws Error(E_BACKEND) carrying
   // Metal's message when the function is missing or the pipeline cannot be made.
-  id<MTLComputePipelineState> get(const std::string& kernel, const std::vector<FunctionConstant>& constants);
+  id<MTLComputePipelineState> get(const std::string& kernel, const std::vector<FunctionConstant>& constants,
+                                  MTLSize required = MTLSizeMake(0, 0, 0));
   // The pipeline when it was made already, else nil (never compiles; throws nothing).
-  id<MTLComputePipelineState> find(const std::string& kernel, const std::vector<FunctionConstant>& constants) const;
+  id<MTLComputePipelineState> find(const std::string& kernel, const std::vector<FunctionConstant>& constants,
+                                   MTLSize required = MTLSizeMake(0, 0, 0)) const;
   size_t size() const;
 
  private:
   id<MTLComputePipelineState> build(const std::string& key, const std::string& kernel,
-                                    const std::vector<FunctionConstant>& constants);
+                                    const std::vector<FunctionConstant>& constants, MTLSize required);
 
   id<MTLLibrary> library_;
   PipelineMaker* maker_;

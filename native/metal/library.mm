@@ -110,7 +110,7 @@ void Metal3PipelineMaker::flush() {
 id<MTLComputePipelineState> Metal3PipelineMaker::make(id<MTLLibrary> library, const std::string& key,
                                                       const std::string& kernel,
                                                       const std::vector<FunctionConstant>& constants,
-                                                      std::string* failure) {
+                                                      MTLSize required, std::string* failure) {
   @autoreleasepool {
     NSError* err = nil;
     id<MTLFunction> function =
@@ -125,6 +125,10 @@ id<MTLComputePipelineState> Metal3PipelineMaker::make(id<MTLLibrary> library, co
     MTLComputePipelineDescriptor* descriptor = [MTLComputePipelineDescriptor new];
     descriptor.computeFunction = function;
     descriptor.label = to_ns(key);
+    // Only kernels with cooperative tensors ask for it, and they exist from macOS 26 only.
+    if (required.width != 0) {
+      if (@available(macOS 26.0, *)) descriptor.requiredThreadsPerThreadgroup = required;
+    }
     id<MTLComputePipelineState> pipeline = nil;
     id<MTLBinaryArchive> archive = archive_ ? archive_->archive() : nil;
     if (archive) {
@@ -154,20 +158,35 @@ id<MTLComputePipelineState> Metal3PipelineMaker::make(id<MTLLibrary> library, co
 
 PipelineCache::PipelineCache(id<MTLLibrary> library, PipelineMaker* maker) : library_(library), maker_(maker) {}
 
+namespace {
+
+// pipeline_key, and the required threadgroup size when there is one (a label names it too).
+std::string cache_key(const std::string& kernel, const std::vector<FunctionConstant>& constants, MTLSize required) {
+  std::string key = pipeline_key(kernel, constants);
+  if (required.width != 0) {
+    key += "@" + std::to_string(required.width) + "x" + std::to_string(required.height) + "x" +
+           std::to_string(required.depth);
+  }
+  return key;
+}
+
+}  // namespace
+
 id<MTLComputePipelineState> PipelineCache::get(const std::string& kernel,
-                                               const std::vector<FunctionConstant>& constants) {
-  const std::string key = pipeline_key(kernel, constants);
+                                               const std::vector<FunctionConstant>& constants, MTLSize required) {
+  const std::string key = cache_key(kernel, constants, required);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) return it->second;
-  id<MTLComputePipelineState> pipeline = build(key, kernel, constants);
+  id<MTLComputePipelineState> pipeline = build(key, kernel, constants, required);
   pipelines_.emplace(key, pipeline);
   return pipeline;
 }
 
 id<MTLComputePipelineState> PipelineCache::find(const std::string& kernel,
-                                                const std::vector<FunctionConstant>& constants) const {
-  const std::string key = pipeline_key(kernel, constants);
+                                                const std::vector<FunctionConstant>& constants,
+                                                MTLSize required) const {
+  const std::string key = cache_key(kernel, constants, required);
   std::lock_guard<std::mutex> lock(mu_);
   auto it = pipelines_.find(key);
   return it == pipelines_.end() ? nil : it->second;
@@ -179,9 +198,10 @@ size_t PipelineCache::size() const {
 }
 
 id<MTLComputePipelineState> PipelineCache::build(const std::string& key, const std::string& kernel,
-                                                 const std::vector<FunctionConstant>& constants) {
+                                                 const std::vector<FunctionConstant>& constants,
+                                                 MTLSize required) {
   std::string failure;
-  id<MTLComputePipelineState> pipeline = maker_->make(library_, key, kernel, constants, &failure);
+  id<MTLComputePipelineState> pipeline = maker_->make(library_, key, kernel, constants, required, &failure);
   // A pipeline with no threads per threadgroup cannot be dispatched (llama.cpp rejects these too).
   if (pipeline && pipeline.maxTotalThreadsPerThreadgroup == 0) {
     failure = "could not create the Metal pipeline " + key + ": maxTotalThreadsPerThreadgroup is 0";

@@ -36,7 +36,7 @@ namespace {
 
 MTL4ComputePipelineDescriptor* pipeline_descriptor(id<MTLLibrary> library, const std::string& key,
                                                    const std::string& kernel,
-                                                   const std::vector<FunctionConstant>& constants)
+                                                   const std::vector<FunctionConstant>& constants, MTLSize required)
     API_AVAILABLE(macos(26.0)) {
   MTL4LibraryFunctionDescriptor* function = [MTL4LibraryFunctionDescriptor new];
   function.name = to_ns(kernel);
@@ -51,6 +51,8 @@ MTL4ComputePipelineDescriptor* pipeline_descriptor(id<MTLLibrary> library, const
     descriptor.computeFunctionDescriptor = specialized;
   }
   descriptor.label = to_ns(key);
+  // Mandatory for kernels with cooperative tensors (MTL4ComputePipeline.h); 0 x 0 x 0 is unset.
+  descriptor.requiredThreadsPerThreadgroup = required;
   return descriptor;
 }
 
@@ -66,10 +68,11 @@ class API_AVAILABLE(macos(26.0)) Metal4PipelineMaker final : public PipelineMake
   }
 
   id<MTLComputePipelineState> make(id<MTLLibrary> library, const std::string& key, const std::string& kernel,
-                                   const std::vector<FunctionConstant>& constants, std::string* failure) override {
+                                   const std::vector<FunctionConstant>& constants, MTLSize required,
+                                   std::string* failure) override {
     id<MTLComputePipelineState> pipeline = nil;
     @autoreleasepool {
-      MTL4ComputePipelineDescriptor* descriptor = pipeline_descriptor(library, key, kernel, constants);
+      MTL4ComputePipelineDescriptor* descriptor = pipeline_descriptor(library, key, kernel, constants, required);
       NSError* err = nil;
       if (archive_) {
         NSError* miss = nil;

@@ -43,7 +43,9 @@ ProbeResult run_probe(id<MTLDevice> device, Tier t, const OsVersion& os) {
   try {
     Metal3PipelineMaker maker(device);
     PipelineCache pipelines(library, &maker);
-    id<MTLComputePipelineState> pipeline = pipelines.get(kProbeFunction, {});
+    // The TensorOps probes hold cooperative tensors: their pipelines need the threadgroup size.
+    const MTLSize required = t == Tier::Simdgroup ? MTLSizeMake(0, 0, 0) : MTLSizeMake(probe_threads(t), 1, 1);
+    id<MTLComputePipelineState> pipeline = pipelines.get(kProbeFunction, {}, required);
     if (pipeline.maxTotalThreadsPerThreadgroup < probe_threads(t)) {
       return failed("the probe pipeline allows " + std::to_string(pipeline.maxTotalThreadsPerThreadgroup) +
                     " threads per threadgroup; it needs " + std::to_string(probe_threads(t)));

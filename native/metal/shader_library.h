@@ -40,16 +40,20 @@ class ShaderLibraries {
   // The pipeline of `kernel` in library `stem` when it is ready. Never compiles: the encoding
   // thread may be the JS thread. When the library or the pipeline is not made yet, or the library
   // turned out unusable after the op was planned, throws EncodeNeedsPreparation (core/backend.h)
-  // whose `prepare` is make(stem, kernel, constants): the stream runs it on a pool thread, then
-  // encodes the op again, which plans it again (core/library_fallback.h).
+  // whose `prepare` is make(...): the stream runs it on a pool thread, then encodes the op again,
+  // which plans it again (core/library_fallback.h). `threads` is the dispatch's threadgroup size:
+  // the TensorOps libraries' pipelines are made for exactly that size (cooperative tensors
+  // require it: requiredThreadsPerThreadgroup, library.h), the others for any.
   id<MTLComputePipelineState> pipeline(const std::string& stem, const std::string& kernel,
-                                       const std::vector<FunctionConstant>& constants);
+                                       const std::vector<FunctionConstant>& constants, const uint32_t threads[3]);
   // Compiles the kernel on first use (alone, unless a precompiled metallib holds the library) and
-  // makes the pipeline (tens of milliseconds each). Thread-safe; a second caller waits for the
-  // first. A library whose kernel fails to compile, or whose
-  // pipeline cannot be made, is marked unusable with Metal's message (never retried), and make
-  // returns: the ops planned into it are planned one tier lower from then on.
-  void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants);
+  // makes the pipeline (tens of milliseconds each) for dispatches of `required` threads per
+  // threadgroup (0 x 0 x 0: any). Thread-safe; a second caller waits for the first. A library
+  // whose kernel fails to compile, or whose pipeline cannot be made, is marked unusable with
+  // Metal's message (never retried), and make returns: the ops planned into it are planned one
+  // tier lower from then on.
+  void make(const std::string& stem, const std::string& kernel, const std::vector<FunctionConstant>& constants,
+            MTLSize required);
 
   // Writes the pipeline archive's pending additions now (at exit).
   void flush_archive() { makers_.flush(); }

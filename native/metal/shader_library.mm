@@ -125,22 +125,36 @@ PipelineCache* ShaderLibraries::library(const std::string& stem, const std::stri
       .first->second.get();
 }
 
+namespace {
+
+// The threadgroup size a pipeline of library `stem` must be made for: the dispatch's for the
+// TensorOps libraries (MSL 4.0 and later), whose kernels hold cooperative tensors, which make
+// requiredThreadsPerThreadgroup mandatory (MTL4ComputePipeline.h); none (0 x 0 x 0) otherwise.
+MTLSize required_threads(const std::string& stem, const uint32_t threads[3]) {
+  if (library_msl_version(stem).major < 4) return MTLSizeMake(0, 0, 0);
+  return MTLSizeMake(threads[0], threads[1], threads[2]);
+}
+
+}  // namespace
+
 id<MTLComputePipelineState> ShaderLibraries::pipeline(const std::string& stem, const std::string& kernel,
-                                                      const std::vector<FunctionConstant>& constants) {
+                                                      const std::vector<FunctionConstant>& constants,
+                                                      const uint32_t threads[3]) {
+  const MTLSize required = required_threads(stem, threads);
   PipelineCache* cache = library(stem, kernel, false);
-  id<MTLComputePipelineState> p = cache ? cache->find(kernel, constants) : nil;
+  id<MTLComputePipelineState> p = cache ? cache->find(kernel, constants, required) : nil;
   if (p) return p;
   // The library is process-wide and never destroyed, so the task may outlive the backend. For a
   // library marked unusable since the op was planned, make() does nothing and the op is planned
   // again, around it.
-  throw EncodeNeedsPreparation{[this, stem, kernel, constants] { make(stem, kernel, constants); }};
+  throw EncodeNeedsPreparation{[this, stem, kernel, constants, required] { make(stem, kernel, constants, required); }};
 }
 
 void ShaderLibraries::make(const std::string& stem, const std::string& kernel,
-                           const std::vector<FunctionConstant>& constants) {
+                           const std::vector<FunctionConstant>& constants, MTLSize required) {
   if (unusable_.contains(stem)) return;
   try {
-    library(stem, kernel, true)->get(kernel, constants);  // each thread-safe on its own
+    library(stem, kernel, true)->get(kernel, constants, required);  // each thread-safe on its own
   } catch (const Error& e) {
     // A compile or pipeline failure (E_BACKEND, with Metal's message): the library is not used
     // again on this GPU, and dev.info says why. Anything else (out of memory) fails the op.

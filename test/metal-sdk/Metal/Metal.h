@@ -268,6 +268,8 @@ MTO_SDK_MACOS(10.11)
 @property(nullable, readwrite, nonatomic, strong) id<MTLFunction> computeFunction;
 @property(nullable, readwrite, nonatomic, copy) NSArray<id<MTLBinaryArchive>> *binaryArchives
     MTO_SDK_MACOS(11.0);
+// MTLComputePipeline.h (26.0): every dispatch must then use exactly this threadgroup size.
+@property(readwrite, nonatomic) MTLSize requiredThreadsPerThreadgroup MTO_SDK_MACOS(26.0);
 @end
 
 @class MTLComputePipelineReflection;
@@ -497,6 +499,8 @@ MTO_SDK_MACOS(26.0)
 MTO_SDK_MACOS(26.0)
 @interface MTL4ComputePipelineDescriptor : MTL4PipelineDescriptor
 @property(nullable, readwrite, nonatomic, copy) MTL4FunctionDescriptor *computeFunctionDescriptor;
+// MTL4ComputePipeline.h: optional, "except in cases where the pipeline uses CooperativeTensors".
+@property(readwrite, nonatomic) MTLSize requiredThreadsPerThreadgroup;
 @end
 
 // CaptureBinaries is what serializeAsArchiveAndFlushToURL:error: needs (CaptureDescriptors, the
