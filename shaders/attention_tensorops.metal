@@ -119,10 +119,53 @@ inline void attn_tops_store(thread CT& cO, device Out* o, uint row0, uint Lq, ui
   }
 }
 
-template <typename T, typename Out, int KV, int D>
+// Step 1's K, two ways. Staged (every instance): Q and K in DC-feature chunks through threadgroup
+// memory as float, Q pre-scaled, K decoded there (mxfp8). As a scale-plane tensor (the
+// tensorops-mx library only: attn_tops_k_tensor in attention_tensorops_mx.metal): matmul2d reads
+// K's codes and E8M0 planes itself and float16 Q from device memory, and S is scaled afterwards.
+// `arg_t` is the kernel's K parameter; `left_t`/`right_t` the operand types the cooperative
+// tensors of S are made for; kPostScale whether S still needs the scale.
+template <typename T, int KV, int D>
+struct attn_tops_k_staged {
+  typedef device const typename attn_kv_storage<T, KV>::type* arg_t;
+  typedef attn_staged_t left_t;
+  typedef attn_staged_t right_t;
+  static constexpr bool kPostScale = false;
+
+  // S[SR, BK] += Q[SR, chunk] K[BK, chunk]^T over D, K staged as keys x features (transposed right).
+  template <typename QK, typename CS>
+  static void scores(thread QK& qk, thread CS& cS, arg_t k, device const uchar* k_scales, device const T* q,
+                     constant AttentionKernelParams& p, ulong q_base, uint q0, int r0, ulong kv_base, int k0,
+                     threadgroup float* stage, ushort tid) {
+    constexpr int BQ = ATTN_TOPS_SG_ROWS * ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK, THREADS = 32 * ATTN_TOPS_SIMDGROUPS;
+    constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK, LDC = DC + 4;
+    for (int d0 = 0; d0 < D; d0 += DC) {
+      const int dc = min(DC, D - d0);
+      // The staged tiles of the previous step must be consumed before they are overwritten.
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (int e = tid; e < BQ * dc; e += THREADS) {
+        const int r = e / dc, d = e % dc;
+        const uint i = q0 + uint(r);
+        stage[r * LDC + d] = i < uint(p.Lq) ? float(q[(q_base + i) * uint(D) + uint(d0 + d)]) * p.scale_log2 : 0.0f;
+      }
+      for (int e = tid; e < BK * dc; e += THREADS) {
+        const int r = e / dc, d = e % dc;
+        const int j = k0 + r;
+        stage[(BQ + r) * LDC + d] =
+            j < p.Lk ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D)) : 0.0f;
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      attn_staged_t tq(&stage[r0 * LDC], dextents<int32_t, 2>(dc, ATTN_TOPS_SG_ROWS), array<int32_t, 2>{1, LDC});
+      attn_staged_t tk(&stage[BQ * LDC], dextents<int32_t, 2>(dc, BK), array<int32_t, 2>{1, LDC});
+      qk.run(tq, tk, cS);
+    }
+  }
+};
+
+template <typename T, typename Out, int KV, int D, typename KS>
 [[kernel]] void attention_tensorops_prefill(
     device const T* q [[buffer(ATTN_BUFFER_Q)]],
-    device const typename attn_kv_storage<T, KV>::type* k [[buffer(ATTN_BUFFER_K)]],
+    typename KS::arg_t k [[buffer(ATTN_BUFFER_K)]],
     device const typename attn_kv_storage<T, KV>::type* v [[buffer(ATTN_BUFFER_V)]],
     device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
     device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
@@ -147,7 +190,7 @@ template <typename T, typename Out, int KV, int D>
   threadgroup float stage[STAGE];
   threadgroup float ps[NSG][SR * LDP];  // P through threadgroup memory when it cannot go directly
   threadgroup float rowf[NSG][SR];      // per-row factors for O: rescale, then 1 / l
-  threadgroup int v_nonfinite[1];       // the staged V tile (either half) held a NaN or inf
+  threadgroup int v_nonfinite[2];       // the staged V tile (either half) held a NaN or inf; by tile parity
 
   const uint q0 = group.x * BQ, h = group.y, b = group.z;
   const uint kvh = h / uint(p.G);
@@ -165,9 +208,9 @@ template <typename T, typename Out, int KV, int D>
   matmul2d<qk_desc, execution_simdgroup> qk;
   matmul2d<pv_desc, execution_simdgroup> pv;
 
-  auto cS = qk.get_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
-  auto cM = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
-  auto cL = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+  auto cS = qk.template get_destination_cooperative_tensor<typename KS::left_t, typename KS::right_t, float>();
+  auto cM = qk.template get_row_reduction_destination_cooperative_tensor<typename KS::left_t, typename KS::right_t, float>();
+  auto cL = qk.template get_row_reduction_destination_cooperative_tensor<typename KS::left_t, typename KS::right_t, float>();
   // One O layout serves both ways P arrives: a cooperative tensor's layout follows from the
   // descriptor, the scope and the operands' element types (the data-size query of Apple's
   // MPPTensorOpsMatMul2dImpl.h takes exactly those), and P is float either way.
@@ -184,29 +227,12 @@ template <typename T, typename Out, int KV, int D>
   if (p.causal) kend = min(p.Lk, int(q0) + BQ + p.Lk - p.Lq);
 
   for (int k0 = 0; k0 < kend; k0 += BK) {
-    // 1. Scores, in the log2 domain. The accumulating op starts from zeros.
+    // 1. Scores, in the log2 domain. The accumulating op starts from zeros. This tile's V flag is
+    // the one the tile before the last used: every thread read that one two tiles' barriers ago.
+    const int vf = (k0 / BK) & 1;
+    if (tid == 0) v_nonfinite[vf] = 0;
     attn_tops_fill(cS, 0.0f);
-    for (int d0 = 0; d0 < D; d0 += DC) {
-      const int dc = min(DC, D - d0);
-      // The staged tiles of the previous step must be consumed before they are overwritten.
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-      if (tid == 0 && d0 == 0) v_nonfinite[0] = 0;  // every thread has read the previous tile's flag
-      for (int e = tid; e < BQ * dc; e += THREADS) {
-        const int r = e / dc, d = e % dc;
-        const uint i = q0 + uint(r);
-        stage[r * LDC + d] = i < uint(p.Lq) ? float(q[(q_base + i) * uint(D) + uint(d0 + d)]) * p.scale_log2 : 0.0f;
-      }
-      for (int e = tid; e < BK * dc; e += THREADS) {
-        const int r = e / dc, d = e % dc;
-        const int j = k0 + r;
-        stage[(BQ + r) * LDC + d] =
-            j < p.Lk ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D)) : 0.0f;
-      }
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-      attn_staged_t tq(&stage[r0 * LDC], dextents<int32_t, 2>(dc, SR), array<int32_t, 2>{1, LDC});
-      attn_staged_t tk(&stage[BQ * LDC], dextents<int32_t, 2>(dc, BK), array<int32_t, 2>{1, LDC});
-      qk.run(tq, tk, cS);
-    }
+    KS::scores(qk, cS, k, k_scales, q, p, q_base, q0, r0, kv_base, k0, stage, tid);
 
     // 2. Online softmax on the SIMD-group's rows.
     for (int i = 0; i < cS.get_capacity(); ++i) {
@@ -214,12 +240,12 @@ template <typename T, typename Out, int KV, int D>
       const auto idx = cS.get_multidimensional_index(i);  // {key, row}
       float bias;
       const bool vis = attn_visible(p, mask, b, h, int(q0) + r0 + idx[1], k0 + idx[0], bias);
-      const float s = vis ? cS[i] + bias : ninf;  // an additive -inf hides the key (attn_visible)
+      const float s = vis ? (KS::kPostScale ? cS[i] * p.scale_log2 : cS[i]) + bias : ninf;  // additive -inf hides
       cS[i] = isnan(s) ? -ninf : s;                // NaN as +inf: the row's max poisons it either way
     }
-    auto cTileMax = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+    auto cTileMax = qk.template get_row_reduction_destination_cooperative_tensor<typename KS::left_t, typename KS::right_t, float>();
     reduce_rows(cS, cTileMax, reduction_operation::max, ninf);
-    auto cF = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+    auto cF = qk.template get_row_reduction_destination_cooperative_tensor<typename KS::left_t, typename KS::right_t, float>();
     for (int r = 0; r < cM.get_capacity(); ++r) {
       if (!cM.is_valid_element(r)) continue;
       const float m_new = max(cM[r], cTileMax[r]);
@@ -232,7 +258,7 @@ template <typename T, typename Out, int KV, int D>
       const float m = *cM.map_iterator(it);
       cS[i] = m == ninf || cS[i] == ninf ? -0.0f : exp2(cS[i] - m);  // -0: hidden (attn_hidden_p)
     }
-    auto cTileSum = qk.get_row_reduction_destination_cooperative_tensor<attn_staged_t, attn_staged_t, float>();
+    auto cTileSum = qk.template get_row_reduction_destination_cooperative_tensor<typename KS::left_t, typename KS::right_t, float>();
     reduce_rows(cS, cTileSum, reduction_operation::sum, 0.0f);
     for (int r = 0; r < cL.get_capacity(); ++r)
       if (cL.is_valid_element(r)) cL[r] = cL[r] * cF[r] + cTileSum[r];
@@ -253,7 +279,7 @@ template <typename T, typename Out, int KV, int D>
         // 0 as well, added back for the rows that see the key below.
         float x = j < p.Lk ? attn_kv_load<KV>(v, v_scales, kv_base + uint(j), uint(c * DV + d), uint(D)) : 0.0f;
         if (!isfinite(x)) {
-          v_nonfinite[0] = 1;
+          v_nonfinite[vf] = 1;
           x = 0.0f;
         }
         stage[r * LDV + d] = x;
@@ -271,7 +297,7 @@ template <typename T, typename Out, int KV, int D>
         if (c == 0) pv.run(tp, tv, cO0);
         else pv.run(tp, tv, cO1);
       }
-      if (v_nonfinite[0] != 0) {  // rare: P through threadgroup memory, then O element by element
+      if (v_nonfinite[vf] != 0) {  // rare: P through threadgroup memory, then O element by element
         cS.store(tp);
         simdgroup_barrier(mem_flags::mem_threadgroup);
         const int nk = min(BK, p.Lk - k0);
@@ -291,15 +317,15 @@ template <typename T, typename Out, int KV, int D>
   if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);
 }
 
-// Host names: attention_tensorops_prefill_<q dtype>_<kv>_d<D>, o of q's dtype.
+// Host names: attention_tensorops_prefill_<q dtype>_<kv>_d<D>, o of q's dtype, K staged.
 #define MTO_ATTN_TOPS_DENSE(T, tname, D)                                                                     \
   MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_dense_d" #D, attention_tensorops_prefill, T, T, \
-                      ATTN_KV_DENSE, D)
+                      ATTN_KV_DENSE, D, attn_tops_k_staged<T, ATTN_KV_DENSE, D>)
 #define MTO_ATTN_TOPS_MX(T, tname, D)                                                                             \
   MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_d" #D, attention_tensorops_prefill, T, T,      \
-                      ATTN_KV_MXFP8_E4M3, D)                                                                      \
+                      ATTN_KV_MXFP8_E4M3, D, attn_tops_k_staged<T, ATTN_KV_MXFP8_E4M3, D>)                        \
   MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_e5m2_d" #D, attention_tensorops_prefill, T, T, \
-                      ATTN_KV_MXFP8_E5M2, D)
+                      ATTN_KV_MXFP8_E5M2, D, attn_tops_k_staged<T, ATTN_KV_MXFP8_E5M2, D>)
 #define MTO_ATTN_TOPS_DTYPE(T, tname)                                                                   \
   MTO_ATTN_TOPS_DENSE(T, tname, 64) MTO_ATTN_TOPS_DENSE(T, tname, 80) MTO_ATTN_TOPS_DENSE(T, tname, 96) \
   MTO_ATTN_TOPS_DENSE(T, tname, 128) MTO_ATTN_TOPS_DENSE(T, tname, 256)                                 \

@@ -283,9 +283,11 @@ int main(int, char** argv) {
     const attention = [...closure('attention_tensorops.metal')].map((f) => files[f]).join('\n');
     expect(apiMissing(attention, bare)).toEqual(expect.arrayContaining(['reduce_rows', 'map_iterator',
       'get_row_reduction_destination_cooperative_tensor', 'execution_simdgroup', 'multiply_accumulate']));
-    // ... and the tensorops probe alone misses what the tensorops-mx attention adds.
+    // ... and the tensorops probe alone misses what the tensorops-mx attention adds (cooperative
+    // left inputs, K as a scale-plane tensor).
     expect(apiMissing([...closure('attention_tensorops_mx.metal')].map((f) => files[f]).join('\n'), probes.probe_tensorops))
-      .toEqual(['is_compatible_as_left_input', 'get_left_input_cooperative_tensor']);
+      .toEqual(['tensor_handle', 'is_compatible_as_left_input', 'get_left_input_cooperative_tensor', 'tensor_blockwise',
+        'tensor_plane_scales', 'metal_fp8_e4m3_format', 'metal_fp8_e5m2_format', 'metal_fp8_ue8m0_format']);
   });
 
   it('a missing include names the including file and the missing one', () => {

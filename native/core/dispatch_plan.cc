@@ -117,6 +117,7 @@ const char* arg_name(Arg a) {
     case Arg::Rows: return "rows";
     case Arg::Scratch: return "scratch";
     case Arg::WTensor: return "w.tensor";
+    case Arg::KTensor: return "k.tensor";
   }
   return "?";
 }
@@ -144,6 +145,7 @@ Access arg_access(Arg a) {
     case Arg::Src:
     case Arg::Sinks:
     case Arg::WTensor:  // a tensor argument: its planes are read (encode.mm adds their ranges)
+    case Arg::KTensor:
       return Access::Read;
     case Arg::Y:
     case Arg::Codes:
@@ -446,9 +448,17 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     Dispatch d = base("attention_prefill_" + tail);
     d.threadgroups[0] = ceil_div(p.Lq, ATTN_PREFILL_BQ);
     d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
+    // On tensorops-mx, a float16 q's scores read an mxfp8 K as one tensor argument: the MTLTensor
+    // with an E8M0 scale plane the host made over K's codes and scales, [B * Hkv * Lk rows, D
+    // columns] (half x fp8 with K the transposed scaled right operand; rows of 128 bytes or more:
+    // D = 128 or 256). shaders/attention_tensorops_mx.metal attn_tops_k_tensor.
+    ScalePlaneLayout k_layout;
+    if (tier == Tier::TensorOpsMx && q == DType::Float16 && kv_quantized) {
+      k_layout = scale_plane_layout(kv_format, 32, Shape{p.B, p.Hkv, p.Lk, D}, tier);
+    }
     if (tops) {
       d.library = tier == Tier::TensorOpsMx ? "attention_tensorops_mx" : "attention_tensorops";
-      d.kernel = "attention_tensorops_prefill_" + tail;
+      d.kernel = std::string("attention_tensorops_prefill_") + (k_layout.ok ? "kt_" : "") + tail;
       d.threadgroups[0] = ceil_div(p.Lq, ATTN_TOPS_SIMDGROUPS * ATTN_TOPS_SG_ROWS);
       d.threads_per_threadgroup[0] = 32 * ATTN_TOPS_SIMDGROUPS;
     }
@@ -459,6 +469,15 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
                  {ATTN_BUFFER_V_SCALES, v_scales}, {ATTN_BUFFER_MASK, mask},
                  {ATTN_BUFFER_O, Arg::O},         {ATTN_BUFFER_PARAMS, Arg::Params},
                  {ATTN_BUFFER_SINKS, sinks}};
+    if (k_layout.ok) {
+      d.tensors = {tensor_slot_of(k_layout, ATTN_BUFFER_K, Arg::KTensor, Arg::K, Arg::KScales)};
+      // K's slot holds the tensor; K's scales are its scale plane.
+      d.buffers.erase(std::remove_if(d.buffers.begin(), d.buffers.end(),
+                                     [](const BufferSlot& b) { return b.index == ATTN_BUFFER_K; }),
+                      d.buffers.end());
+      for (BufferSlot& b : d.buffers)
+        if (b.index == ATTN_BUFFER_K_SCALES) b.arg = Arg::Unused;
+    }
     d.params = bytes_of(kp);
     out.passes.push_back(std::move(d));
     return out;
@@ -531,9 +550,12 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
   return out;
 }
 
-TensorSlot tensor_slot_of(const ScalePlaneLayout& l, uint32_t index) {
+TensorSlot tensor_slot_of(const ScalePlaneLayout& l, uint32_t index, Arg arg, Arg data, Arg scales) {
   TensorSlot t;
   t.index = index;
+  t.arg = arg;
+  t.data = data;
+  t.scales = scales;
   t.data_type = int(l.data);
   t.scale_type = kScalePlaneE8M0;
   t.block[0] = kScalePlaneBlock;

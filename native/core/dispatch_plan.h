@@ -65,9 +65,10 @@ enum class Arg : uint8_t {
                // (pick_topk_wide's sort buffer: plan/pick.h)
   WTensor,     // the quantized weight as ONE tensor argument (a TensorSlot, not a BufferSlot): an
                // MTLTensor whose data plane is WCodes and whose E8M0 scale plane is WScales
+  KTensor,     // attention's mxfp8 K the same way: data plane K, scale plane KScales
 };
 // Arg values run from 0 to kArgCount - 1 (the host's table of bound buffers has one per value).
-constexpr size_t kArgCount = size_t(Arg::WTensor) + 1;
+constexpr size_t kArgCount = size_t(Arg::KTensor) + 1;
 const char* arg_name(Arg a);
 // How a kernel uses the buffer bound to an argument, for the encoder's barriers (core/hazards.h):
 // Read (never written by any kernel that binds it), Write (written, and possibly read too: a
@@ -102,8 +103,11 @@ struct TensorSlot {
 };
 
 // The slot (at `index`) of a tensor with the scale-plane layout l (l.ok): what
-// qlinear_tensorops_mx's weight and a user kernel's scale-plane input are bound as.
-TensorSlot tensor_slot_of(const ScalePlaneLayout& l, uint32_t index);
+// qlinear_tensorops_mx's weight, attention's K on the tensorops-mx tier and a user kernel's
+// scale-plane input are bound as. `arg`, `data` and `scales` are the weight's (WTensor, WCodes,
+// WScales) unless given.
+TensorSlot tensor_slot_of(const ScalePlaneLayout& l, uint32_t index, Arg arg = Arg::WTensor, Arg data = Arg::WCodes,
+                          Arg scales = Arg::WScales);
 
 struct Dispatch {
   std::string library;  // shader file stem: "quantize" (shaders/quantize.metal), "qlinear"

@@ -119,6 +119,16 @@ std::vector<Case> attention_tensorops_mx_cases() {
   add({1, 2, 1, 33, 129, 80, f32, KV::Dense, true, MaskKind::None, {}, qkv});
   add({1, 1, 1, 129, 300, 64, f32, KV::Dense, false, MaskKind::Additive, {}, kNanV | kNanMask});
   add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
+  // float16 q with mxfp8 K at D 128 / 256: K read as a scale-plane tensor handle (the plan's
+  // TensorSlot, attn_tops_k_tensor). Partial and whole key tiles, several heads (K rows past a
+  // head's Lk belong to the next head), causal rows that see no key, masks, NaN, sinks.
+  add({1, 4, 1, 33, 129, 128, f16, KV::E4M3, true});
+  add({2, 2, 2, 129, 33, 256, f16, KV::E5M2, false, MaskKind::Bool});
+  add({1, 2, 1, 300, 300, 128, f16, KV::E4M3, true, MaskKind::Additive});
+  add({2, 2, 1, 33, 7, 256, f16, KV::E4M3});
+  add({1, 2, 1, 129, 33, 128, f16, KV::E5M2, true, MaskKind::HeadKeys, 0.3f});
+  add({1, 2, 1, 33, 129, 128, f16, KV::E4M3, true, MaskKind::None, {}, qkv});
+  add({1, 4, 2, 33, 129, 256, f16, KV::E5M2, true, MaskKind::None, {}, 0, 1});
   return cases;
 }
 
