@@ -4,7 +4,9 @@
 //
 // y[batch, M, N] = a[batch, M, K] @ b[K, N] (b shared by every batch) or b[batch, K, N]; a and b
 // of one dtype T (float32, float16 or bfloat16), float32 accumulation, y of T as well (matmul's
-// output dtype is its operands'), rounded once per element as it is stored.
+// output dtype is its operands'), rounded once per element as it is stored. The simdgroup kernel
+// also runs linear with a dense weight: b_transposed, b is w [N, K] (y = x @ w^T), plus an
+// optional float32 bias [N].
 #ifndef MTO_SHADERS_MATMUL_PARAMS_H
 #define MTO_SHADERS_MATMUL_PARAMS_H
 
@@ -14,6 +16,7 @@
 #define MATMUL_BUFFER_B 1       // T [K, N] or [batch, K, N], row-major
 #define MATMUL_BUFFER_Y 2       // T [batch, M, N]
 #define MATMUL_BUFFER_PARAMS 3  // MatmulKernelParams (setBytes)
+#define MATMUL_BUFFER_BIAS 4    // float32 [N] when has_bias (the simdgroup kernel only)
 
 // Simdgroup tier: a threadgroup computes a BM x BN tile of one batch's y, stepping through K by
 // BK with a and b staged as T in threadgroup memory; its SIMDGROUPS SIMD-groups (2 x 2) each own a
@@ -32,6 +35,8 @@
 struct MatmulKernelParams {
   mto_i32 M, N, K;     // each of M * K, K * N, M * N fits in 32 bits; batch offsets are 64-bit
   mto_i32 b_batched;   // 1: b is [batch, K, N]; 0: one b for every batch
+  mto_i32 b_transposed;  // 1: b is [N, K] (a linear's weight; simdgroup kernel only), b_batched 0
+  mto_i32 has_bias;      // 1: y += bias[n] (simdgroup kernel only)
 };
 
 #endif  // MTO_SHADERS_MATMUL_PARAMS_H

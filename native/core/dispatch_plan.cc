@@ -22,7 +22,7 @@ namespace {
 static_assert(sizeof(MxQuantizeParams) == 16, "MxQuantizeParams layout");
 static_assert(sizeof(QLinearParams) == 32, "QLinearParams layout");
 static_assert(sizeof(AttentionKernelParams) == 76, "AttentionKernelParams layout");
-static_assert(sizeof(MatmulKernelParams) == 16, "MatmulKernelParams layout");
+static_assert(sizeof(MatmulKernelParams) == 24, "MatmulKernelParams layout");
 
 template <class P>
 std::vector<uint8_t> bytes_of(const P& p) {
@@ -354,7 +354,28 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
                {MATMUL_BUFFER_B, Arg::B},
                {MATMUL_BUFFER_Y, Arg::Y},
                {MATMUL_BUFFER_PARAMS, Arg::Params}};
+  if (tier == Tier::Simdgroup) d.buffers.push_back({MATMUL_BUFFER_BIAS, Arg::Unused});
   d.params = bytes_of(p);
+  return d;
+}
+
+Dispatch plan_linear_dense(DType x, DType w, DType y, int64_t M, int64_t N, int64_t K, bool has_bias, Tier tier) {
+  if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
+  // The simdgroup GEMM with w as its transposed right operand, on every tier.
+  Dispatch d = plan_matmul(x, w, y, 1, M, N, K, false, Tier::Simdgroup);
+  if (tier != Tier::Simdgroup) {
+    d.fallback_reason = std::string("no ") + tier_name(tier) + " kernel for a dense weight yet; using the simdgroup GEMM";
+  }
+  MatmulKernelParams p;
+  std::memcpy(&p, d.params.data(), sizeof(p));
+  p.b_transposed = 1;
+  p.has_bias = has_bias ? 1 : 0;
+  d.params = bytes_of(p);
+  d.buffers = {{MATMUL_BUFFER_A, Arg::X},
+               {MATMUL_BUFFER_B, Arg::Weight},
+               {MATMUL_BUFFER_Y, Arg::Y},
+               {MATMUL_BUFFER_PARAMS, Arg::Params},
+               {MATMUL_BUFFER_BIAS, has_bias ? Arg::Bias : Arg::Unused}};
   return d;
 }
 

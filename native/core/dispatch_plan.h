@@ -151,6 +151,13 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
 Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_t N, int64_t K,
                      bool b_batched, Tier tier);
 
+// linear with a dense weight: y[M, N] = x[M, K] @ w[N, K]^T (+ float32 bias[N]), x, w and y of one
+// dtype (float32, float16 or bfloat16), float32 accumulation: the simdgroup GEMM of plan_matmul
+// with w as its transposed operand (library "matmul", MSL 3.1) on every tier, saying so in
+// fallback_reason above the simdgroup tier. Throws as plan_matmul (other dtypes: the cpu
+// backend runs them).
+Dispatch plan_linear_dense(DType x, DType w, DType y, int64_t M, int64_t N, int64_t K, bool has_bias, Tier tier);
+
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (docs/design/API.md), from the validated
 // parameters of check_attention (core/ops.h). q dense float32/float16/bfloat16; k/v dense of q's
 // dtype (kv_format empty) or mxfp8 (Format::MXFP8_E4M3 / MXFP8_E5M2, blocks of 32 along D); the

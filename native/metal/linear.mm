@@ -2,8 +2,8 @@
 // plan_linear decides from w's format, x's and y's dtypes (float32, float16 or bfloat16: the
 // kernels read x and write y as stored) and the tier: decode for M <= 8, tiled GEMM, matmul2d or,
 // on tensorops-mx, scale-plane matmul2d above (w bound as its MTLTensor with an E8M0 scale plane,
-// qtensor.h). Dense w has no Metal kernel here: plan_matmul multiplies by b[K, N], not by
-// w[N, K]^T, so the cpu backend runs it.
+// qtensor.h). A dense w of x's dtype runs the simdgroup GEMM of shaders/matmul.metal with w as its
+// transposed operand (plan_linear_dense); other dtype mixes run on the cpu backend.
 // groupedLinear (a mixture of experts' linear) sits beside it, as in the cpu backend's linear.cc:
 // shaders/qlinear_grouped.metal, two passes (route, then decode or tiles), for quantized w at any
 // number of rows and dense w of any float dtype; activations: 'int8' is computed in float32 here,
@@ -16,10 +16,36 @@
 
 namespace mto::metal {
 
+namespace {
+
+// A dense w: the simdgroup GEMM with w as its transposed operand (plan_linear_dense), for x, w and
+// y of one dtype; anything else runs on the cpu backend.
+bool linear_dense(MetalContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias, const LinearParams& p,
+                  Tensor& y, Completion done) {
+  plan::Dispatch d;
+  try {
+    d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
+      return plan::plan_linear_dense(x.dtype, w.dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t);
+    });
+  } catch (const Error&) {
+    return false;
+  }
+  ArgTable args;
+  using plan::Arg;
+  const bool bound = args.bind(Arg::X, x.buffer.get()) && args.bind(Arg::Weight, w.buffer.get()) &&
+                     (!bias || args.bind(Arg::Bias, bias->buffer.get())) && args.bind(Arg::Y, y.buffer.get());
+  if (!bound) return false;
+  return ctx.stream.submit({d}, args, nullptr, std::move(done));
+}
+
+}  // namespace
+
 bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor* bias,
             const LinearParams& p, Tensor& y, Completion done) {
-  if (!x.dense || !w.quant) return false;
+  if (!x.dense) return false;
   if (bias && bias->dtype != DType::Float32) return false;  // the kernels read a float32 bias
+  if (w.dense) return linear_dense(ctx, *x.dense, *w.dense, bias, p, y, std::move(done));
+  if (!w.quant) return false;
   const QTensor& q = *w.quant;
   auto plan_at = [&](Tier tier) {
     return plan_avoiding(ctx.unusable, tier, [&](Tier t) {

@@ -66,6 +66,28 @@ CaseResult run_case(DType dt, MatmulShape s, const std::string& name, const std:
                        });
 }
 
+// linear with a dense weight (plan_linear_dense: the simdgroup GEMM with w transposed, + bias)
+// against the cpu backend's linear.
+CaseResult run_linear_case(DType dt, int64_t M, int64_t N, int64_t K, bool with_bias, const std::string& name,
+                           const std::string& variant, mto::Tier tier) {
+  const uint64_t seed = seed_of(name);
+  const mto::Tensor x = dense(normal_data(M * K, seed), {M, K}, dt);
+  const mto::Tensor w = dense(normal_data(N * K, seed + 1), {N, K}, dt);
+  const mto::Tensor bias = dense(normal_data(N, seed + 2), {N}, DType::Float32);
+  const mto::Tensor* b = with_bias ? &bias : nullptr;
+  mto::cpu::ThreadPool pool(1);
+  const mto::LinearParams lp = mto::check_linear(mto::Operand{&x, nullptr}, mto::Operand{&w, nullptr}, b, std::nullopt);
+  std::vector<float> ref(size_t(M * N));
+  mto::cpu::linear(pool, mto::Operand{&x, nullptr}, mto::Operand{&w, nullptr}, b, lp, ref.data());
+  const mto::plan::Dispatch plan = mto::plan::plan_linear_dense(dt, dt, lp.out_dtype, M, N, K, with_bias, tier);
+  std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(x)}, {Arg::Weight, bytes_of(w)}};
+  if (with_bias) inputs[Arg::Bias] = bytes_of(bias);
+  return run_plan_case("linear", plan, variant, inputs, {{Arg::Y, ref.size() * mto::dtype_size(lp.out_dtype)}},
+                       [&](const std::map<Arg, Bytes>& out) {
+                         return compare_outputs(out.at(Arg::Y), lp.out_dtype, ref, kTolerance, N, "y");
+                       });
+}
+
 // "" when `make` throws mto::Error with `code`, else what happened instead.
 std::string expect_error(const char* code, void (*make)()) {
   try {
@@ -119,6 +141,14 @@ CaseResult plan_rules() {
     r.message = "tensorops-mx matmul plan: expected matmul_tensorops_gemm_f16 over 2 batches, got " + x.kernel;
     return r;
   }
+  // A dense linear runs the simdgroup GEMM on every tier, saying so above it.
+  const plan::Dispatch l = plan::plan_linear_dense(DType::Float16, DType::Float16, DType::Float16, 9, 8, 64, true,
+                                                   Tier::TensorOps);
+  if (l.library != "matmul" || l.kernel != "matmul_gemm_f16" || l.fallback_reason.empty()) {
+    r.error_kind = "mismatch";
+    r.message = "dense linear plan on tensorops: expected matmul_gemm_f16 with a fallback reason, got " + l.kernel;
+    return r;
+  }
   r.ok = true;
   return r;
 }
@@ -150,6 +180,21 @@ std::vector<Case> matmul_cases() {
     add(dt, {2, 33, 40, 70, false});
     add(dt, {3, 9, 37, 45, true});
   }
+  // linear with a dense weight: decode rows and a prefill, partial tiles, with and without a bias,
+  // planned for the simdgroup tier and (the same kernel) for tensorops.
+  auto add_linear = [&](DType dt, int64_t M, int64_t N, int64_t K, bool with_bias, mto::Tier tier) {
+    const std::string name = std::string("linear-dense/") + short_name(dt) + "/M" + std::to_string(M) + "/N" +
+                             std::to_string(N) + "/K" + std::to_string(K) + (with_bias ? "/bias" : "") +
+                             (tier == mto::Tier::TensorOps ? "/tensorops" : "");
+    cases.push_back({name, [=](const std::string& variant) {
+                       return run_linear_case(dt, M, N, K, with_bias, name, variant, tier);
+                     }});
+  };
+  add_linear(DType::Float32, 1, 37, 50, true, mto::Tier::Simdgroup);
+  add_linear(DType::Float32, 33, 64, 96, false, mto::Tier::Simdgroup);
+  add_linear(DType::Float16, 9, 40, 70, true, mto::Tier::Simdgroup);
+  add_linear(DType::BFloat16, 3, 37, 45, false, mto::Tier::Simdgroup);
+  add_linear(DType::Float16, 65, 33, 64, true, mto::Tier::TensorOps);
   return cases;
 }
 
