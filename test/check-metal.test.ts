@@ -132,6 +132,12 @@ describe.skipIf(process.platform === 'darwin' || skipUnlessFull(missing))(`npm r
     const r = checkMetal(file);
     expect(r.status).toBe(1);
     expect(r.output).toMatch(/'setRequiredThreadsPerThreadgroup:' is only available on macOS 26\.0 or newer/);
+    // ... and for a TensorOps user kernel's pipeline per threadgroup size.
+    const user = editedCopy('required-threads-user', (s) => s.replace('if (@available(macOS 26.0, *)) {\n      descriptor', '{\n      descriptor'),
+      'user_kernel.mm');
+    const u = checkMetal(user);
+    expect(u.status).toBe(1);
+    expect(u.output).toMatch(/'setRequiredThreadsPerThreadgroup:' is only available on macOS 26\.0 or newer/);
   });
 
   it("type-checks qtensor.mm's pre-macOS-27-SDK branch too (planes only)", () => {

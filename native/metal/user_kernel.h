@@ -8,6 +8,8 @@
 #pragma once
 #import <Metal/Metal.h>
 
+#include <array>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,9 +19,17 @@
 
 namespace mto::metal {
 
-// A program this backend made: its pipeline.
+// A program this backend made: its pipeline, for any threadgroup size. A TensorOps kernel
+// (MSL 4.0 and later) holds cooperative tensors, whose pipelines must be made for the one
+// threadgroup size of their dispatches ("optional, except in cases where the pipeline uses
+// CooperativeTensors": requiredThreadsPerThreadgroup, MTL4ComputePipeline.h, macOS 26): it keeps
+// its function instead and a pipeline per size a run asked for, made on a stream thread at the
+// first run of that size (user_kernel.mm).
 struct MetalUserProgram final : UserKernelProgram {
   id<MTLComputePipelineState> pipeline = nil;
+  id<MTLFunction> function = nil;  // set for TensorOps kernels (pipeline nil)
+  mutable std::mutex mu;
+  mutable std::map<std::array<uint32_t, 3>, id<MTLComputePipelineState>> sized;
 };
 
 class UserKernels {

@@ -58,6 +58,7 @@ void UserKernels::compile(const std::string& name, const std::string& source, Ms
   id<MTLDevice> device = device_;
   const std::string kernel = name, text = source;
   const UserKernelCompiled finish = std::move(done);
+  const bool cooperative = version.major >= 4;  // the TensorOps tiers: cooperative tensors
   @autoreleasepool {
     [device newLibraryWithSource:to_ns(text)
                          options:compile_options(version)
@@ -72,6 +73,20 @@ void UserKernels::compile(const std::string& name, const std::string& source, Ms
                  id<MTLFunction> function = [library newFunctionWithName:to_ns(kernel)];
                  if (!function) {
                    finish(nullptr, OpStatus{code::Kernel, "kernel '" + kernel + "' compiled, but its library has no function of that name"});
+                   return;
+                 }
+                 if (cooperative) {
+                   // Pipelines per threadgroup size, at the first run of each (user_kernel below);
+                   // lib/ checks a run against the device's limit, the pipeline again when made.
+                   auto program = std::make_shared<MetalUserProgram>();
+                   program->function = function;
+                   program->max_threads = clamp_u32(device.maxThreadsPerThreadgroup.width);
+                   program->simd_width = 32;  // every Apple GPU's SIMD width
+                   {
+                     std::lock_guard<std::mutex> lock(state->mu);
+                     state->programs.emplace(text, program);
+                   }
+                   finish(std::move(program), OpStatus{});
                    return;
                  }
                  [device newComputePipelineStateWithFunction:function
@@ -161,10 +176,56 @@ bool CommandStream::submit_user(id<MTLComputePipelineState> pipeline, const User
   return true;
 }
 
+namespace {
+
+// The pipeline of a TensorOps user kernel for `threads` per threadgroup, made now (on a stream
+// thread: EncodeNeedsPreparation) with requiredThreadsPerThreadgroup; throws E_KERNEL when Metal
+// makes none or it allows fewer threads.
+void make_sized_pipeline(std::shared_ptr<const MetalUserProgram> program, std::array<uint32_t, 3> threads) {
+  std::string failure;
+  @autoreleasepool {
+    MTLComputePipelineDescriptor* descriptor = [MTLComputePipelineDescriptor new];
+    descriptor.computeFunction = program->function;
+    if (@available(macOS 26.0, *)) {
+      descriptor.requiredThreadsPerThreadgroup = MTLSizeMake(threads[0], threads[1], threads[2]);
+    }
+    NSError* err = nil;
+    id<MTLComputePipelineState> pipeline = [program->function.device newComputePipelineStateWithDescriptor:descriptor
+                                                                                                   options:MTLPipelineOptionNone
+                                                                                                reflection:nil
+                                                                                                     error:&err];
+    const uint64_t n = uint64_t(threads[0]) * threads[1] * threads[2];
+    if (!pipeline) {
+      failure = "kernel '" + std::string(program->function.name.UTF8String) + "' compiled, but Metal made no pipeline of it: " +
+                error_text(err, "no message");
+    } else if (n > pipeline.maxTotalThreadsPerThreadgroup) {
+      failure = "kernel '" + std::string(program->function.name.UTF8String) + "' allows " +
+                std::to_string(pipeline.maxTotalThreadsPerThreadgroup) + " threads per threadgroup on this GPU, the run asks for " +
+                std::to_string(n);
+    } else {
+      std::lock_guard<std::mutex> lock(program->mu);
+      program->sized.emplace(threads, pipeline);
+    }
+  }
+  if (!failure.empty()) throw Error(code::Kernel, failure);  // after the autorelease pool is popped
+}
+
+}  // namespace
+
 bool user_kernel(MetalContext& ctx, const UserKernelLaunch& launch, Completion done) {
-  const auto* program = dynamic_cast<const MetalUserProgram*>(launch.program.get());
-  if (!program || !program->pipeline) return false;
-  return ctx.stream.submit_user(program->pipeline, launch, std::move(done));
+  auto program = std::dynamic_pointer_cast<const MetalUserProgram>(launch.program);
+  if (!program) return false;
+  if (program->pipeline) return ctx.stream.submit_user(program->pipeline, launch, std::move(done));
+  if (!program->function) return false;
+  const std::array<uint32_t, 3> threads = {launch.threads[0], launch.threads[1], launch.threads[2]};
+  id<MTLComputePipelineState> pipeline = nil;
+  {
+    std::lock_guard<std::mutex> lock(program->mu);
+    auto it = program->sized.find(threads);
+    if (it != program->sized.end()) pipeline = it->second;
+  }
+  if (!pipeline) throw EncodeNeedsPreparation{[program, threads] { make_sized_pipeline(program, threads); }};
+  return ctx.stream.submit_user(pipeline, launch, std::move(done));
 }
 
 }  // namespace mto::metal

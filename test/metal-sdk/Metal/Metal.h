@@ -561,6 +561,7 @@ typedef void (^MTLNewComputePipelineStateCompletionHandler)(id<MTLComputePipelin
 @property(readonly) uint64_t recommendedMaxWorkingSetSize MTO_SDK_MACOS(10.12);
 @property(readonly) NSUInteger maxBufferLength MTO_SDK_MACOS(10.14);
 @property(readonly) NSUInteger maxThreadgroupMemoryLength MTO_SDK_MACOS(10.13);
+@property(readonly) MTLSize maxThreadsPerThreadgroup MTO_SDK_MACOS(10.11);
 @property(readonly, getter=isLowPower) BOOL lowPower MTO_SDK_MACOS(10.11);
 @property(readonly, getter=isHeadless) BOOL headless MTO_SDK_MACOS(10.11);
 - (BOOL)supportsFamily:(MTLGPUFamily)gpuFamily MTO_SDK_MACOS(10.15);
