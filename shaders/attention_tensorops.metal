@@ -28,11 +28,12 @@
 // the element-to-thread layout is implementation-defined and differs across GPU generations. The
 // per-row rescale factors reach O (another op's layout) through threadgroup memory by row index.
 //
-// All matmul operands are float (float x float -> float, a combination every TensorOps release
+// The staged operands are float (float x float -> float, a combination every TensorOps release
 // supports): q may be float16/bfloat16 and K/V mxfp8, and a cooperative left input must have the
-// element type of the destination it came from (float, for an exact softmax). The mx tier's
-// scale planes do not apply: a scaled right operand must be transposed (V is not) and the
-// quantized pairs are half x fp8, not float x fp8 (docs/design/METAL.md). Masked scores are -inf;
+// element type of the destination it came from (float, for an exact softmax). On the mx tier a
+// float16 q's scores read an mxfp8 K as its scale-plane tensor instead (half x fp8, K the
+// transposed scaled right operand: attn_tops_k_tensor); V's scale planes do not apply, a scaled
+// right operand must be transposed and V is not (docs/design/METAL.md). Masked scores are -inf;
 // exp2(-inf) = 0 is relied on: compile without fast math, as for attention.metal.
 // NaN (the rule of check_attention, native/core/ops.h): every per-row step here is element by
 // element, so NaN may flow through O; but reduce_rows' max need not propagate NaN, so a NaN score
