@@ -3,7 +3,7 @@
 // the library's instance macros expand to (shaders/kernel_abi.h), with its name joined into one
 // string literal. The host compiles the library with MTO_ONE_KERNEL defined, which makes those
 // macros expand to nothing, and appends the one MTO_KERNEL_INSTANCE_ONE line it needs: Metal
-// then generates code for one kernel, not for every instance (attention.metal has 78), as MLX
+// then generates code for one kernel, not for every instance (attention.metal has 81), as MLX
 // compiles each kernel on first use.
 //
 // A small expander of the function-like `#define`s the instance lists are written with (parameter
