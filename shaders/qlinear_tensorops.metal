@@ -1,12 +1,12 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops tier (MSL 4.0,
-// TensorOps): each docs/design/API.md format, float32/float16/bfloat16 activations (T, converted to
-// float32 as they are staged, as in qlinear.metal), float32 accumulation, y in the output dtype Out
-// (rounded once as each element is stored). Compiled only at MSL 4.0 (the host sets
+// TensorOps): each docs/design/API.md format, float32/float16/bfloat16 activations (T), float32
+// accumulation, y in the output dtype Out (rounded once as each element is stored). Compiled only at MSL 4.0 (the host sets
 // MTLCompileOptions.languageVersion; docs/design/METAL.md).
 //
 // The route WWDC26 talk 330 gives for weight formats the hardware path does not know: each step
 // dequantizes a BN x BK tile of w (mx_dequant.h, the decoders the cpu backend uses) and stages the
-// matching BM x BK tile of x in threadgroup memory, and one matmul2d over the threadgroup's
+// matching BM x BK tile of x in threadgroup memory (as T where that is exact, else as float32:
+// qlinear_tops_stage), and one matmul2d over the threadgroup's
 // SIMD-groups multiplies them, mode::multiply_accumulate, into a cooperative destination that
 // lives in registers across the whole K loop. K is dynamic: the last step's views are clamped to
 // the K tail (a static K that is not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e).
@@ -19,6 +19,7 @@
 #include <metal_stdlib>
 
 #include "mx_dequant.h"
+#include "mx_stage.h"
 #include "qlinear_params.h"
 
 #if __METAL_VERSION__ >= 400
@@ -28,25 +29,34 @@
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-template <typename T, typename Out, int FMT>
-[[kernel]] void qlinear_tensorops_gemm(
-    device const T* x [[buffer(QLINEAR_BUFFER_X)]],
-    device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
-    device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
-    device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
-    device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
-    device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
-    constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
-    uint2 group [[threadgroup_position_in_grid]],
-    ushort tid [[thread_index_in_threadgroup]]) {
+// The type x and w tiles are staged in: T itself for float16/bfloat16 x and an MX weight, so that
+// matmul2d multiplies 16-bit operands (the hardware's fast rows; an MX value is element * 2^e,
+// exact in T where mx_stage.h says so), float32 for float32 x and for affine weights (s * q + b is
+// not a 16-bit value in general).
+template <typename T, int FMT>
+struct qlinear_tops_stage {
+  typedef T type;
+  static constexpr bool narrow = !mto_format_is_affine(FMT);
+};
+template <int FMT>
+struct qlinear_tops_stage<float, FMT> {
+  typedef float type;
+  static constexpr bool narrow = false;
+};
+
+// The K loop and the epilogue with tiles of S (float, or T where every block of the threadgroup's
+// weight rows is exact in T): xs and ws are the kernel's threadgroup tiles, rows LD elements of S.
+template <typename S, typename T, typename Out, int FMT>
+inline void qlinear_tops_tiles(device const T* x, device const uchar* codes,
+                               device const typename mto_scale_storage<FMT>::type* scales,
+                               device const half* biases, device const float* bias, device Out* y,
+                               constant QLinearParams& p, uint2 group, ushort tid, threadgroup S* xs,
+                               threadgroup S* ws) {
   constexpr int BM = QLINEAR_TOPS_BM, BN = QLINEAR_TOPS_BN, BK = QLINEAR_TOPS_BK;
   constexpr int THREADS = 32 * QLINEAR_TOPS_SIMDGROUPS;
   constexpr int LD = BK + 4;  // staged row stride: the pad staggers rows across memory banks
   constexpr int RUN = 16;     // values one thread stages per step and operand (inside one block)
   static_assert(BM * BK == THREADS * RUN && BN * BK == THREADS * RUN, "loader covers the tiles");
-
-  threadgroup float xs[BM][LD];
-  threadgroup float ws[BN][LD];
 
   const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
   const uint m0 = group.y * BM, n0 = group.x * BN;
@@ -57,7 +67,7 @@ template <typename T, typename Out, int FMT>
   constexpr auto desc = matmul2d_descriptor(BM, BN, static_cast<int>(dynamic_extent), false, true, false,
                                             matmul2d_descriptor::mode::multiply_accumulate);
   matmul2d<desc, execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> mm;
-  typedef tensor<threadgroup float, dextents<int32_t, 2>, tensor_inline> staged_t;
+  typedef tensor<threadgroup S, dextents<int32_t, 2>, tensor_inline> staged_t;
   auto acc = mm.get_destination_cooperative_tensor<staged_t, staged_t, float>();
   for (int i = 0; i < acc.get_capacity(); ++i)
     if (acc.is_valid_element(i)) acc[i] = 0.0f;
@@ -70,19 +80,23 @@ template <typename T, typename Out, int FMT>
     const uint k = k0 + lc;
     const uint m = m0 + lr;
     const bool x_in = m < M && k < K;
-    for (int i = 0; i < RUN; ++i) xs[lr][lc + i] = x_in ? float(x[ulong(m) * K + k + uint(i)]) : 0.0f;
+    threadgroup S* xr = xs + lr * LD + lc;
+    for (int i = 0; i < RUN; ++i) xr[i] = x_in ? S(x[ulong(m) * K + k + uint(i)]) : S(0.0f);
     const uint n = n0 + lr;
+    threadgroup S* wr = ws + lr * LD + lc;
     if (n < N && k < K) {
-      mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), &ws[lr][lc]);
+      float v[RUN];
+      mto_dequantize_run<FMT, RUN>(codes, scales, biases, n, k, K, uint(p.group_size), v);
+      for (int i = 0; i < RUN; ++i) wr[i] = S(v[i]);
     } else {
-      for (int i = 0; i < RUN; ++i) ws[lr][lc + i] = 0.0f;
+      for (int i = 0; i < RUN; ++i) wr[i] = S(0.0f);
     }
     threadgroup_barrier(mem_flags::mem_threadgroup);
 
     // Views over the staged tiles, innermost (K) first, clamped to the K tail.
     const int kt = int(min(uint(BK), K - k0));
-    staged_t tx(&xs[0][0], dextents<int32_t, 2>(kt, BM), array<int32_t, 2>{1, LD});
-    staged_t tw(&ws[0][0], dextents<int32_t, 2>(kt, BN), array<int32_t, 2>{1, LD});
+    staged_t tx(xs, dextents<int32_t, 2>(kt, BM), array<int32_t, 2>{1, LD});
+    staged_t tw(ws, dextents<int32_t, 2>(kt, BN), array<int32_t, 2>{1, LD});
     mm.run(tx, tw, acc);
   }
 
@@ -92,6 +106,52 @@ template <typename T, typename Out, int FMT>
     const auto idx = acc.get_multidimensional_index(i);  // {column (n), row (m)}
     const uint my = m0 + uint(idx[1]), ny = n0 + uint(idx[0]);
     if (my < M && ny < N) y[ulong(my) * N + ny] = Out(acc[i] + (p.has_bias ? bias[ny] : 0.0f));
+  }
+}
+
+template <typename T, typename Out, int FMT>
+[[kernel]] void qlinear_tensorops_gemm(
+    device const T* x [[buffer(QLINEAR_BUFFER_X)]],
+    device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
+    device const typename mto_scale_storage<FMT>::type* scales [[buffer(QLINEAR_BUFFER_W_SCALES)]],
+    device const half* biases [[buffer(QLINEAR_BUFFER_W_BIASES)]],
+    device const float* bias [[buffer(QLINEAR_BUFFER_BIAS)]],
+    device Out* y [[buffer(QLINEAR_BUFFER_Y)]],
+    constant QLinearParams& p [[buffer(QLINEAR_BUFFER_PARAMS)]],
+    uint2 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]],
+    ushort simd [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  constexpr int BM = QLINEAR_TOPS_BM, BN = QLINEAR_TOPS_BN, LD = QLINEAR_TOPS_BK + 4;
+  constexpr int SIMDGROUPS = QLINEAR_TOPS_SIMDGROUPS;
+  typedef qlinear_tops_stage<T, FMT> stage;
+  typedef typename stage::type S;
+  // float32 tiles; a 16-bit staging uses the first half of each (rows of LD elements of S).
+  threadgroup float xs[BM][LD];
+  threadgroup float ws[BN][LD];
+  threadgroup int misfit[SIMDGROUPS];  // a block of the threadgroup's weight rows is not exact in S
+
+  // Stage as S when every block scale of this threadgroup's weight rows keeps its values exact in
+  // S (a read of K / 32 bytes per row, 1/32 of an 8-bit weight's codes), else as float32: exact
+  // either way, and uniform across the threadgroup (its barriers).
+  bool narrow = false;
+  if (stage::narrow) {
+    const uint N = uint(p.N), blocks = uint(p.K) / 32u, n0 = group.x * uint(BN);
+    const uint rows = min(uint(BN), N - n0);
+    bool bad = false;
+    for (uint e = tid; e < rows * blocks; e += uint(32 * SIMDGROUPS))
+      bad = bad || !mto_mx_block_fits<FMT, S>(uint(scales[ulong(n0) * blocks + e]));
+    bad = simd_any(bad);
+    if (lane == 0) misfit[simd] = bad ? 1 : 0;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    narrow = true;
+    for (int s = 0; s < SIMDGROUPS; ++s) narrow = narrow && misfit[s] == 0;
+  }
+  if (narrow) {
+    qlinear_tops_tiles<S, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, (threadgroup S*)&xs[0][0],
+                                       (threadgroup S*)&ws[0][0]);
+  } else {
+    qlinear_tops_tiles<float, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, &xs[0][0], &ws[0][0]);
   }
 }
 

@@ -31,8 +31,8 @@ kernel void probe(device const half* a [[buffer(0)]],
 // matmul_tensorops; test/shader-embed.test.ts checks the list against them), at their MSL
 // version, so that a macOS whose headers lack one fails here, with the compiler's message, rather
 // than in a library later: tensor_inline views over device and threadgroup memory with strides,
-// slice, matmul2d over execution_simdgroups<4> (half and bfloat operands, dynamic K, a transposed
-// right operand) and over execution_simdgroup (static K), cooperative destinations zeroed and
+// slice, matmul2d over execution_simdgroups<4> (half and bfloat operands in device and in
+// threadgroup memory, dynamic K, a transposed right operand) and over execution_simdgroup (static K), cooperative destinations zeroed and
 // accumulated into (mode::multiply_accumulate), row-reduction destinations, reduce_rows with its
 // identity (max and sum), get_iterator + map_iterator, get_multidimensional_index, and a
 // cooperative tensor stored to threadgroup memory. Threadgroup: 4 SIMD-groups of 32. Extents are
@@ -79,6 +79,26 @@ void probe_device_tile(device T* a, device T* b, device float* out) {
   probe_store(acc, out, 16);
 }
 
+// The same tile from 16-bit operands staged in threadgroup memory, as qlinear_tensorops stages an
+// exact weight: a float tile's storage viewed as T, rows of 36.
+template <typename T>
+void probe_threadgroup_tile(device T* src, threadgroup float* storage, ushort tid, device float* out) {
+  threadgroup T* t = (threadgroup T*)storage;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  for (int i = tid; i < 32 * 36; i += 128) t[i] = src[i % 1024];
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  typedef tensor<threadgroup T, dextents<int32_t, 2>, tensor_inline> tile_t;
+  tile_t ta(t, dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 36});
+  tile_t tb(t + 16 * 36, dextents<int32_t, 2>(32, 16), array<int32_t, 2>{1, 36});
+  constexpr auto desc = matmul2d_descriptor(16, 16, static_cast<int>(dynamic_extent), false, true, false,
+                                            matmul2d_descriptor::mode::multiply_accumulate);
+  matmul2d<desc, execution_simdgroups<4>> mm;
+  auto acc = mm.get_destination_cooperative_tensor<tile_t, tile_t, float>();
+  probe_zero(acc);
+  mm.run(ta, tb, acc);
+  probe_store(acc, out, 16);
+}
+
 kernel void probe(device half* h [[buffer(0)]],
                   device bfloat* bf [[buffer(1)]],
                   device float* out [[buffer(2)]],
@@ -88,6 +108,9 @@ kernel void probe(device half* h [[buffer(0)]],
   threadgroup float ps[4][16 * 36];
   probe_device_tile(h, h + 512, out);
   probe_device_tile(bf, bf + 512, out + 256);
+  probe_threadgroup_tile(h, &stage[0], tid, out + 2624);
+  probe_threadgroup_tile(bf, &stage[0], tid, out + 2880);
+  threadgroup_barrier(mem_flags::mem_threadgroup);
 
   // One SIMD-group's 16 rows of attention: S = Q K^T, row max and sum, P = exp2(S - max), O = P V.
   for (int i = tid; i < (16 + 32 + 32) * 36; i += 128) stage[i] = float(h[i % 1024]);

@@ -49,6 +49,9 @@ struct LinearShape {
   int64_t M, N, K;
   int block;
   bool bias;
+  // Weight row 5 (in the first N tile only) times 2^w_shift and x times 2^x_shift: block scales
+  // outside what a 16-bit staging keeps exact (shaders/mx_stage.h) in one threadgroup of several.
+  int w_shift = 0, x_shift = 0;
 };
 
 Bytes bytes_of(const mto::Buffer& b) {
@@ -68,7 +71,9 @@ mto::Tensor dense(const std::vector<float>& v, mto::Shape shape, mto::DType dtyp
 CaseResult run_case(mto::Format f, mto::DType xt, mto::DType yt, LinearShape s, const std::string& name,
                     const std::string& variant, mto::Tier tier, double tolerance = kTolerance) {
   const uint64_t seed = seed_of(name);
-  const mto::Tensor x = dense(normal_data(s.M * s.K, seed), {s.M, s.K}, xt);
+  std::vector<float> xv = normal_data(s.M * s.K, seed);
+  for (float& v : xv) v = std::ldexp(v, s.x_shift);
+  const mto::Tensor x = dense(xv, {s.M, s.K}, xt);
   // Weight rows at different magnitudes, so scales differ from row to row and block to block.
   std::vector<float> wv = normal_data(s.N * s.K, seed + 1);
   Rng rng(seed + 2);
@@ -76,6 +81,8 @@ CaseResult run_case(mto::Format f, mto::DType xt, mto::DType yt, LinearShape s, 
     const float scale = std::ldexp(1.0f, rng.range(-4, 4));
     for (int i = 0; i < 32; ++i) wv[size_t(b * 32 + i)] *= scale;
   }
+  if (s.w_shift != 0)
+    for (int64_t k = 0; k < s.K; ++k) wv[size_t(5 * s.K + k)] = std::ldexp(wv[size_t(5 * s.K + k)], s.w_shift);
   const mto::Tensor wd = dense(wv, {s.N, s.K});
   const mto::Tensor bias = dense(normal_data(s.N, seed + 3), {s.N});
 
@@ -175,6 +182,28 @@ std::vector<Case> linear_cases() {
     add({f, 32, 544}, {1, 64, 544, 32, true});
     add({f, 32, 544}, {2, 64, 544, 32, false});
     add({f, 32, 544}, {40, 64, 544, 32, true});
+  }
+  // The tensorops tier stages float16/bfloat16 x and an MX weight as 16-bit values where every
+  // block scale of a threadgroup's weight rows keeps them exact, else as float32. One weight row
+  // with scales past float16's range (above, below), or below bfloat16's, sends its threadgroup to
+  // float32 tiles while the other stays 16-bit; compared with the sum slack alone (no absolute
+  // tolerance), which scales with the row, so a 16-bit tile that lost bits of a tiny row fails.
+  for (mto::Format f : {mto::Format::MXFP8_E4M3, mto::Format::MXFP4, mto::Format::MXINT8}) {
+    const Config c{f, 32, 96};
+    for (int w_shift : {16, -20}) {
+      const LinearShape s{40, 37, 96, 32, false, w_shift, 0};
+      const std::string name = linear_case_name("linear-tensorops/", f, 32, DType::Float16, DType::Float32, s.M,
+                                                s.N, s.K, false) + "/w" + std::to_string(w_shift);
+      cases.push_back({name, [=](const std::string& v) {
+                         return run_case(c.format, DType::Float16, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
+                       }});
+    }
+    const LinearShape s{40, 37, 96, 32, false, -125, 20};
+    const std::string name = linear_case_name("linear-tensorops/", f, 32, DType::BFloat16, DType::Float32, s.M, s.N,
+                                              s.K, false) + "/w-125/x20";
+    cases.push_back({name, [=](const std::string& v) {
+                       return run_case(c.format, DType::BFloat16, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
+                     }});
   }
   // Affine groups over several decode steps: the group index of a lane's second run.
   add({mto::Format::AFFINE4, 64, 576}, {1, 64, 576, 64, false});

@@ -70,9 +70,9 @@ std::vector<Case> probe_cases() {
                              {{Arg::A, small_values(64, false)}, {Arg::B, small_values(64, false)},
                               {Arg::Scales, small_values(1, true)}},
                              64));
-  // tensorops: half [2][16 x 32], bfloat [2][16 x 32], out 2624 floats.
+  // tensorops: half [2][16 x 32], bfloat [2][16 x 32], out 3136 floats.
   cases.push_back(probe_case("probe_tensorops", 128, {{0, Arg::A}, {1, Arg::B}, {2, Arg::Y}},
-                             {{Arg::A, small_values(1024, false)}, {Arg::B, small_values(1024, true)}}, 2624));
+                             {{Arg::A, small_values(1024, false)}, {Arg::B, small_values(1024, true)}}, 3136));
   // tensorops-mx: x half [16 x 256], codes [16 x 256] bytes (small finite codes in every format),
   // scales [16 x 8] (E8M0 127 = 1), the same planes as an E4M3 tensor with its scale plane at
   // buffer 4 (as qlinear_tensorops_mx binds its weight), out 3072 floats.

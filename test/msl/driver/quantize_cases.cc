@@ -5,8 +5,10 @@
 #include <cstdio>
 #include <limits>
 #include <cstring>
+#include <algorithm>
 
 #include "../../../shaders/mx_dequant.h"
+#include "../../../shaders/mx_stage.h"
 #include "cases.h"
 #include "core/dtype.h"
 #include "core/error.h"
@@ -132,7 +134,41 @@ std::vector<Case> table_cases() {
     }
     return r;
   };
-  return {c};
+  // mx_stage.h's element ranges, from every code of each MX element: the smallest nonzero magnitude
+  // is 2^lsb and every value a multiple of it, every finite magnitude is below 2^top and the largest
+  // reaches 2^(top-1), and no value has more than 8 significant bits (what a 16-bit staging keeps).
+  Case range;
+  range.name = "table/element_range";
+  range.run = [](const std::string&) {
+    CaseResult r;
+    r.op = "table";
+    r.ok = true;
+    for (int i = 0; i <= int(mto::Format::MXINT2); ++i) {
+      const int lsb = mto_element_lsb_exp(i), top = mto_element_top_exp(i);
+      double smallest = INFINITY, largest = 0;
+      bool ok = true;
+      for (uint32_t code = 0; code < (1u << mto_format_bits(i)); ++code) {
+        const double v = std::fabs(double(mto_decode_element(mto_format_element(i), code)));
+        if (!std::isfinite(v) || v == 0) continue;
+        smallest = std::min(smallest, v);
+        largest = std::max(largest, v);
+        double odd = std::ldexp(v, -lsb);  // v in steps of 2^lsb: an integer
+        const bool whole = odd == std::floor(odd);
+        while (whole && std::fmod(odd, 2) == 0) odd /= 2;
+        ok = ok && whole && v < std::ldexp(1.0, top) && odd < 256;  // odd < 2^8: 8 significant bits
+      }
+      ok = ok && smallest == std::ldexp(1.0, lsb) && largest >= std::ldexp(1.0, top - 1);
+      if (!ok) {
+        r.ok = false;
+        r.error_kind = "mismatch";
+        r.message = std::string("shaders/mx_stage.h's range disagrees with the decoded elements of ") +
+                    mto::format_info(mto::Format(i)).name;
+        break;
+      }
+    }
+    return r;
+  };
+  return {c, range};
 }
 
 }  // namespace mtoh_driver

@@ -1,0 +1,66 @@
+// Whether the values of an MX block are exact in a 16-bit staging type, for kernels that stage a
+// dequantized weight tile as half or bfloat (issue #27: matmul2d fed 16-bit operands, as MLX's NAX
+// kernels and ggml feed it) and must stay exact, as the cpu backend is.
+//
+// A block's values are element * 2^e, e = scale byte - 127. Every MX element has at most 8
+// significant bits (int8: 7 plus the sign) and is a multiple of its format's smallest step, so
+// element * 2^e is exact in a type with 8 or more significant bits unless it leaves the type's
+// range: the step 2^(lsb + e) must be a multiple of the type's smallest subnormal, and every
+// magnitude (below 2^(top + e)) must be at most the type's largest finite value.
+//   half:   subnormal 2^-24; 8-bit significands below 2^16 are at most 65280 <= 65504.
+//   bfloat: subnormal 2^-133; float32's exponent range, so what overflows, overflows in float32 too.
+// The NaN scale byte 0xFF reads as e = 128: it fits bfloat (NaN stays NaN), not half (a float32
+// tile then; NaN either way).
+#ifndef MTO_SHADERS_MX_STAGE_H
+#define MTO_SHADERS_MX_STAGE_H
+
+#include "mx_formats.h"
+
+// Exponent of the smallest nonzero element magnitude of an MX format.
+constexpr int mto_element_lsb_exp(int f) {
+  return f == MTO_FORMAT_MXFP8_E4M3   ? -9
+         : f == MTO_FORMAT_MXFP8_E5M2 ? -16
+         : f == MTO_FORMAT_MXFP6_E3M2 ? -4
+         : f == MTO_FORMAT_MXFP6_E2M3 ? -3
+         : f == MTO_FORMAT_MXFP4      ? -1
+         : f == MTO_FORMAT_MXINT8     ? -6
+         : f == MTO_FORMAT_MXINT4     ? -2
+                                      : 0;
+}
+// Every element magnitude of an MX format is below 2^top (448, 57344, 28, 7.5, 6; integers 2).
+constexpr int mto_element_top_exp(int f) {
+  return f == MTO_FORMAT_MXFP8_E4M3   ? 9
+         : f == MTO_FORMAT_MXFP8_E5M2 ? 16
+         : f == MTO_FORMAT_MXFP6_E3M2 ? 5
+         : (f == MTO_FORMAT_MXFP6_E2M3 || f == MTO_FORMAT_MXFP4) ? 3
+                                                                  : 2;
+}
+
+#if defined(__METAL_VERSION__)
+// The staging type's range: its smallest subnormal is 2^min_exp; magnitudes below 2^top_exp with 8
+// significant bits are finite in it (bfloat: no bound beyond float32's own).
+template <typename S>
+struct mto_stage_range;
+template <>
+struct mto_stage_range<float> {
+  static constexpr int min_exp = -149, top_exp = 1 << 20;
+};
+template <>
+struct mto_stage_range<half> {
+  static constexpr int min_exp = -24, top_exp = 16;
+};
+template <>
+struct mto_stage_range<bfloat> {
+  static constexpr int min_exp = -133, top_exp = 1 << 20;
+};
+
+// Whether every value of an MX block of format FMT with this E8M0 scale byte is exact in S.
+template <int FMT, typename S>
+inline bool mto_mx_block_fits(uint scale_byte) {
+  const int e = int(scale_byte & 0xFFu) - 127;
+  return e + mto_element_lsb_exp(FMT) >= mto_stage_range<S>::min_exp &&
+         e + mto_element_top_exp(FMT) <= mto_stage_range<S>::top_exp;
+}
+#endif  // __METAL_VERSION__
+
+#endif  // MTO_SHADERS_MX_STAGE_H
