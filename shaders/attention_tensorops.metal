@@ -9,9 +9,11 @@
 // A threadgroup owns ATTN_TOPS_SIMDGROUPS x 16 query rows of one query head; each SIMD-group owns
 // 16 whole rows, so every matmul2d runs with execution_simdgroup and the row softmax needs no
 // exchange between SIMD-groups. Per 32-key tile:
-//   1. S = (q * scale * log2 e) k^T into a cooperative tensor, accumulated over 64-feature chunks
-//      of Q and K staged (as float, mxfp8 decoded) in threadgroup memory; the chunk K is dynamic,
-//      since a static K that is not a multiple of 32 is truncated on macOS 26.1 (D = 80, 96).
+//   1. S = q k^T * scale * log2 e into a cooperative tensor: a dense K and q read from device
+//      memory in their own dtype, S scaled after the product; an mxfp8 K accumulated over
+//      64-feature chunks of Q (pre-scaled) and K staged as float (decoded) in threadgroup memory.
+//      K is dynamic, since a static K that is not a multiple of 32 is truncated on macOS 26.1
+//      (D = 80, 96).
 //   2. Invisible keys (causal, mask, past Lk) become -inf; reduce_rows(max, identity -inf) gives
 //      the tile's row max, the running (m, l) live in row-reduction tensors, map_iterator gives
 //      each score its row's max for P = exp2(S - m), reduce_rows(sum, identity 0) the row sums.
@@ -30,7 +32,8 @@
 //
 // The staged operands are float (float x float -> float, a combination every TensorOps release
 // supports): q may be float16/bfloat16 and K/V mxfp8, and a cooperative left input must have the
-// element type of the destination it came from (float, for an exact softmax). On the mx tier a
+// element type of the destination it came from (float, for an exact softmax); a dense q and K are
+// one dtype, so they need no staging to meet in one matmul2d. On the mx tier a
 // float16 q's scores read an mxfp8 K as its scale-plane tensor instead (half x fp8, K the
 // transposed scaled right operand: attn_tops_k_tensor); V's scale planes do not apply, a scaled
 // right operand must be transposed and V is not (docs/design/METAL.md). Masked scores are -inf;
@@ -120,10 +123,13 @@ inline void attn_tops_store(thread CT& cO, device Out* o, uint row0, uint Lq, ui
   }
 }
 
-// Step 1's K, two ways. Staged (every instance): Q and K in DC-feature chunks through threadgroup
-// memory as float, Q pre-scaled, K decoded there (mxfp8). As a scale-plane tensor (the
-// tensorops-mx library only: attn_tops_k_tensor in attention_tensorops_mx.metal): matmul2d reads
-// K's codes and E8M0 planes itself and float16 Q from device memory, and S is scaled afterwards.
+// Step 1's K, three ways. Staged (an mxfp8 cache): Q and K in DC-feature chunks through
+// threadgroup memory as float, Q pre-scaled, K decoded there. From device memory (a dense cache):
+// matmul2d reads Q and K as they are stored, in their own dtype (16-bit operands for float16 and
+// bfloat16, what the hardware's fast rows take; nothing to convert, so nothing lost), and S is
+// scaled afterwards. As a scale-plane tensor (the tensorops-mx library only: attn_tops_k_tensor in
+// attention_tensorops_mx.metal): matmul2d reads K's codes and E8M0 planes itself and float16 Q from
+// device memory, and S is scaled afterwards.
 // `arg_t` is the kernel's K parameter; `left_t`/`right_t` the operand types the cooperative
 // tensors of S are made for; kPostScale whether S still needs the scale.
 template <typename T, int KV, int D>
@@ -160,6 +166,30 @@ struct attn_tops_k_staged {
       attn_staged_t tk(&stage[BQ * LDC], dextents<int32_t, 2>(dc, BK), array<int32_t, 2>{1, LDC});
       qk.run(tq, tk, cS);
     }
+  }
+};
+
+template <typename T, int D>
+struct attn_tops_k_device {
+  typedef device const T* arg_t;
+  typedef tensor<device T, dextents<int32_t, 2>, tensor_inline> left_t;
+  typedef left_t right_t;
+  static constexpr bool kPostScale = true;
+
+  // S[SR, BK] += Q[SR, D] K[BK, D]^T from device memory (K as keys x features: transposed right).
+  template <typename QK, typename CS>
+  static void scores(thread QK& qk, thread CS& cS, arg_t k, device const uchar*, device const T* q,
+                     constant AttentionKernelParams& p, ulong q_base, uint q0, int r0, ulong kv_base, int k0,
+                     threadgroup float*, ushort) {
+    // The SIMD-group's rows of q to the last query, keys k0.. of this head to its last: S past
+    // either is undefined, and hidden (attn_visible) or never stored. A SIMD-group wholly past the
+    // last query reads that row, and stores nothing.
+    const uint row = min(q0 + uint(r0), uint(p.Lq) - 1u);
+    left_t tq((device T*)(q + (q_base + row) * uint(D)), dextents<int32_t, 2>(D, p.Lq - int(row)),
+              array<int32_t, 2>{1, D});
+    left_t tk((device T*)(k + (kv_base + uint(k0)) * uint(D)), dextents<int32_t, 2>(D, p.Lk - k0),
+              array<int32_t, 2>{1, D});
+    qk.run(tq, tk, cS);
   }
 };
 
@@ -318,10 +348,11 @@ template <typename T, typename Out, int KV, int D, typename KS>
   if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);
 }
 
-// Host names: attention_tensorops_prefill_<q dtype>_<kv>_d<D>, o of q's dtype, K staged.
+// Host names: attention_tensorops_prefill_<q dtype>_<kv>_d<D>, o of q's dtype; a dense K read from
+// device memory, an mxfp8 K staged.
 #define MTO_ATTN_TOPS_DENSE(T, tname, D)                                                                     \
   MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_dense_d" #D, attention_tensorops_prefill, T, T, \
-                      ATTN_KV_DENSE, D, attn_tops_k_staged<T, ATTN_KV_DENSE, D>)
+                      ATTN_KV_DENSE, D, attn_tops_k_device<T, D>)
 #define MTO_ATTN_TOPS_MX(T, tname, D)                                                                             \
   MTO_KERNEL_INSTANCE("attention_tensorops_prefill_" tname "_mxfp8_d" #D, attention_tensorops_prefill, T, T,      \
                       ATTN_KV_MXFP8_E4M3, D, attn_tops_k_staged<T, ATTN_KV_MXFP8_E4M3, D>)                        \
