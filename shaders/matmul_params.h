@@ -27,9 +27,14 @@
 #define MATMUL_GEMM_SIMDGROUPS 4
 
 // Tensorops tier (MSL 4.0): one matmul2d per BM x BN tile of y over the whole K, operands viewed
-// straight in device memory (no staging), execution_simdgroups<SIMDGROUPS>.
+// straight in device memory (no staging), execution_simdgroups<SIMDGROUPS>. Tiles of
+// MATMUL_TOPS_BIG square (each operand element read half as often, as MLX's NAX GEMM tiles) when
+// there are at least MATMUL_TOPS_BIG_MIN_TILES of them: 4 per core on a 40-core GPU, the largest
+// M-series count, so no GPU loses parallelism to them; MATMUL_TOPS_BM x BN otherwise.
 #define MATMUL_TOPS_BM 32
 #define MATMUL_TOPS_BN 32
+#define MATMUL_TOPS_BIG 64
+#define MATMUL_TOPS_BIG_MIN_TILES 160
 #define MATMUL_TOPS_SIMDGROUPS 4
 
 struct MatmulKernelParams {

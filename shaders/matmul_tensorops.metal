@@ -23,14 +23,13 @@
 using namespace metal;
 using namespace mpp::tensor_ops;
 
-template <typename T, typename Out>
+template <typename T, typename Out, int BM, int BN>
 [[kernel]] void matmul_tensorops_gemm(
     device const T* a [[buffer(MATMUL_BUFFER_A)]],
     device const T* b [[buffer(MATMUL_BUFFER_B)]],
     device Out* y [[buffer(MATMUL_BUFFER_Y)]],
     constant MatmulKernelParams& p [[buffer(MATMUL_BUFFER_PARAMS)]],
     uint3 group [[threadgroup_position_in_grid]]) {
-  constexpr int BM = MATMUL_TOPS_BM, BN = MATMUL_TOPS_BN;
   const int M = p.M, N = p.N, K = p.K;
   const ulong batch = group.z;
   // Element types without const: reported to fail a static_assert in Apple's headers (a
@@ -51,7 +50,7 @@ template <typename T, typename Out>
   constexpr auto desc = matmul2d_descriptor(BM, BN, static_cast<int>(dynamic_extent), false, false, false,
                                             matmul2d_descriptor::mode::multiply_accumulate);
   matmul2d<desc, execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> mm;
-  auto acc = mm.get_destination_cooperative_tensor<decltype(sa), decltype(sb), float>();
+  auto acc = mm.template get_destination_cooperative_tensor<decltype(sa), decltype(sb), float>();
   for (int i = 0; i < acc.get_capacity(); ++i)
     if (acc.is_valid_element(i)) acc[i] = 0.0f;
   mm.run(sa, sb, acc);
@@ -64,8 +63,13 @@ template <typename T, typename Out>
   }
 }
 
-MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_f32", matmul_tensorops_gemm, float, float)
-MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_f16", matmul_tensorops_gemm, half, half)
-MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_bf16", matmul_tensorops_gemm, bfloat, bfloat)
+// Host names: matmul_tensorops_gemm_<dtype> (BM x BN tiles) and _<dtype>_t64 (MATMUL_TOPS_BIG).
+#define MTO_MATMUL_TOPS(T, tname)                                                                            \
+  MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_" tname, matmul_tensorops_gemm, T, T, MATMUL_TOPS_BM, MATMUL_TOPS_BN) \
+  MTO_KERNEL_INSTANCE("matmul_tensorops_gemm_" tname "_t64", matmul_tensorops_gemm, T, T, MATMUL_TOPS_BIG,       \
+                      MATMUL_TOPS_BIG)
+MTO_MATMUL_TOPS(float, "f32")
+MTO_MATMUL_TOPS(half, "f16")
+MTO_MATMUL_TOPS(bfloat, "bf16")
 
 #endif  // __METAL_VERSION__ >= 400

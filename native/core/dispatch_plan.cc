@@ -342,11 +342,13 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
   } else {
     // TensorOps and TensorOpsMx: the MX scale planes concern quantized operands only.
     d.library = "matmul_tensorops";
-    d.kernel = std::string("matmul_tensorops_gemm_") + suffix;
     d.tier = Tier::TensorOps;
+    const int64_t big = MATMUL_TOPS_BIG;
+    const bool big_tiles = batch * ceil_div(M, big) * ceil_div(N, big) >= MATMUL_TOPS_BIG_MIN_TILES;
+    d.kernel = std::string("matmul_tensorops_gemm_") + suffix + (big_tiles ? "_t64" : "");
     // matmul2d<..., execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
-    d.threadgroups[0] = ceil_div(N, MATMUL_TOPS_BN);
-    d.threadgroups[1] = ceil_div(M, MATMUL_TOPS_BM);
+    d.threadgroups[0] = ceil_div(N, big_tiles ? big : MATMUL_TOPS_BN);
+    d.threadgroups[1] = ceil_div(M, big_tiles ? big : MATMUL_TOPS_BM);
     d.threads_per_threadgroup[0] = 32 * MATMUL_TOPS_SIMDGROUPS;
   }
   d.threadgroups[2] = uint32_t(batch);

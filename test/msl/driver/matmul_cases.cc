@@ -141,6 +141,18 @@ CaseResult plan_rules() {
     r.message = "tensorops-mx matmul plan: expected matmul_tensorops_gemm_f16 over 2 batches, got " + x.kernel;
     return r;
   }
+  // 64 x 64 tensorops tiles from MATMUL_TOPS_BIG_MIN_TILES of them: 3 x 53 = 159 stay 32 x 32, 3 x 54 do not.
+  const plan::Dispatch small =
+      plan::plan_matmul(DType::Float16, DType::Float16, DType::Float16, 1, 192, 3392, 64, false, Tier::TensorOps);
+  const plan::Dispatch big =
+      plan::plan_matmul(DType::Float16, DType::Float16, DType::Float16, 1, 192, 3393, 64, false, Tier::TensorOps);
+  if (small.kernel != "matmul_tensorops_gemm_f16" || small.threadgroups[0] != 106 || small.threadgroups[1] != 6 ||
+      big.kernel != "matmul_tensorops_gemm_f16_t64" || big.threadgroups[0] != 54 || big.threadgroups[1] != 3) {
+    r.error_kind = "mismatch";
+    r.message = "tensorops matmul tiles: expected 106 x 6 of 32 for 192 x 3392 and 54 x 3 of 64 for 192 x 3393, got " +
+                small.kernel + " and " + big.kernel;
+    return r;
+  }
   // A dense linear runs the simdgroup GEMM on every tier, saying so above it.
   const plan::Dispatch l = plan::plan_linear_dense(DType::Float16, DType::Float16, DType::Float16, 9, 8, 64, true,
                                                    Tier::TensorOps);
@@ -180,6 +192,9 @@ std::vector<Case> matmul_cases() {
     add(dt, {2, 33, 40, 70, false});
     add(dt, {3, 9, 37, 45, true});
   }
+  // Enough tiles for the tensorops tier's 64 x 64 tiles (_t64), partial in M and N.
+  add(DType::Float32, {10, 250, 260, 40, false});
+  add(DType::BFloat16, {10, 250, 260, 40, true});
   // linear with a dense weight: decode rows and a prefill, partial tiles, with and without a bias,
   // planned for the simdgroup tier and (the same kernel) for tensorops.
   auto add_linear = [&](DType dt, int64_t M, int64_t N, int64_t K, bool with_bias, mto::Tier tier) {
