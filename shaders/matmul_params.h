@@ -20,10 +20,16 @@
 
 // Simdgroup tier: a threadgroup computes a BM x BN tile of one batch's y, stepping through K by
 // BK with a and b staged as T in threadgroup memory; its SIMDGROUPS SIMD-groups (2 x 2) each own a
-// 16 x 16 quarter as 2 x 2 simdgroup_matrix 8x8 accumulators (float).
+// quarter as simdgroup_matrix 8x8 accumulators (float). Two shapes: 32 x 32 x 32 (16 x 16
+// quarters), and MLX's steel GEMM tile 64 x 64 x 16 (32 x 32 quarters: each staged element feeds
+// twice the products) when there are at least MATMUL_GEMM_BIG_MIN_TILES tiles of 64 (4 per core
+// on a 40-core GPU, so no GPU loses parallelism to them).
 #define MATMUL_GEMM_BM 32
 #define MATMUL_GEMM_BN 32
 #define MATMUL_GEMM_BK 32
+#define MATMUL_GEMM_BIG 64
+#define MATMUL_GEMM_BIG_BK 16
+#define MATMUL_GEMM_BIG_MIN_TILES 160
 #define MATMUL_GEMM_SIMDGROUPS 4
 
 // Tensorops tier (MSL 4.0): one matmul2d per BM x BN tile of y over the whole K, operands viewed

@@ -334,10 +334,12 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
   Dispatch d;
   if (tier == Tier::Simdgroup) {
     d.library = "matmul";
-    d.kernel = std::string("matmul_gemm_") + suffix;
     d.tier = Tier::Simdgroup;
-    d.threadgroups[0] = ceil_div(N, MATMUL_GEMM_BN);
-    d.threadgroups[1] = ceil_div(M, MATMUL_GEMM_BM);
+    const int64_t big = MATMUL_GEMM_BIG;
+    const bool big_tiles = batch * ceil_div(M, big) * ceil_div(N, big) >= MATMUL_GEMM_BIG_MIN_TILES;
+    d.kernel = std::string("matmul_gemm_") + suffix + (big_tiles ? "_t64" : "");
+    d.threadgroups[0] = ceil_div(N, big_tiles ? big : MATMUL_GEMM_BN);
+    d.threadgroups[1] = ceil_div(M, big_tiles ? big : MATMUL_GEMM_BM);
     d.threads_per_threadgroup[0] = 32 * MATMUL_GEMM_SIMDGROUPS;
   } else {
     // TensorOps and TensorOpsMx: the MX scale planes concern quantized operands only.

@@ -153,6 +153,18 @@ CaseResult plan_rules() {
                 small.kernel + " and " + big.kernel;
     return r;
   }
+  // The simdgroup GEMM's 64 x 64 x 16 tiles from MATMUL_GEMM_BIG_MIN_TILES of them, the same boundary.
+  const plan::Dispatch sg_small =
+      plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, 192, 3392, 64, false, Tier::Simdgroup);
+  const plan::Dispatch sg_big =
+      plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, 192, 3393, 64, false, Tier::Simdgroup);
+  if (sg_small.kernel != "matmul_gemm_f32" || sg_small.threadgroups[0] != 106 || sg_big.kernel != "matmul_gemm_f32_t64" ||
+      sg_big.threadgroups[0] != 54 || sg_big.threadgroups[1] != 3) {
+    r.error_kind = "mismatch";
+    r.message = "simdgroup matmul tiles: expected 32 for 192 x 3392 and 64 for 192 x 3393, got " + sg_small.kernel +
+                " and " + sg_big.kernel;
+    return r;
+  }
   // A dense linear runs the simdgroup GEMM on every tier, saying so above it.
   const plan::Dispatch l = plan::plan_linear_dense(DType::Float16, DType::Float16, DType::Float16, 9, 8, 64, true,
                                                    Tier::TensorOps);
@@ -210,6 +222,8 @@ std::vector<Case> matmul_cases() {
   add_linear(DType::Float16, 9, 40, 70, true, mto::Tier::Simdgroup);
   add_linear(DType::BFloat16, 3, 37, 45, false, mto::Tier::Simdgroup);
   add_linear(DType::Float16, 65, 33, 64, true, mto::Tier::TensorOps);
+  // Enough tiles for the 64 x 64 x 16 GEMM, w transposed through it, partial tiles and K step.
+  add_linear(DType::Float16, 520, 1290, 24, true, mto::Tier::Simdgroup);
   return cases;
 }
 
