@@ -10,8 +10,9 @@
 //   than one split (the plan sizes it by the GPU's cores: DeviceProfile) each split writes its
 //   (m, l, O) and attention_merge combines them, one threadgroup per query row (flash-decoding;
 //   MLX's sdpa_vector_2pass).
-//   attention_prefill (Lq > 8) is bound by arithmetic: a threadgroup owns 16 query rows of one
-//   query head, each SIMD-group an 8-row strip held as D/8 simdgroup_matrix 8x8 accumulators. Per
+//   attention_prefill (Lq > 8) is bound by arithmetic: a threadgroup owns 32 query rows of one
+//   query head (16 at D = 256: attention_params.h), each SIMD-group an 8-row strip held as D/8
+//   simdgroup_matrix 8x8 accumulators. Per
 //   16-key tile: K staged in threadgroup memory, S = Q K^T with simdgroup matrices, the online
 //   softmax on S in threadgroup memory (4 lanes per row, shuffles for the row max and sum), the
 //   running output rescaled by diag(exp2(m_old - m_new)) as one more 8x8 product, V staged in the
@@ -152,11 +153,12 @@ template <typename T, typename Out, int KV, int D>
     ushort tid [[thread_index_in_threadgroup]],
     ushort sg [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
-  constexpr int BQ = ATTN_PREFILL_BQ, BK = ATTN_PREFILL_BK, NSG = ATTN_PREFILL_SIMDGROUPS;
+  constexpr int NSG = ATTN_PREFILL_SIMDGROUPS(D), BQ = 8 * NSG, BK = ATTN_PREFILL_BK;
   constexpr int THREADS = 32 * NSG;
   constexpr int DT = D / 8;  // 8x8 tiles across the features
-  static_assert(BQ == 8 * NSG && BK == 16 && BQ == BK && D % 8 == 0, "tile geometry");
-  // Q (once), then each K tile, each V tile, and at the end the output strip.
+  static_assert(BK == 16 && BQ % BK == 0 && D % 8 == 0, "tile geometry");
+  // Q (once, BK rows at a time), then each K tile, each V tile, and at the end the output (BK rows
+  // at a time).
   threadgroup float tile[BK][D];
   threadgroup float st[NSG][8][BK];   // this SIMD-group's scores, then probabilities
   threadgroup float dg[NSG][8][8];    // diag(row factors)
@@ -175,15 +177,18 @@ template <typename T, typename Out, int KV, int D>
 
   for (uint e = lane; e < 64u; e += 32u) dg[sg][e / 8][e % 8] = 0.0f;
   for (uint e = tid; e < uint(BQ * D); e += THREADS) vbad[e / uint(D)][e % uint(D)] = 0;
-  for (uint e = tid; e < uint(BQ * D); e += THREADS) {
-    const uint r = e / uint(D), d = e % uint(D);
-    tile[r][d] = q0 + r < uint(p.Lq) ? float(q[(q_base + q0 + r) * uint(D) + d]) * p.scale_log2 : 0.0f;
-  }
-  threadgroup_barrier(mem_flags::mem_threadgroup);
   simdgroup_float8x8 qm[DT], om[DT];
-  for (int t = 0; t < DT; ++t) {
-    simdgroup_load(qm[t], &tile[8 * sg][8 * t], D);
-    om[t] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  for (int t = 0; t < DT; ++t) om[t] = make_filled_simdgroup_matrix<float, 8, 8>(0.0f);
+  // Q, pre-scaled, BK rows at a time: the SIMD-groups whose strips lie in a slice load them.
+  for (int s0 = 0; s0 < BQ; s0 += BK) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // the previous slice is loaded
+    for (uint e = tid; e < uint(BK * D); e += THREADS) {
+      const uint r = e / uint(D), d = e % uint(D), row = q0 + uint(s0) + r;
+      tile[r][d] = row < uint(p.Lq) ? float(q[(q_base + row) * uint(D) + d]) * p.scale_log2 : 0.0f;
+    }
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    if (8 * int(sg) >= s0 && 8 * int(sg) < s0 + BK)
+      for (int t = 0; t < DT; ++t) simdgroup_load(qm[t], &tile[8 * int(sg) - s0][8 * t], D);
   }
 
   float m_run = ninf, l_run = 0.0f;
@@ -292,18 +297,21 @@ template <typename T, typename Out, int KV, int D>
   simdgroup_barrier(mem_flags::mem_threadgroup);
   simdgroup_float8x8 fm;
   simdgroup_load(fm, &dg[sg][0][0], 8);
-  threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group is done with V
-  for (int t = 0; t < DT; ++t) {
-    simdgroup_multiply(om[t], fm, om[t]);
-    simdgroup_store(om[t], &tile[8 * sg][8 * t], D);
-  }
+  for (int t = 0; t < DT; ++t) simdgroup_multiply(om[t], fm, om[t]);
   if (isnan(m_run) || m_run == -ninf || isnan(inv))  // a NaN or +inf score (or sink): the row is NaN
     for (uint d = uint(lane % 4); d < uint(D); d += 4u) vbad[8u * sg + uint(rr)][d] = uchar(ATTN_V_NAN);
-  threadgroup_barrier(mem_flags::mem_threadgroup);
-  for (uint e = tid; e < uint(BQ * D); e += THREADS) {
-    const uint r = e / uint(D), d = e % uint(D);
-    const uint bits = uint(vbad[r][d]);
-    if (q0 + r < uint(p.Lq)) o[(q_base + q0 + r) * uint(D) + d] = Out(bits == 0u ? tile[r][d] : attn_v_nonfinite_value(bits));
+  // The output BK rows at a time, through the tile.
+  for (int s0 = 0; s0 < BQ; s0 += BK) {
+    threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group is done with V, or the previous slice is stored
+    if (8 * int(sg) >= s0 && 8 * int(sg) < s0 + BK)
+      for (int t = 0; t < DT; ++t) simdgroup_store(om[t], &tile[8 * int(sg) - s0][8 * t], D);
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    for (uint e = tid; e < uint(BK * D); e += THREADS) {
+      const uint r = e / uint(D), d = e % uint(D), row = uint(s0) + r;
+      const uint bits = uint(vbad[row][d]);
+      if (q0 + row < uint(p.Lq))
+        o[(q_base + q0 + row) * uint(D) + d] = Out(bits == 0u ? tile[r][d] : attn_v_nonfinite_value(bits));
+    }
   }
 }
 

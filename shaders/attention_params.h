@@ -56,12 +56,13 @@
 #define ATTN_SPLIT_GROUPS_PER_CORE 64
 #define ATTN_MERGE_THREADS 64
 
-// Prefill: a threadgroup owns ATTN_PREFILL_BQ query rows of one query head; each of its
-// SIMD-groups owns 8 of them (a strip of D/8 simdgroup_matrix accumulators) and the threadgroup
-// steps through the keys ATTN_PREFILL_BK at a time, staging K then V in threadgroup memory.
-#define ATTN_PREFILL_BQ 16
+// Prefill: a threadgroup owns 8 x ATTN_PREFILL_SIMDGROUPS(D) query rows of one query head; each
+// of its SIMD-groups owns 8 of them (a strip of D/8 simdgroup_matrix accumulators) and the
+// threadgroup steps through the keys ATTN_PREFILL_BK at a time, staging K then V in threadgroup
+// memory. 4 SIMD-groups (32 rows: MLX's steel attention tile, each staged key serving twice the
+// rows of 16) up to D = 128; 2 at D = 256, where 32 rows' threadgroup memory would pass 22 KiB.
 #define ATTN_PREFILL_BK 16
-#define ATTN_PREFILL_SIMDGROUPS 2
+#define ATTN_PREFILL_SIMDGROUPS(D) ((D) > 128 ? 2 : 4)
 
 // Prefill on the tensorops tiers (shaders/attention_tensorops.metal): a threadgroup owns
 // ATTN_TOPS_SIMDGROUPS x ATTN_TOPS_SG_ROWS query rows of one query head, each SIMD-group whole

@@ -471,8 +471,8 @@ AttentionPlan plan_attention(const AttentionParams& p, DType q, DType o, bool kv
     kp.splits = 1;
     kp.split_len = kp.Lk;
     Dispatch d = base("attention_prefill_" + tail);
-    d.threadgroups[0] = ceil_div(p.Lq, ATTN_PREFILL_BQ);
-    d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS;
+    d.threadgroups[0] = ceil_div(p.Lq, 8 * ATTN_PREFILL_SIMDGROUPS(p.D));
+    d.threads_per_threadgroup[0] = 32 * ATTN_PREFILL_SIMDGROUPS(p.D);
     // On tensorops-mx, a float16 q's scores read an mxfp8 K as one tensor argument: the MTLTensor
     // with an E8M0 scale plane the host made over K's codes and scales, [B * Hkv * Lk rows, D
     // columns] (half x fp8 with K the transposed scaled right operand; rows of 128 bytes or more:
