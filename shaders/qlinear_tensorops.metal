@@ -44,19 +44,27 @@ struct qlinear_tops_stage<float, FMT> {
   static constexpr bool narrow = false;
 };
 
+// The K step of a BM x BN tile staged as S: 64 columns, but 32 for float32 staging of 64 x 64
+// tiles (threadgroup memory).
+template <typename S, int BM>
+struct qlinear_tops_bk {
+  static constexpr int value = BM == QLINEAR_TOPS_BIG && sizeof(S) == 4 ? QLINEAR_TOPS_BIG_FLOAT_BK : QLINEAR_TOPS_BK;
+};
+
 // The K loop and the epilogue with tiles of S (float, or T where every block of the threadgroup's
-// weight rows is exact in T): xs and ws are the kernel's threadgroup tiles, rows LD elements of S.
-template <typename S, typename T, typename Out, int FMT>
+// weight rows is exact in T): xs (BM rows) and ws (BN rows) in the kernel's threadgroup memory,
+// rows of BK + 4 elements of S.
+template <typename S, int BM, int BN, typename T, typename Out, int FMT>
 inline void qlinear_tops_tiles(device const T* x, device const uchar* codes,
                                device const typename mto_scale_storage<FMT>::type* scales,
                                device const half* biases, device const float* bias, device Out* y,
-                               constant QLinearParams& p, uint2 group, ushort tid, threadgroup S* xs,
-                               threadgroup S* ws) {
-  constexpr int BM = QLINEAR_TOPS_BM, BN = QLINEAR_TOPS_BN, BK = QLINEAR_TOPS_BK;
+                               constant QLinearParams& p, uint2 group, ushort tid, threadgroup S* xs) {
+  constexpr int BK = qlinear_tops_bk<S, BM>::value;
   constexpr int THREADS = 32 * QLINEAR_TOPS_SIMDGROUPS;
-  constexpr int LD = BK + 4;  // staged row stride: the pad staggers rows across memory banks
-  constexpr int RUN = 16;     // values one thread stages per step and operand (inside one block)
-  static_assert(BM * BK == THREADS * RUN && BN * BK == THREADS * RUN, "loader covers the tiles");
+  constexpr int LD = BK + 4;                 // staged row stride: the pad staggers rows across memory banks
+  constexpr int RUN = BM * BK / THREADS;     // values one thread stages per step and operand
+  static_assert(BM == BN && RUN <= 32 && 32 % RUN == 0, "loader covers the tiles, a run inside one block");
+  threadgroup S* ws = xs + BM * LD;
 
   const uint M = uint(p.M), N = uint(p.N), K = uint(p.K);
   const uint m0 = group.y * BM, n0 = group.x * BN;
@@ -68,7 +76,7 @@ inline void qlinear_tops_tiles(device const T* x, device const uchar* codes,
                                             matmul2d_descriptor::mode::multiply_accumulate);
   matmul2d<desc, execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> mm;
   typedef tensor<threadgroup S, dextents<int32_t, 2>, tensor_inline> staged_t;
-  auto acc = mm.get_destination_cooperative_tensor<staged_t, staged_t, float>();
+  auto acc = mm.template get_destination_cooperative_tensor<staged_t, staged_t, float>();
   for (int i = 0; i < acc.get_capacity(); ++i)
     if (acc.is_valid_element(i)) acc[i] = 0.0f;
 
@@ -109,7 +117,7 @@ inline void qlinear_tops_tiles(device const T* x, device const uchar* codes,
   }
 }
 
-template <typename T, typename Out, int FMT>
+template <typename T, typename Out, int FMT, int BM, int BN>
 [[kernel]] void qlinear_tensorops_gemm(
     device const T* x [[buffer(QLINEAR_BUFFER_X)]],
     device const uchar* codes [[buffer(QLINEAR_BUFFER_W_CODES)]],
@@ -122,13 +130,14 @@ template <typename T, typename Out, int FMT>
     ushort tid [[thread_index_in_threadgroup]],
     ushort simd [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
-  constexpr int BM = QLINEAR_TOPS_BM, BN = QLINEAR_TOPS_BN, LD = QLINEAR_TOPS_BK + 4;
   constexpr int SIMDGROUPS = QLINEAR_TOPS_SIMDGROUPS;
   typedef qlinear_tops_stage<T, FMT> stage;
   typedef typename stage::type S;
-  // float32 tiles; a 16-bit staging uses the first half of each (rows of LD elements of S).
-  threadgroup float xs[BM][LD];
-  threadgroup float ws[BN][LD];
+  // The x and w tiles of either staging, in floats.
+  constexpr int NARROW_FLOATS = (BM + BN) * (qlinear_tops_bk<S, BM>::value + 4) * int(sizeof(S)) / 4;
+  constexpr int FLOAT_FLOATS = (BM + BN) * (qlinear_tops_bk<float, BM>::value + 4);
+  constexpr int TILE_FLOATS = NARROW_FLOATS > FLOAT_FLOATS ? NARROW_FLOATS : FLOAT_FLOATS;
+  threadgroup float tiles[TILE_FLOATS];
   threadgroup int misfit[SIMDGROUPS];  // a block of the threadgroup's weight rows is not exact in S
 
   // Stage as S when every block scale of this threadgroup's weight rows keeps its values exact in
@@ -148,24 +157,27 @@ template <typename T, typename Out, int FMT>
     for (int s = 0; s < SIMDGROUPS; ++s) narrow = narrow && misfit[s] == 0;
   }
   if (narrow) {
-    qlinear_tops_tiles<S, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, (threadgroup S*)&xs[0][0],
-                                       (threadgroup S*)&ws[0][0]);
+    qlinear_tops_tiles<S, BM, BN, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, (threadgroup S*)&tiles[0]);
   } else {
-    qlinear_tops_tiles<float, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, &xs[0][0], &ws[0][0]);
+    qlinear_tops_tiles<float, BM, BN, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, &tiles[0]);
   }
 }
 
-// Host names as in qlinear.metal: qlinear_tensorops_gemm_<format>_<x dtype>[_of16|_obf16].
-#define MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, Out, oname) \
-  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_" tname oname, qlinear_tensorops_gemm, T, Out, fmt)
-#define MTO_QLINEAR_TOPS_DTYPE(fmt, name, T, tname)           \
-  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, float, "")        \
-  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, half, "_of16")    \
-  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, bfloat, "_obf16")
-#define MTO_QLINEAR_TOPS_FORMAT(fmt, name)          \
-  MTO_QLINEAR_TOPS_DTYPE(fmt, name, float, "f32")   \
-  MTO_QLINEAR_TOPS_DTYPE(fmt, name, half, "f16")    \
-  MTO_QLINEAR_TOPS_DTYPE(fmt, name, bfloat, "bf16")
+// Host names as in qlinear.metal: qlinear_tensorops_gemm_<format>_<x dtype>[_of16|_obf16], plus
+// _t64 (64 x 64 tiles) for float16/bfloat16 x.
+#define MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, Out, oname, tiles, B) \
+  MTO_KERNEL_INSTANCE("qlinear_tensorops_gemm_" name "_" tname oname tiles, qlinear_tensorops_gemm, T, Out, fmt, B, B)
+#define MTO_QLINEAR_TOPS_DTYPE(fmt, name, T, tname, tiles, B)          \
+  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, float, "", tiles, B)       \
+  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, half, "_of16", tiles, B)   \
+  MTO_QLINEAR_TOPS_OUT(fmt, name, T, tname, bfloat, "_obf16", tiles, B)
+#define MTO_QLINEAR_TOPS_FORMAT(fmt, name)                                         \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, float, "f32", "", QLINEAR_TOPS_BM)             \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, half, "f16", "", QLINEAR_TOPS_BM)              \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, bfloat, "bf16", "", QLINEAR_TOPS_BM)           \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, half, "f16", "_t64", QLINEAR_TOPS_BIG)         \
+  MTO_QLINEAR_TOPS_DTYPE(fmt, name, bfloat, "bf16", "_t64", QLINEAR_TOPS_BIG)
+static_assert(QLINEAR_TOPS_BM == QLINEAR_TOPS_BN, "square tiles");
 
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")

@@ -266,8 +266,12 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
     d.threads_per_threadgroup[0] = 32 * QLINEAR_MX_SIMDGROUPS;
   } else if (d.library == "qlinear_tensorops") {
     // matmul2d<..., execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
-    d.threadgroups[0] = ceil_div(N, QLINEAR_TOPS_BN);
-    d.threadgroups[1] = ceil_div(M, QLINEAR_TOPS_BM);
+    const int64_t big = QLINEAR_TOPS_BIG;
+    const bool big_tiles = (x == DType::Float16 || x == DType::BFloat16) &&
+                           int64_t(ceil_div(M, big)) * ceil_div(N, big) >= QLINEAR_TOPS_BIG_MIN_TILES;
+    if (big_tiles) d.kernel += "_t64";
+    d.threadgroups[0] = ceil_div(N, big_tiles ? big : QLINEAR_TOPS_BN);
+    d.threadgroups[1] = ceil_div(M, big_tiles ? big : QLINEAR_TOPS_BM);
     d.threads_per_threadgroup[0] = 32 * QLINEAR_TOPS_SIMDGROUPS;
   } else if (decode) {
     const int rows_per_group = QLINEAR_DECODE_SIMDGROUPS * QLINEAR_DECODE_ROWS_PER_SIMDGROUP;

@@ -205,6 +205,24 @@ std::vector<Case> linear_cases() {
                        return run_case(c.format, DType::BFloat16, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
                      }});
   }
+  // 64 x 64 tiles (16-bit x, enough tiles): 16-bit staging, float32 staging with its 32-column K
+  // step (an affine weight; a row past float16's range in one threadgroup: overflow to inf, were it
+  // staged as float16, which the relative tolerance sees), partial tiles, a K tail.
+  const LinearShape big{650, 970, 96, 32, true};
+  add_tier({mto::Format::MXFP4, 32, 96}, DType::Float16, DType::Float32, big, "linear-tensorops/", mto::Tier::TensorOps);
+  add_tier({mto::Format::MXFP8_E4M3, 32, 96}, DType::BFloat16, DType::BFloat16, big, "linear-tensorops/",
+           mto::Tier::TensorOps);
+  add_tier({mto::Format::AFFINE4, 32, 96}, DType::Float16, DType::Float16, big, "linear-tensorops/",
+           mto::Tier::TensorOps);
+  {
+    const LinearShape s{650, 970, 96, 32, false, 16, 0};
+    const std::string name = linear_case_name("linear-tensorops/", mto::Format::MXFP8_E4M3, 32, DType::Float16,
+                                              DType::Float32, s.M, s.N, s.K, false) + "/w16";
+    cases.push_back({name, [=](const std::string& v) {
+                       return run_case(mto::Format::MXFP8_E4M3, DType::Float16, DType::Float32, s, name, v,
+                                       mto::Tier::TensorOps);
+                     }});
+  }
   // Affine groups over several decode steps: the group index of a lane's second run.
   add({mto::Format::AFFINE4, 64, 576}, {1, 64, 576, 64, false});
   add({mto::Format::AFFINE8, 128, 640}, {2, 64, 640, 128, true});

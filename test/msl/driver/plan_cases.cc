@@ -168,6 +168,18 @@ std::vector<Case> plan_cases() {
                   "tensorops and says why";
       return r;
     }
+    // 64 x 64 tensorops tiles for 16-bit x from 160 of them (10 x 16 yes, 10 x 15 no), never for float32 x.
+    const plan::Dispatch big = plan::plan_linear(Format::MXFP4, 32, mto::DType::Float16, kF32, 640, 1024, 64, false, Tier::TensorOps);
+    const plan::Dispatch fewer = plan::plan_linear(Format::MXFP4, 32, mto::DType::Float16, kF32, 640, 960, 64, false, Tier::TensorOps);
+    const plan::Dispatch f32 = plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 640, 1024, 64, false, Tier::TensorOps);
+    if (big.kernel != "qlinear_tensorops_gemm_mxfp4_f16_t64" || big.threadgroups[0] != 16 || big.threadgroups[1] != 10 ||
+        fewer.kernel != "qlinear_tensorops_gemm_mxfp4_f16" || fewer.threadgroups[0] != 30 ||
+        f32.kernel != "qlinear_tensorops_gemm_mxfp4_f32") {
+      r.error_kind = "mismatch";
+      r.message = "tensorops linear tiles: expected _t64 (16 x 10) for 640 x 1024 float16 x, 32 x 32 below 160 tiles "
+                  "and for float32 x; got " + big.kernel + ", " + fewer.kernel + ", " + f32.kernel;
+      return r;
+    }
     // embedding within a pipeline's limit: the largest power of two under it (a 4096 row wants 256).
     mto::EmbeddingParams e;
     e.vocab = 4; e.dim = 4096; e.count = 2;
