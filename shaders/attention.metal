@@ -300,9 +300,10 @@ template <typename T, typename Out, int KV, int D>
   for (int t = 0; t < DT; ++t) simdgroup_multiply(om[t], fm, om[t]);
   if (isnan(m_run) || m_run == -ninf || isnan(inv))  // a NaN or +inf score (or sink): the row is NaN
     for (uint d = uint(lane % 4); d < uint(D); d += 4u) vbad[8u * sg + uint(rr)][d] = uchar(ATTN_V_NAN);
-  // The output BK rows at a time, through the tile.
+  // The output BK rows at a time, through the tile, once every SIMD-group is done with V (or with
+  // the previous slice).
   for (int s0 = 0; s0 < BQ; s0 += BK) {
-    threadgroup_barrier(mem_flags::mem_threadgroup);  // every SIMD-group is done with V, or the previous slice is stored
+    threadgroup_barrier(mem_flags::mem_threadgroup);
     if (8 * int(sg) >= s0 && 8 * int(sg) < s0 + BK)
       for (int t = 0; t < DT; ++t) simdgroup_store(om[t], &tile[8 * int(sg) - s0][8 * t], D);
     threadgroup_barrier(mem_flags::mem_threadgroup);

@@ -1,15 +1,15 @@
 // Quantized linear y[M, N] = x[M, K] @ w[N, K]^T (+ bias[N]) for the tensorops tier (MSL 4.0,
 // TensorOps): each docs/design/API.md format, float32/float16/bfloat16 activations (T), float32
-// accumulation, y in the output dtype Out (rounded once as each element is stored). Compiled only at MSL 4.0 (the host sets
-// MTLCompileOptions.languageVersion; docs/design/METAL.md).
+// accumulation, y in the output dtype Out (rounded once as each element is stored). Compiled only
+// at MSL 4.0 (the host sets MTLCompileOptions.languageVersion; docs/design/METAL.md).
 //
 // The route WWDC26 talk 330 gives for weight formats the hardware path does not know: each step
 // dequantizes a BN x BK tile of w (mx_dequant.h, the decoders the cpu backend uses) and stages the
 // matching BM x BK tile of x in threadgroup memory (as T where that is exact, else as float32:
-// qlinear_tops_stage), and one matmul2d over the threadgroup's
-// SIMD-groups multiplies them, mode::multiply_accumulate, into a cooperative destination that
-// lives in registers across the whole K loop. K is dynamic: the last step's views are clamped to
-// the K tail (a static K that is not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e).
+// qlinear_tops_stage), and one matmul2d over the threadgroup's SIMD-groups multiplies them,
+// mode::multiply_accumulate, into a cooperative destination that lives in registers across the
+// whole K loop. K is dynamic: the last step's views are clamped to the K tail (a static K that is
+// not a multiple of 32 is truncated on macOS 26.1; ggml 33c9ea5e).
 // The epilogue writes each element the calling thread holds at the coordinates
 // get_multidimensional_index gives: the element-to-thread layout of a cooperative tensor is
 // implementation-defined and differs between GPU generations.
@@ -177,7 +177,6 @@ template <typename T, typename Out, int FMT, int BM, int BN>
   MTO_QLINEAR_TOPS_DTYPE(fmt, name, bfloat, "bf16", "", QLINEAR_TOPS_BM)           \
   MTO_QLINEAR_TOPS_DTYPE(fmt, name, half, "f16", "_t64", QLINEAR_TOPS_BIG)         \
   MTO_QLINEAR_TOPS_DTYPE(fmt, name, bfloat, "bf16", "_t64", QLINEAR_TOPS_BIG)
-static_assert(QLINEAR_TOPS_BM == QLINEAR_TOPS_BN, "square tiles");
 
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E4M3, "mxfp8")
 MTO_QLINEAR_TOPS_FORMAT(MTO_FORMAT_MXFP8_E5M2, "mxfp8_e5m2")
