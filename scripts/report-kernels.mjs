@@ -261,7 +261,11 @@ export function markdown(r) {
     `  its first pass launches on the ${profiles.join(' / ')}-core profiles (threadgroups of 4 SIMD-groups, where`,
     '  MLX\'s 2pass_1 has one SIMD-group per query row; ours against MLX\'s first pass):',
     ...versus.map((v) => `  ${v};`),
-    behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.');
+    behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.',
+    '- What the decode key loop does that sdpa_vector does not: it skips a key whose score is -inf (a',
+    '  hidden key\'s non-finite V must not reach the output: the NaN/Inf rule both backends keep) and',
+    '  takes the running maximum NaN-aware; its one exp2 per key sits on two paths (a new maximum or',
+    '  not), and the count takes both.');
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }

@@ -147,18 +147,23 @@ inline void attn_decode_rows(
     l[r] = 0.0f;
   }
 
+  // Keys past every row's causal limit are seen by none: the loop stops there, and with one row
+  // needs no per-key limit test.
+  int jseen = jlast[0];
+  for (int r = 1; r < R; ++r) jseen = max(jseen, jlast[r]);
+  const int jend = min(j1, jseen + 1);
   const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
-  for (int j = j0 + int(sg); j < j1; j += NSG) {
+  for (int j = j0 + int(sg); j < jend; j += NSG) {
     ATTN_DECODE_COST(T, KV, R, E, MASKED);
     float kr[E], vr[E];
     attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), lane, table, kr);
     attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
     for (int r = 0; r < R; ++r) {
       if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
-      float partial = 0.0f;
-      for (int e = 0; e < E; ++e) partial += qr[r][e] * kr[e];
+      float partial = qr[r][0] * kr[0];
+      for (int e = 1; e < E; ++e) partial += qr[r][e] * kr[e];
       float s = simd_sum(partial);
-      if (j > jlast[r]) continue;  // causal
+      if (R > 1 && j > jlast[r]) continue;  // causal
       if (MASKED) {
         float bias;
         if (!attn_mask_visible(p, mask, b, head[r], qi[r], j, bias)) continue;

@@ -74,15 +74,71 @@ function blocks(lines) {
 }
 
 /**
- * Natural loops: per back edge u -> h (h laid out at or before u, as LLVM lays out loop headers),
- * the blocks that reach u without passing through h, plus h; loops of one header are merged.
+ * Immediate dominators of the blocks (Cooper, Harvey and Kennedy's iterative algorithm over a
+ * reverse postorder), each function's entry (a global label) a root; -1 for a root and for a
+ * block no root reaches.
  */
-function naturalLoops(bs) {
+function dominators(bs) {
   const preds = bs.map(() => []);
   bs.forEach((b, u) => b.succs.forEach((v) => preds[v].push(u)));
+  const order = [];  // reverse postorder from every root
+  const seen = new Uint8Array(bs.length);
+  bs.forEach((b, root) => {
+    if (!b.global || seen[root]) return;
+    const post = [];
+    const stack = [[root, 0]];
+    seen[root] = 1;
+    while (stack.length) {
+      const top = stack[stack.length - 1];
+      const succs = bs[top[0]].succs;
+      if (top[1] < succs.length) {
+        const v = succs[top[1]++];
+        if (!seen[v]) { seen[v] = 1; stack.push([v, 0]); }
+      } else {
+        post.push(stack.pop()[0]);
+      }
+    }
+    order.push(...post.reverse());
+  });
+  const rank = new Int32Array(bs.length).fill(-1);
+  order.forEach((b, i) => { rank[b] = i; });
+  const idom = new Int32Array(bs.length).fill(-1);
+  const isRoot = (b) => bs[b].global;
+  order.forEach((b) => { if (isRoot(b)) idom[b] = b; });
+  const intersect = (a, b) => {
+    while (a !== b) {
+      while (rank[a] > rank[b]) a = idom[a];
+      while (rank[b] > rank[a]) b = idom[b];
+    }
+    return a;
+  };
+  for (let changed = true; changed;) {
+    changed = false;
+    for (const b of order) {
+      if (isRoot(b)) continue;
+      let d = -1;
+      for (const p of preds[b]) if (idom[p] !== -1) d = d === -1 ? p : intersect(p, d);
+      if (d !== idom[b]) { idom[b] = d; changed = true; }
+    }
+  }
+  order.forEach((b) => { if (isRoot(b)) idom[b] = -1; });
+  return { preds, idom };
+}
+
+/**
+ * Natural loops: per back edge u -> h (an edge to a block h that dominates u, wherever the
+ * compiler laid h out: a rotated loop is entered by a jump into its middle), the blocks that
+ * reach u without passing through h, plus h; loops of one header are merged.
+ */
+function naturalLoops(bs) {
+  const { preds, idom } = dominators(bs);
+  const dominates = (h, u) => {
+    for (let x = u; x !== -1; x = idom[x]) if (x === h) return true;
+    return false;
+  };
   const byHeader = new Map();
   bs.forEach((b, u) => b.succs.forEach((h) => {
-    if (h > u) return;
+    if (!dominates(h, u)) return;
     const body = byHeader.get(h) ?? new Set([h]);
     const stack = [u];
     while (stack.length) {
