@@ -11,7 +11,9 @@
 // exchange between SIMD-groups. Per 32-key tile:
 //   1. S = q k^T * scale * log2 e into a cooperative tensor: a dense K and q read from device
 //      memory in their own dtype, S scaled after the product; an mxfp8 K accumulated over
-//      64-feature chunks of Q (pre-scaled) and K staged as float (decoded) in threadgroup memory.
+//      64-feature chunks of Q and K (decoded) staged in threadgroup memory, in float16/bfloat16
+//      q's dtype where the threadgroup's K block scales keep K exact there (S scaled after),
+//      else as float (Q pre-scaled).
 //      K is dynamic, since a static K that is not a multiple of 32 is truncated on macOS 26.1
 //      (D = 80, 96).
 //   2. Invisible keys (causal, mask, past Lk) become -inf; reduce_rows(max, identity -inf) gives
@@ -30,10 +32,11 @@
 // the element-to-thread layout is implementation-defined and differs across GPU generations. The
 // per-row rescale factors reach O (another op's layout) through threadgroup memory by row index.
 //
-// The staged operands are float (float x float -> float, a combination every TensorOps release
-// supports): q may be float16/bfloat16 and K/V mxfp8, and a cooperative left input must have the
-// element type of the destination it came from (float, for an exact softmax); a dense q and K are
-// one dtype, so they need no staging to meet in one matmul2d. On the mx tier a
+// The staged V and P are float (float x float -> float, a combination every TensorOps release
+// supports): a cooperative left input must have the element type of the destination it came from
+// (float, for an exact softmax). A staged mxfp8 K meets 16-bit q in q's dtype when that is exact
+// (half x half or bfloat x bfloat -> float), else both are float; a dense q and K are one dtype,
+// so they need no staging to meet in one matmul2d. On the mx tier a
 // float16 q's scores read an mxfp8 K as its scale-plane tensor instead (half x fp8, K the
 // transposed scaled right operand: attn_tops_k_tensor); V's scale planes do not apply, a scaled
 // right operand must be transposed and V is not (docs/design/METAL.md). Masked scores are -inf;
@@ -46,6 +49,7 @@
 #include <metal_stdlib>
 
 #include "attention_common.h"
+#include "mx_stage.h"
 
 #if __METAL_VERSION__ >= 400
 #include <metal_tensor>
@@ -169,6 +173,66 @@ struct attn_tops_k_staged {
   }
 };
 
+// The staged way in q's own 16-bit dtype (float16/bfloat16 q, an mxfp8 K): Q as stored (exact),
+// K decoded into T, exact when every block scale keeps its values in T's range (mx_stage.h: the
+// kernel checks the threadgroup's keys first and takes attn_tops_k_staged otherwise); S is scaled
+// afterwards, as from device memory. 16-bit operands are what the hardware's fast rows take.
+template <typename T, int KV, int D>
+struct attn_tops_k_staged16 {
+  typedef device const typename attn_kv_storage<T, KV>::type* arg_t;
+  typedef tensor<threadgroup T, dextents<int32_t, 2>, tensor_inline> left_t;
+  typedef left_t right_t;
+  static constexpr bool kPostScale = true;
+
+  template <typename QK, typename CS>
+  static void scores(thread QK& qk, thread CS& cS, arg_t k, device const uchar* k_scales, device const T* q,
+                     constant AttentionKernelParams& p, ulong q_base, uint q0, int r0, ulong kv_base, int k0,
+                     threadgroup float* stage_floats, ushort tid) {
+    constexpr int BQ = ATTN_TOPS_SG_ROWS * ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK, THREADS = 32 * ATTN_TOPS_SIMDGROUPS;
+    constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK, LDC = DC + 8;  // rows 16 bytes apart
+    threadgroup T* stage = (threadgroup T*)stage_floats;
+    for (int d0 = 0; d0 < D; d0 += DC) {
+      const int dc = min(DC, D - d0);
+      // The staged tiles of the previous step must be consumed before they are overwritten.
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      for (int e = tid; e < BQ * dc; e += THREADS) {
+        const int r = e / dc, d = e % dc;
+        const uint i = q0 + uint(r);
+        stage[r * LDC + d] = i < uint(p.Lq) ? q[(q_base + i) * uint(D) + uint(d0 + d)] : T(0.0f);
+      }
+      for (int e = tid; e < BK * dc; e += THREADS) {
+        const int r = e / dc, d = e % dc;
+        const int j = k0 + r;
+        stage[(BQ + r) * LDC + d] =
+            j < p.Lk ? T(attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D))) : T(0.0f);
+      }
+      threadgroup_barrier(mem_flags::mem_threadgroup);
+      left_t tq(&stage[r0 * LDC], dextents<int32_t, 2>(dc, ATTN_TOPS_SG_ROWS), array<int32_t, 2>{1, LDC});
+      left_t tk(&stage[BQ * LDC], dextents<int32_t, 2>(dc, BK), array<int32_t, 2>{1, LDC});
+      qk.run(tq, tk, cS);
+    }
+  }
+};
+
+// Which ways of reading K have a 16-bit staging to try first: the float staging of an mxfp8 K for
+// float16/bfloat16 q (value), that staging (type) and the MX format of K's blocks (format).
+template <typename KS>
+struct attn_tops_narrow {
+  static constexpr bool value = false;
+  static constexpr int format = 0;
+  typedef KS type;
+};
+template <typename T, int KV, int D>
+struct attn_tops_narrow_staged {
+  static constexpr bool value = true;
+  static constexpr int format = KV == ATTN_KV_MXFP8_E4M3 ? MTO_FORMAT_MXFP8_E4M3 : MTO_FORMAT_MXFP8_E5M2;
+  typedef attn_tops_k_staged16<T, KV, D> type;
+};
+template <int KV, int D>
+struct attn_tops_narrow<attn_tops_k_staged<half, KV, D>> : attn_tops_narrow_staged<half, KV, D> {};
+template <int KV, int D>
+struct attn_tops_narrow<attn_tops_k_staged<bfloat, KV, D>> : attn_tops_narrow_staged<bfloat, KV, D> {};
+
 template <typename T, int D>
 struct attn_tops_k_device {
   typedef device const T* arg_t;
@@ -193,36 +257,23 @@ struct attn_tops_k_device {
   }
 };
 
+// The prefill for one way of reading K (KS); the threadgroup memory is the kernel's: stage
+// (Q/K chunks, then V), ps [NSG][SR * LDP], rowf [NSG][SR], v_nonfinite [2].
 template <typename T, typename Out, int KV, int D, typename KS>
-[[kernel]] void attention_tensorops_prefill(
-    device const T* q [[buffer(ATTN_BUFFER_Q)]],
-    typename KS::arg_t k [[buffer(ATTN_BUFFER_K)]],
-    device const typename attn_kv_storage<T, KV>::type* v [[buffer(ATTN_BUFFER_V)]],
-    device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
-    device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
-    device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
-    device Out* o [[buffer(ATTN_BUFFER_O)]],
-    constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
-    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
-    uint3 group [[threadgroup_position_in_grid]],
-    ushort tid [[thread_index_in_threadgroup]],
-    ushort sg [[simdgroup_index_in_threadgroup]]) {
+inline void attn_tops_prefill_body(device const T* q, typename KS::arg_t k,
+                                   device const typename attn_kv_storage<T, KV>::type* v,
+                                   device const uchar* k_scales, device const uchar* v_scales,
+                                   device const uchar* mask, device Out* o, constant AttentionKernelParams& p,
+                                   device const float* sinks, uint3 group, ushort tid, ushort sg,
+                                   threadgroup float* stage, threadgroup float* ps, threadgroup float* rowf,
+                                   threadgroup int* v_nonfinite) {
   constexpr int SR = ATTN_TOPS_SG_ROWS, NSG = ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK;
   constexpr int BQ = SR * NSG, THREADS = 32 * NSG;
-  constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK;  // features per Q/K staging step
-  constexpr int DV = D > 128 ? D / 2 : D;                          // output columns per P V product
+  constexpr int DV = D > 128 ? D / 2 : D;  // output columns per P V product
   constexpr int NV = D / DV;
-  // Staged rows are padded by 4 floats, so that rows start in different memory banks.
-  constexpr int LDC = DC + 4, LDV = DV + 4, LDP = BK + 4;
-  constexpr int QK_FLOATS = (BQ + BK) * LDC, V_FLOATS = BK * LDV;
-  constexpr int STAGE = QK_FLOATS > V_FLOATS ? QK_FLOATS : V_FLOATS;
-  static_assert(NV * DV == D && NV <= 2 && DV % 16 == 0, "P V tiles");
-  // The Q and K chunks of a step, then the V tile (or half tile) of the same key tile.
-  threadgroup float stage[STAGE];
-  threadgroup float ps[NSG][SR * LDP];  // P through threadgroup memory when it cannot go directly
-  threadgroup float rowf[NSG][SR];      // per-row factors for O: rescale, then 1 / l
-  threadgroup int v_nonfinite[2];       // the staged V tile (either half) held a NaN or inf; by tile parity
-
+  constexpr int LDV = DV + 4, LDP = BK + 4;
+  threadgroup float* p_tile = ps + int(sg) * SR * LDP;  // this SIMD-group's P
+  threadgroup float* row_factor = rowf + int(sg) * SR;
   const uint q0 = group.x * BQ, h = group.y, b = group.z;
   const uint kvh = h / uint(p.G);
   const int r0 = int(sg) * SR;  // this SIMD-group's rows in the block
@@ -251,7 +302,7 @@ template <typename T, typename Out, int KV, int D, typename KS>
   attn_tops_fill(cL, 0.0f);
   attn_tops_fill(cO0, 0.0f);
   if (NV > 1) attn_tops_fill(cO1, 0.0f);
-  attn_staged_t tp(&ps[sg][0], dextents<int32_t, 2>(BK, SR), array<int32_t, 2>{1, LDP});
+  attn_staged_t tp(p_tile, dextents<int32_t, 2>(BK, SR), array<int32_t, 2>{1, LDP});
 
   // Keys past the causal diagonal of the block's last row are never visited.
   int kend = p.Lk;
@@ -295,10 +346,10 @@ template <typename T, typename Out, int KV, int D, typename KS>
       if (cL.is_valid_element(r)) cL[r] = cL[r] * cF[r] + cTileSum[r];
 
     // 3. O = diag(factor) O + P V.
-    attn_tops_rows_to_threadgroup(cF, &rowf[sg][0], false);
+    attn_tops_rows_to_threadgroup(cF, row_factor, false);
     simdgroup_barrier(mem_flags::mem_threadgroup);
-    attn_tops_scale_rows(cO0, &rowf[sg][0]);
-    if (NV > 1) attn_tops_scale_rows(cO1, &rowf[sg][0]);
+    attn_tops_scale_rows(cO0, row_factor);
+    if (NV > 1) attn_tops_scale_rows(cO1, row_factor);
     const bool direct = attn_tops_left_compatible(pv, cS);
     for (int c = 0; c < NV; ++c) {
       // Every SIMD-group is done with the staged Q/K chunk (or the previous V half).
@@ -332,8 +383,8 @@ template <typename T, typename Out, int KV, int D, typename KS>
         cS.store(tp);
         simdgroup_barrier(mem_flags::mem_threadgroup);
         const int nk = min(BK, p.Lk - k0);
-        if (c == 0) attn_tops_add_nonfinite_v<KV>(cO0, &ps[sg][0], LDP, v, v_scales, kv_base + uint(k0), nk, 0u, uint(D));
-        else attn_tops_add_nonfinite_v<KV>(cO1, &ps[sg][0], LDP, v, v_scales, kv_base + uint(k0), nk, uint(DV), uint(D));
+        if (c == 0) attn_tops_add_nonfinite_v<KV>(cO0, p_tile, LDP, v, v_scales, kv_base + uint(k0), nk, 0u, uint(D));
+        else attn_tops_add_nonfinite_v<KV>(cO1, p_tile, LDP, v, v_scales, kv_base + uint(k0), nk, uint(DV), uint(D));
       }
     }
   }
@@ -342,10 +393,73 @@ template <typename T, typename Out, int KV, int D, typename KS>
   // never stored.
   for (int r = 0; r < cL.get_capacity(); ++r)
     if (cL.is_valid_element(r)) cL[r] = attn_out_scale(p, sinks, h, cM[r], cL[r]);
-  attn_tops_rows_to_threadgroup(cL, &rowf[sg][0], false);
+  attn_tops_rows_to_threadgroup(cL, row_factor, false);
   simdgroup_barrier(mem_flags::mem_threadgroup);
-  attn_tops_store(cO0, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), 0u, uint(D), &rowf[sg][0]);
-  if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), &rowf[sg][0]);
+  attn_tops_store(cO0, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), 0u, uint(D), row_factor);
+  if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), row_factor);
+}
+
+// Threadgroup memory, in floats: the Q and K chunks of a step (float staging; the 16-bit one
+// takes less), then the V tile (or half tile) of the same key tile.
+template <int D>
+struct attn_tops_stage_floats {
+  static constexpr int BQ = ATTN_TOPS_SG_ROWS * ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK;
+  static constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK, DV = D > 128 ? D / 2 : D;
+  // Staged rows are padded by 16 bytes, so that rows start in different memory banks.
+  static constexpr int QK = (BQ + BK) * (DC + 4), V = BK * (DV + 4);
+  static constexpr int value = QK > V ? QK : V;
+};
+
+template <typename T, typename Out, int KV, int D, typename KS>
+[[kernel]] void attention_tensorops_prefill(
+    device const T* q [[buffer(ATTN_BUFFER_Q)]],
+    typename KS::arg_t k [[buffer(ATTN_BUFFER_K)]],
+    device const typename attn_kv_storage<T, KV>::type* v [[buffer(ATTN_BUFFER_V)]],
+    device const uchar* k_scales [[buffer(ATTN_BUFFER_K_SCALES)]],
+    device const uchar* v_scales [[buffer(ATTN_BUFFER_V_SCALES)]],
+    device const uchar* mask [[buffer(ATTN_BUFFER_MASK)]],
+    device Out* o [[buffer(ATTN_BUFFER_O)]],
+    constant AttentionKernelParams& p [[buffer(ATTN_BUFFER_PARAMS)]],
+    device const float* sinks [[buffer(ATTN_BUFFER_SINKS)]],
+    uint3 group [[threadgroup_position_in_grid]],
+    ushort tid [[thread_index_in_threadgroup]],
+    ushort sg [[simdgroup_index_in_threadgroup]],
+    ushort lane [[thread_index_in_simdgroup]]) {
+  constexpr int SR = ATTN_TOPS_SG_ROWS, NSG = ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK;
+  constexpr int BQ = SR * NSG, THREADS = 32 * NSG, LDP = BK + 4;
+  static_assert(D / (D > 128 ? D / 2 : D) <= 2 && (D > 128 ? D / 2 : D) % 16 == 0, "P V tiles");
+  threadgroup float stage[attn_tops_stage_floats<D>::value];
+  threadgroup float ps[NSG * SR * LDP];  // P through threadgroup memory when it cannot go directly
+  threadgroup float rowf[NSG * SR];      // per-row factors for O: rescale, then 1 / l
+  threadgroup int v_nonfinite[2];        // the staged V tile (either half) held a NaN or inf; by tile parity
+  threadgroup int misfit[NSG];           // a block scale of the threadgroup's keys leaves q's 16-bit range
+
+  // An mxfp8 K meets float16/bfloat16 q in q's dtype when every block of the keys this
+  // threadgroup visits is exact there (a read of D / 32 scale bytes per key, 1/32 of its codes),
+  // else as float32: exact either way, and uniform across the threadgroup (its barriers).
+  typedef attn_tops_narrow<KS> narrow;
+  bool in_16_bits = false;
+  if (narrow::value) {
+    const uint blocks = uint(D) / 32u;
+    const ulong kv_base = (ulong(group.z) * uint(p.Hkv) + group.y / uint(p.G)) * uint(p.Lk);
+    int kend = p.Lk;  // as the body's key loop: keys past the block's causal diagonal are not visited
+    if (p.causal) kend = min(p.Lk, int(group.x * BQ) + BQ + p.Lk - p.Lq);
+    bool bad = false;
+    for (uint e = tid; e < uint(max(kend, 0)) * blocks; e += uint(THREADS))
+      bad = bad || !mto_mx_block_fits<narrow::format, T>(uint(k_scales[kv_base * blocks + e]));
+    bad = simd_any(bad);
+    if (lane == 0) misfit[sg] = bad ? 1 : 0;
+    threadgroup_barrier(mem_flags::mem_threadgroup);
+    in_16_bits = true;
+    for (int s = 0; s < NSG; ++s) in_16_bits = in_16_bits && misfit[s] == 0;
+  }
+  if (in_16_bits) {
+    attn_tops_prefill_body<T, Out, KV, D, typename narrow::type>(q, k, v, k_scales, v_scales, mask, o, p, sinks, group,
+                                                                 tid, sg, stage, ps, rowf, v_nonfinite);
+  } else {
+    attn_tops_prefill_body<T, Out, KV, D, KS>(q, k, v, k_scales, v_scales, mask, o, p, sinks, group, tid, sg, stage,
+                                              ps, rowf, v_nonfinite);
+  }
 }
 
 // Host names: attention_tensorops_prefill_<q dtype>_<kv>_d<D>, o of q's dtype; a dense K read from

@@ -22,25 +22,23 @@
 // BK with a and b staged as T in threadgroup memory; its SIMDGROUPS SIMD-groups (2 x 2) each own a
 // quarter as simdgroup_matrix 8x8 accumulators (float). Two shapes: 32 x 32 x 32 (16 x 16
 // quarters), and MLX's steel GEMM tile 64 x 64 x 16 (32 x 32 quarters: each staged element feeds
-// twice the products) when there are at least MATMUL_GEMM_BIG_MIN_TILES tiles of 64 (4 per core
-// on a 40-core GPU, so no GPU loses parallelism to them).
+// twice the products) where the plan finds enough of them for the GPU's cores
+// (native/core/dispatch_plan.h, takes_big_tiles).
 #define MATMUL_GEMM_BM 32
 #define MATMUL_GEMM_BN 32
 #define MATMUL_GEMM_BK 32
 #define MATMUL_GEMM_BIG 64
 #define MATMUL_GEMM_BIG_BK 16
-#define MATMUL_GEMM_BIG_MIN_TILES 160
 #define MATMUL_GEMM_SIMDGROUPS 4
 
 // Tensorops tier (MSL 4.0): one matmul2d per BM x BN tile of y over the whole K, operands viewed
 // straight in device memory (no staging), execution_simdgroups<SIMDGROUPS>. Tiles of
-// MATMUL_TOPS_BIG square (each operand element read half as often, as MLX's NAX GEMM tiles) when
-// there are at least MATMUL_TOPS_BIG_MIN_TILES of them: 4 per core on a 40-core GPU, the largest
-// M-series count, so no GPU loses parallelism to them; MATMUL_TOPS_BM x BN otherwise.
+// MATMUL_TOPS_BIG square (each operand element read half as often, as MLX's NAX GEMM tiles) where
+// the plan finds enough of them for the GPU's cores (takes_big_tiles); MATMUL_TOPS_BM x BN
+// otherwise.
 #define MATMUL_TOPS_BM 32
 #define MATMUL_TOPS_BN 32
 #define MATMUL_TOPS_BIG 64
-#define MATMUL_TOPS_BIG_MIN_TILES 160
 #define MATMUL_TOPS_SIMDGROUPS 4
 
 struct MatmulKernelParams {

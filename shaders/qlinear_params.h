@@ -38,13 +38,12 @@
 #define QLINEAR_TOPS_BN 32
 #define QLINEAR_TOPS_BK 64
 #define QLINEAR_TOPS_SIMDGROUPS 4
-// float16/bfloat16 x: 64 x 64 tiles (each dequantized weight tile serves twice the rows of x) when
-// there are at least QLINEAR_TOPS_BIG_MIN_TILES of them (4 per core on a 40-core GPU); their
+// float16/bfloat16 x: 64 x 64 tiles (each dequantized weight tile serves twice the rows of x) where
+// the plan finds enough of them for the GPU's cores (native/core/dispatch_plan.h); their
 // float32 staging (a weight block outside 16-bit range: mx_stage.h) steps K by
 // QLINEAR_TOPS_BIG_FLOAT_BK, so that both stagings fit 22 KiB of threadgroup memory.
 #define QLINEAR_TOPS_BIG 64
 #define QLINEAR_TOPS_BIG_FLOAT_BK 32
-#define QLINEAR_TOPS_BIG_MIN_TILES 160
 
 // Tensorops-mx tier (shaders/qlinear_tensorops_mx.metal, MSL 4.1 scale planes), M > 8, weights
 // whose element type Metal knows (mxfp8, mxfp8_e5m2, mxfp4) and float16 x: one matmul2d per

@@ -199,8 +199,13 @@ Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols) {
   return d;
 }
 
+bool takes_big_tiles(int64_t batch, int64_t M, int64_t N, const DeviceProfile& device) {
+  const int64_t tiles = batch * ceil_div(M, kBigTile) * ceil_div(N, kBigTile);
+  return tiles >= kBigTilesPerCore * std::max(device.gpu_cores, 1);
+}
+
 Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N, int64_t K, bool has_bias,
-                     Tier tier) {
+                     Tier tier, const DeviceProfile& device) {
   const FormatInfo& info = format_info(f);
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   if (!is_valid_block(f, block)) {
@@ -266,9 +271,9 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
     d.threads_per_threadgroup[0] = 32 * QLINEAR_MX_SIMDGROUPS;
   } else if (d.library == "qlinear_tensorops") {
     // matmul2d<..., execution_simdgroups<QLINEAR_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
+    static_assert(QLINEAR_TOPS_BIG == kBigTile, "the kernels' big tile is the plans'");
     const int64_t big = QLINEAR_TOPS_BIG;
-    const bool big_tiles = (x == DType::Float16 || x == DType::BFloat16) &&
-                           int64_t(ceil_div(M, big)) * ceil_div(N, big) >= QLINEAR_TOPS_BIG_MIN_TILES;
+    const bool big_tiles = (x == DType::Float16 || x == DType::BFloat16) && takes_big_tiles(1, M, N, device);
     if (big_tiles) d.kernel += "_t64";
     d.threadgroups[0] = ceil_div(N, big_tiles ? big : QLINEAR_TOPS_BN);
     d.threadgroups[1] = ceil_div(M, big_tiles ? big : QLINEAR_TOPS_BM);
@@ -308,7 +313,7 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
 }
 
 Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_t N, int64_t K,
-                     bool b_batched, Tier tier) {
+                     bool b_batched, Tier tier, const DeviceProfile& device) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   const char* suffix = dtype_suffix(a);
   if (!suffix || a != b) {
@@ -339,8 +344,9 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
   if (tier == Tier::Simdgroup) {
     d.library = "matmul";
     d.tier = Tier::Simdgroup;
+    static_assert(MATMUL_GEMM_BIG == kBigTile, "the kernels' big tile is the plans'");
     const int64_t big = MATMUL_GEMM_BIG;
-    const bool big_tiles = batch * ceil_div(M, big) * ceil_div(N, big) >= MATMUL_GEMM_BIG_MIN_TILES;
+    const bool big_tiles = takes_big_tiles(batch, M, N, device);
     d.kernel = std::string("matmul_gemm_") + suffix + (big_tiles ? "_t64" : "");
     d.threadgroups[0] = ceil_div(N, big_tiles ? big : MATMUL_GEMM_BN);
     d.threadgroups[1] = ceil_div(M, big_tiles ? big : MATMUL_GEMM_BM);
@@ -349,8 +355,9 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
     // TensorOps and TensorOpsMx: the MX scale planes concern quantized operands only.
     d.library = "matmul_tensorops";
     d.tier = Tier::TensorOps;
+    static_assert(MATMUL_TOPS_BIG == kBigTile, "the kernels' big tile is the plans'");
     const int64_t big = MATMUL_TOPS_BIG;
-    const bool big_tiles = batch * ceil_div(M, big) * ceil_div(N, big) >= MATMUL_TOPS_BIG_MIN_TILES;
+    const bool big_tiles = takes_big_tiles(batch, M, N, device);
     d.kernel = std::string("matmul_tensorops_gemm_") + suffix + (big_tiles ? "_t64" : "");
     // matmul2d<..., execution_simdgroups<MATMUL_TOPS_SIMDGROUPS>> needs exactly that many SIMD-groups.
     d.threadgroups[0] = ceil_div(N, big_tiles ? big : MATMUL_TOPS_BN);
@@ -367,10 +374,11 @@ Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_
   return d;
 }
 
-Dispatch plan_linear_dense(DType x, DType w, DType y, int64_t M, int64_t N, int64_t K, bool has_bias, Tier tier) {
+Dispatch plan_linear_dense(DType x, DType w, DType y, int64_t M, int64_t N, int64_t K, bool has_bias, Tier tier,
+                           const DeviceProfile& device) {
   if (tier == Tier::Cpu) throw Error(code::Backend, "the cpu tier has no Metal kernels to plan");
   // The simdgroup GEMM with w as its transposed right operand, on every tier.
-  Dispatch d = plan_matmul(x, w, y, 1, M, N, K, false, Tier::Simdgroup);
+  Dispatch d = plan_matmul(x, w, y, 1, M, N, K, false, Tier::Simdgroup, device);
   if (tier != Tier::Simdgroup) {
     d.fallback_reason = std::string("no ") + tier_name(tier) + " kernel for a dense weight yet; using the simdgroup GEMM";
   }

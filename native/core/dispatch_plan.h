@@ -139,7 +139,7 @@ Dispatch plan_quantize(Format f, DType x, int64_t rows, int64_t cols);
 // saying why in fallback_reason. Throws E_BACKEND (Tier::Cpu), E_DTYPE (a bool x or y), E_FORMAT,
 // E_SHAPE.
 Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N, int64_t K, bool has_bias,
-                     Tier tier);
+                     Tier tier, const DeviceProfile& device = {});
 
 // y[batch, M, N] = a[batch, M, K] @ b[K, N] (b_batched: b[batch, K, N]), a and b dense of one
 // dtype (float32, float16 or bfloat16) and y of that dtype too (matmul's rule, check_matmul),
@@ -149,14 +149,23 @@ Dispatch plan_linear(Format f, int block, DType x, DType y, int64_t M, int64_t N
 // for dense operands). Throws E_DTYPE (other dtypes, a and b of different dtypes: convert one
 // first, or y of another dtype), E_SHAPE, E_BACKEND (Tier::Cpu).
 Dispatch plan_matmul(DType a, DType b, DType y, int64_t batch, int64_t M, int64_t N, int64_t K,
-                     bool b_batched, Tier tier);
+                     bool b_batched, Tier tier, const DeviceProfile& device = {});
 
 // linear with a dense weight: y[M, N] = x[M, K] @ w[N, K]^T (+ float32 bias[N]), x, w and y of one
 // dtype (float32, float16 or bfloat16), float32 accumulation: the simdgroup GEMM of plan_matmul
 // with w as its transposed operand (library "matmul", MSL 3.1) on every tier, saying so in
 // fallback_reason above the simdgroup tier. Throws as plan_matmul (other dtypes: the cpu
 // backend runs them).
-Dispatch plan_linear_dense(DType x, DType w, DType y, int64_t M, int64_t N, int64_t K, bool has_bias, Tier tier);
+Dispatch plan_linear_dense(DType x, DType w, DType y, int64_t M, int64_t N, int64_t K, bool has_bias, Tier tier,
+                           const DeviceProfile& device = {});
+
+// The GEMM kernels' tile (plan_matmul, plan_linear's tensorops kernel): 64 x 64 (MLX's steel and
+// NAX tile: each staged operand element feeds twice the products of a 32 x 32 tile) where the
+// batch's y holds at least kBigTilesPerCore of them per GPU core of `device`, so that every core
+// keeps several threadgroups to switch between; 32 x 32 below.
+inline constexpr int64_t kBigTile = 64;
+inline constexpr int64_t kBigTilesPerCore = 4;
+bool takes_big_tiles(int64_t batch, int64_t M, int64_t N, const DeviceProfile& device);
 
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v (docs/design/API.md), from the validated
 // parameters of check_attention (core/ops.h). q dense float32/float16/bfloat16; k/v dense of q's

@@ -25,7 +25,7 @@ bool linear_dense(MetalContext& ctx, const Tensor& x, const Tensor& w, const Ten
   plan::Dispatch d;
   try {
     d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
-      return plan::plan_linear_dense(x.dtype, w.dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t);
+      return plan::plan_linear_dense(x.dtype, w.dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t, ctx.device);
     });
   } catch (const Error&) {
     return false;
@@ -49,7 +49,7 @@ bool linear(MetalContext& ctx, const Operand& x, const Operand& w, const Tensor*
   const QTensor& q = *w.quant;
   auto plan_at = [&](Tier tier) {
     return plan_avoiding(ctx.unusable, tier, [&](Tier t) {
-      return plan::plan_linear(q.format, q.block, x.dense->dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t);
+      return plan::plan_linear(q.format, q.block, x.dense->dtype, y.dtype, p.M, p.N, p.K, bias != nullptr, t, ctx.device);
     });
   };
   plan::Dispatch d;

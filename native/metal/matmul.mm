@@ -14,7 +14,7 @@ bool matmul(MetalContext& ctx, const Tensor& a, const Tensor& b, const MatmulPar
   plan::Dispatch d;
   try {
     d = plan_avoiding(ctx.unusable, ctx.tier, [&](Tier t) {
-      return plan::plan_matmul(a.dtype, b.dtype, c.dtype, p.batch, p.M, p.N, p.K, p.b_batched, t);
+      return plan::plan_matmul(a.dtype, b.dtype, c.dtype, p.batch, p.M, p.N, p.K, p.b_batched, t, ctx.device);
     });
   } catch (const Error&) {
     return false;  // dtypes or a shape without a kernel: the cpu backend runs it

@@ -41,6 +41,10 @@ struct AttnShape {
   // Key splits of the decode plan (DeviceProfile::attention_splits): 0 as the plan decides for an
   // 8-core GPU; n forces n, so that splits of one key and empty splits (n > Lk) are reached.
   int splits = 0;
+  // K of batch 0's first KV head scaled by 2^k_exp before it is quantized: mxfp8 block scales that
+  // leave float16's (16) or bfloat16's (-118) range, where the tensorops prefill's 16-bit staging
+  // of K gives way to float32 for that head's threadgroups.
+  int k_exp = 0;
 };
 
 // "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]

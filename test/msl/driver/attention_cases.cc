@@ -74,6 +74,7 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
   if (s.sinks == 1) n += "/sinks";
   if (s.sinks == 2) n += "/sinks_nonfinite";
   if (s.splits) n += "/splits" + std::to_string(s.splits);
+  if (s.k_exp) n += "/k_exp" + std::to_string(s.k_exp);
   return n;
 }
 
@@ -159,6 +160,9 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
     vd[z + 6] = -inf;
     vd[a + 7] = inf;
     vd[z + 7] = inf;
+  }
+  if (s.k_exp) {
+    for (int64_t i = 0; i < s.Lk * s.D; ++i) kd[size_t(i)] = std::ldexp(kd[size_t(i)], s.k_exp);
   }
   const mto::Tensor q = tensor(qd, {s.B, s.Hq, s.Lq, s.D}, s.dtype);
   const mto::Shape kv_shape = {s.B, s.Hkv, s.Lk, s.D};

@@ -56,6 +56,11 @@ std::vector<Case> attention_tensorops_cases() {
   add({1, 1, 1, 300, 129, 256, f32, KV::E5M2, true});
   add({2, 2, 2, 33, 7, 256, f16, KV::E4M3});
   add({1, 2, 2, 33, 33, 96, f32, KV::E4M3, false, MaskKind::HeadKeys});
+  // float16/bfloat16 q with an mxfp8 K meet in q's dtype where K's block scales keep it exact;
+  // head 0's K scaled out of that range (float16 overflow, bfloat16's subnormals) takes float32
+  // staging in its threadgroups while head 1's stay 16-bit.
+  add({1, 4, 2, 33, 129, 64, f16, KV::E4M3, true, MaskKind::None, {}, 0, 0, 0, 16});
+  add({1, 2, 2, 129, 33, 128, bf16, KV::E4M3, false, MaskKind::Bool, {}, 0, 0, 0, -118});
   // Masks broadcast per head, a custom scale, MQA with GQA 8.
   add({2, 4, 1, 33, 129, 80, f32, KV::Dense, false, MaskKind::HeadKeys});
   add({1, 8, 1, 33, 33, 64, f32, KV::Dense, false, MaskKind::AdditiveHalf, 0.3f});

@@ -141,29 +141,34 @@ CaseResult plan_rules() {
     r.message = "tensorops-mx matmul plan: expected matmul_tensorops_gemm_f16 over 2 batches, got " + x.kernel;
     return r;
   }
-  // 64 x 64 tensorops tiles from MATMUL_TOPS_BIG_MIN_TILES of them: 3 x 53 = 159 stay 32 x 32, 3 x 54 do not.
-  const plan::Dispatch small =
-      plan::plan_matmul(DType::Float16, DType::Float16, DType::Float16, 1, 192, 3392, 64, false, Tier::TensorOps);
-  const plan::Dispatch big =
-      plan::plan_matmul(DType::Float16, DType::Float16, DType::Float16, 1, 192, 3393, 64, false, Tier::TensorOps);
-  if (small.kernel != "matmul_tensorops_gemm_f16" || small.threadgroups[0] != 106 || small.threadgroups[1] != 6 ||
-      big.kernel != "matmul_tensorops_gemm_f16_t64" || big.threadgroups[0] != 54 || big.threadgroups[1] != 3) {
-    r.error_kind = "mismatch";
-    r.message = "tensorops matmul tiles: expected 106 x 6 of 32 for 192 x 3392 and 54 x 3 of 64 for 192 x 3393, got " +
-                small.kernel + " and " + big.kernel;
-    return r;
-  }
-  // The simdgroup GEMM's 64 x 64 x 16 tiles from MATMUL_GEMM_BIG_MIN_TILES of them, the same boundary.
-  const plan::Dispatch sg_small =
-      plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, 192, 3392, 64, false, Tier::Simdgroup);
-  const plan::Dispatch sg_big =
-      plan::plan_matmul(DType::Float32, DType::Float32, DType::Float32, 1, 192, 3393, 64, false, Tier::Simdgroup);
-  if (sg_small.kernel != "matmul_gemm_f32" || sg_small.threadgroups[0] != 106 || sg_big.kernel != "matmul_gemm_f32_t64" ||
-      sg_big.threadgroups[0] != 54 || sg_big.threadgroups[1] != 3) {
-    r.error_kind = "mismatch";
-    r.message = "simdgroup matmul tiles: expected 32 for 192 x 3392 and 64 for 192 x 3393, got " + sg_small.kernel +
-                " and " + sg_big.kernel;
-    return r;
+  // 64 x 64 tiles from 4 per GPU core (plan::takes_big_tiles), the same rule on both tiers: on 40
+  // cores 3 x 53 = 159 stay 32 x 32 and 3 x 54 do not; on 8 cores from 32 (2 batches of 4 x 4
+  // yes, of 3 x 5 no); on 80 cores not at 3 x 54.
+  auto profile = [](int cores) {
+    mto::DeviceProfile d;
+    d.gpu_cores = cores;
+    return d;
+  };
+  auto mm = [&](DType t, int64_t batch, int64_t M, int64_t N, Tier tier, int cores) {
+    return plan::plan_matmul(t, t, t, batch, M, N, 64, false, tier, profile(cores));
+  };
+  for (const Tier tier : {Tier::TensorOps, Tier::Simdgroup}) {
+    const DType t = tier == Tier::TensorOps ? DType::Float16 : DType::Float32;
+    const std::string base = std::string(tier == Tier::TensorOps ? "matmul_tensorops_gemm_" : "matmul_gemm_") +
+                             (t == DType::Float16 ? "f16" : "f32");
+    const plan::Dispatch small = mm(t, 1, 192, 3392, tier, 40), big = mm(t, 1, 192, 3393, tier, 40);
+    const plan::Dispatch base_gpu = mm(t, 2, 256, 256, tier, 8), base_gpu_fewer = mm(t, 2, 192, 320, tier, 8);
+    const plan::Dispatch ultra = mm(t, 1, 192, 3393, tier, 80);
+    if (small.kernel != base || small.threadgroups[0] != 106 || small.threadgroups[1] != 6 ||
+        big.kernel != base + "_t64" || big.threadgroups[0] != 54 || big.threadgroups[1] != 3 ||
+        base_gpu.kernel != base + "_t64" || base_gpu.threadgroups[2] != 2 || base_gpu_fewer.kernel != base ||
+        ultra.kernel != base) {
+      r.error_kind = "mismatch";
+      r.message = std::string(mto::tier_name(tier)) + " matmul tiles: expected 106 x 6 of 32 for 192 x 3392 and 54 x 3 of 64 " +
+                  "for 192 x 3393 on 40 cores, 64 from 32 tiles on 8 cores, 32 at 162 tiles on 80; got " + small.kernel +
+                  ", " + big.kernel + ", " + base_gpu.kernel + ", " + base_gpu_fewer.kernel + ", " + ultra.kernel;
+      return r;
+    }
   }
   // A dense linear runs the simdgroup GEMM on every tier, saying so above it.
   const plan::Dispatch l = plan::plan_linear_dense(DType::Float16, DType::Float16, DType::Float16, 9, 8, 64, true,

@@ -168,16 +168,31 @@ std::vector<Case> plan_cases() {
                   "tensorops and says why";
       return r;
     }
-    // 64 x 64 tensorops tiles for 16-bit x from 160 of them (10 x 16 yes, 10 x 15 no), never for float32 x.
-    const plan::Dispatch big = plan::plan_linear(Format::MXFP4, 32, mto::DType::Float16, kF32, 640, 1024, 64, false, Tier::TensorOps);
-    const plan::Dispatch fewer = plan::plan_linear(Format::MXFP4, 32, mto::DType::Float16, kF32, 640, 960, 64, false, Tier::TensorOps);
-    const plan::Dispatch f32 = plan::plan_linear(Format::MXFP4, 32, kF32, kF32, 640, 1024, 64, false, Tier::TensorOps);
+    // 64 x 64 tensorops tiles for 16-bit x from 4 of them per GPU core (takes_big_tiles), never for
+    // float32 x: on 40 cores from 160 (10 x 16 yes, 10 x 15 no), on 8 from 32 (4 x 8 yes, 4 x 7
+    // no), on 80 not at 160.
+    auto cores = [](int n) {
+      mto::DeviceProfile d;
+      d.gpu_cores = n;
+      return d;
+    };
+    auto tops = [&](mto::DType x, int64_t M, int64_t N, int gpu_cores) {
+      return plan::plan_linear(Format::MXFP4, 32, x, kF32, M, N, 64, false, Tier::TensorOps, cores(gpu_cores));
+    };
+    const mto::DType f16 = mto::DType::Float16;
+    const plan::Dispatch big = tops(f16, 640, 1024, 40), fewer = tops(f16, 640, 960, 40), f32 = tops(kF32, 640, 1024, 40);
+    const plan::Dispatch small_gpu = tops(f16, 256, 512, 8), small_gpu_fewer = tops(f16, 256, 448, 8);
+    const plan::Dispatch ultra = tops(f16, 640, 1024, 80);
     if (big.kernel != "qlinear_tensorops_gemm_mxfp4_f16_t64" || big.threadgroups[0] != 16 || big.threadgroups[1] != 10 ||
         fewer.kernel != "qlinear_tensorops_gemm_mxfp4_f16" || fewer.threadgroups[0] != 30 ||
-        f32.kernel != "qlinear_tensorops_gemm_mxfp4_f32") {
+        f32.kernel != "qlinear_tensorops_gemm_mxfp4_f32" ||
+        small_gpu.kernel != "qlinear_tensorops_gemm_mxfp4_f16_t64" || small_gpu.threadgroups[0] != 8 ||
+        small_gpu_fewer.kernel != "qlinear_tensorops_gemm_mxfp4_f16" || ultra.kernel != "qlinear_tensorops_gemm_mxfp4_f16") {
       r.error_kind = "mismatch";
-      r.message = "tensorops linear tiles: expected _t64 (16 x 10) for 640 x 1024 float16 x, 32 x 32 below 160 tiles "
-                  "and for float32 x; got " + big.kernel + ", " + fewer.kernel + ", " + f32.kernel;
+      r.message = "tensorops linear tiles: expected _t64 (16 x 10) for 640 x 1024 float16 x on 40 cores, 32 x 32 below "
+                  "160 tiles, for float32 x and on 80 cores, _t64 from 32 tiles on 8 cores; got " + big.kernel + ", " +
+                  fewer.kernel + ", " + f32.kernel + ", " + small_gpu.kernel + ", " + small_gpu_fewer.kernel + ", " +
+                  ultra.kernel;
       return r;
     }
     // embedding within a pipeline's limit: the largest power of two under it (a 4096 row wants 256).
