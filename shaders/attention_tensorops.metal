@@ -128,69 +128,33 @@ inline void attn_tops_store(thread CT& cO, device Out* o, uint row0, uint Lq, ui
 }
 
 // Step 1's K, three ways. Staged (an mxfp8 cache): Q and K in DC-feature chunks through
-// threadgroup memory as float, Q pre-scaled, K decoded there. From device memory (a dense cache):
-// matmul2d reads Q and K as they are stored, in their own dtype (16-bit operands for float16 and
-// bfloat16, what the hardware's fast rows take; nothing to convert, so nothing lost), and S is
-// scaled afterwards. As a scale-plane tensor (the tensorops-mx library only: attn_tops_k_tensor in
-// attention_tensorops_mx.metal): matmul2d reads K's codes and E8M0 planes itself and float16 Q from
-// device memory, and S is scaled afterwards.
+// threadgroup memory, K decoded there, as S: float (Q pre-scaled), or float16/bfloat16 q's own
+// dtype (Q as stored, S scaled afterwards), which the kernel takes only when every block scale of
+// its keys keeps K exact there (mx_stage.h; attn_tops_narrow below). From device memory (a dense
+// cache): matmul2d reads Q and K as they are stored, in their own dtype (16-bit operands for
+// float16 and bfloat16, what the hardware's fast rows take; nothing to convert, so nothing lost),
+// and S is scaled afterwards. As a scale-plane tensor (the tensorops-mx library only:
+// attn_tops_k_tensor in attention_tensorops_mx.metal): matmul2d reads K's codes and E8M0 planes
+// itself and float16 Q from device memory, and S is scaled afterwards.
 // `arg_t` is the kernel's K parameter; `left_t`/`right_t` the operand types the cooperative
 // tensors of S are made for; kPostScale whether S still needs the scale.
-template <typename T, int KV, int D>
+template <typename T, int KV, int D, typename S = float>
 struct attn_tops_k_staged {
   typedef device const typename attn_kv_storage<T, KV>::type* arg_t;
-  typedef attn_staged_t left_t;
-  typedef attn_staged_t right_t;
-  static constexpr bool kPostScale = false;
+  typedef tensor<threadgroup S, dextents<int32_t, 2>, tensor_inline> left_t;
+  typedef left_t right_t;
+  static constexpr bool kPostScale = sizeof(S) < 4;
 
   // S[SR, BK] += Q[SR, chunk] K[BK, chunk]^T over D, K staged as keys x features (transposed right).
   template <typename QK, typename CS>
   static void scores(thread QK& qk, thread CS& cS, arg_t k, device const uchar* k_scales, device const T* q,
                      constant AttentionKernelParams& p, ulong q_base, uint q0, int r0, ulong kv_base, int k0,
-                     threadgroup float* stage, ushort tid) {
-    constexpr int BQ = ATTN_TOPS_SG_ROWS * ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK, THREADS = 32 * ATTN_TOPS_SIMDGROUPS;
-    constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK, LDC = DC + 4;
-    for (int d0 = 0; d0 < D; d0 += DC) {
-      const int dc = min(DC, D - d0);
-      // The staged tiles of the previous step must be consumed before they are overwritten.
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-      for (int e = tid; e < BQ * dc; e += THREADS) {
-        const int r = e / dc, d = e % dc;
-        const uint i = q0 + uint(r);
-        stage[r * LDC + d] = i < uint(p.Lq) ? float(q[(q_base + i) * uint(D) + uint(d0 + d)]) * p.scale_log2 : 0.0f;
-      }
-      for (int e = tid; e < BK * dc; e += THREADS) {
-        const int r = e / dc, d = e % dc;
-        const int j = k0 + r;
-        stage[(BQ + r) * LDC + d] =
-            j < p.Lk ? attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D)) : 0.0f;
-      }
-      threadgroup_barrier(mem_flags::mem_threadgroup);
-      attn_staged_t tq(&stage[r0 * LDC], dextents<int32_t, 2>(dc, ATTN_TOPS_SG_ROWS), array<int32_t, 2>{1, LDC});
-      attn_staged_t tk(&stage[BQ * LDC], dextents<int32_t, 2>(dc, BK), array<int32_t, 2>{1, LDC});
-      qk.run(tq, tk, cS);
-    }
-  }
-};
-
-// The staged way in q's own 16-bit dtype (float16/bfloat16 q, an mxfp8 K): Q as stored (exact),
-// K decoded into T, exact when every block scale keeps its values in T's range (mx_stage.h: the
-// kernel checks the threadgroup's keys first and takes attn_tops_k_staged otherwise); S is scaled
-// afterwards, as from device memory. 16-bit operands are what the hardware's fast rows take.
-template <typename T, int KV, int D>
-struct attn_tops_k_staged16 {
-  typedef device const typename attn_kv_storage<T, KV>::type* arg_t;
-  typedef tensor<threadgroup T, dextents<int32_t, 2>, tensor_inline> left_t;
-  typedef left_t right_t;
-  static constexpr bool kPostScale = true;
-
-  template <typename QK, typename CS>
-  static void scores(thread QK& qk, thread CS& cS, arg_t k, device const uchar* k_scales, device const T* q,
-                     constant AttentionKernelParams& p, ulong q_base, uint q0, int r0, ulong kv_base, int k0,
                      threadgroup float* stage_floats, ushort tid) {
     constexpr int BQ = ATTN_TOPS_SG_ROWS * ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK, THREADS = 32 * ATTN_TOPS_SIMDGROUPS;
-    constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK, LDC = DC + 8;  // rows 16 bytes apart
-    threadgroup T* stage = (threadgroup T*)stage_floats;
+    constexpr int DC = D < ATTN_TOPS_DCHUNK ? D : ATTN_TOPS_DCHUNK;
+    constexpr int LDC = DC + 16 / int(sizeof(S));  // rows 16 bytes apart: different memory banks
+    threadgroup S* stage = (threadgroup S*)stage_floats;
+    const float q_scale = kPostScale ? 1.0f : p.scale_log2;
     for (int d0 = 0; d0 < D; d0 += DC) {
       const int dc = min(DC, D - d0);
       // The staged tiles of the previous step must be consumed before they are overwritten.
@@ -198,13 +162,13 @@ struct attn_tops_k_staged16 {
       for (int e = tid; e < BQ * dc; e += THREADS) {
         const int r = e / dc, d = e % dc;
         const uint i = q0 + uint(r);
-        stage[r * LDC + d] = i < uint(p.Lq) ? q[(q_base + i) * uint(D) + uint(d0 + d)] : T(0.0f);
+        stage[r * LDC + d] = i < uint(p.Lq) ? S(float(q[(q_base + i) * uint(D) + uint(d0 + d)]) * q_scale) : S(0.0f);
       }
       for (int e = tid; e < BK * dc; e += THREADS) {
         const int r = e / dc, d = e % dc;
         const int j = k0 + r;
         stage[(BQ + r) * LDC + d] =
-            j < p.Lk ? T(attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D))) : T(0.0f);
+            j < p.Lk ? S(attn_kv_load<KV>(k, k_scales, kv_base + uint(j), uint(d0 + d), uint(D))) : S(0.0f);
       }
       threadgroup_barrier(mem_flags::mem_threadgroup);
       left_t tq(&stage[r0 * LDC], dextents<int32_t, 2>(dc, ATTN_TOPS_SG_ROWS), array<int32_t, 2>{1, LDC});
@@ -226,7 +190,7 @@ template <typename T, int KV, int D>
 struct attn_tops_narrow_staged {
   static constexpr bool value = true;
   static constexpr int format = KV == ATTN_KV_MXFP8_E4M3 ? MTO_FORMAT_MXFP8_E4M3 : MTO_FORMAT_MXFP8_E5M2;
-  typedef attn_tops_k_staged16<T, KV, D> type;
+  typedef attn_tops_k_staged<T, KV, D, T> type;
 };
 template <int KV, int D>
 struct attn_tops_narrow<attn_tops_k_staged<half, KV, D>> : attn_tops_narrow_staged<half, KV, D> {};
