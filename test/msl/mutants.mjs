@@ -101,10 +101,62 @@ async function caseLibraries(jobs, log, baseReport) {
   return cases;
 }
 
-/** Builds and runs one mutant; returns { status, by?, message? }. */
+// A mutant's libraries trap on an index past a fixed-size array (thread-private accumulators,
+// threadgroup tiles): the harness checks device memory by guard regions, but an access past a
+// private array is undefined behaviour that a CPU build may run unnoticed, as a GPU may too.
+// Trapping needs no sanitizer runtime; the trap ends the driver, which kills the mutant.
+const boundsFlags = ['-fsanitize=array-bounds', '-fsanitize-trap=array-bounds'];
+
+/** Builds the mutated libraries at `opt` and links a driver; returns { driver } or a stillborn result. */
+async function buildMutant(libraries, dir, opt, ctx) {
+  const objs = [];
+  for (const library of libraries) {
+    const file = `shaders/${library}.metal`;
+    const text = withMetalIncludes(file, dir);
+    const src = join(dir, `${library}.cc`);
+    writeFileSync(src, generate(text, { file, library, variant: VARIANT }));
+    const flags = [...flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? opt : f)),
+      ...boundsFlags];
+    const obj = join(dir, `${library}${opt}.o`);
+    const c = await exec(cxx, [...flags, '-c', src, '-o', obj]);
+    if (c.code !== 0) return { status: 'stillborn', by: (c.stderr.split('\n').find((l) => l.includes('error')) ?? c.stderr.slice(0, 200)).trim() };
+    objs.push(obj);
+  }
+  const driver = join(dir, `driver${opt}`);
+  const l = await exec(cxx, ['-pthread', ...ctx.baseObjects, ...objs, '-o', driver]);
+  if (l.code !== 0) return { status: 'stillborn', by: `link: ${l.stderr.slice(0, 300)}` };
+  return { driver };
+}
+
+/** Runs `cases` ([name, { ms }], cheapest first) on a mutant's driver: killed at the first
+ * failure, crash or time-out, survived when every case passes. */
+async function runCases(driver, cases, { failFast, msFactor }) {
+  const ms = cases.reduce((s, [, c]) => s + c.ms, 0);
+  const timeout = Math.round(30_000 + msFactor * ms);
+  const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', ...(failFast ? ['--fail-fast'] : []),
+    '--filter', cases.map(([n]) => n).join(',')], { timeout });
+  if (r.killed) return { status: 'killed', by: `time-out after ${timeout} ms` };
+  if (r.signal) return { status: 'killed', by: `signal ${r.signal}` };
+  let doc;
+  try {
+    doc = JSON.parse(r.stdout);
+  } catch {
+    return { status: 'killed', by: `driver exit ${r.code} without a report` };
+  }
+  const failed = doc.cases.find((c) => !c.ok);
+  if (failed) return { status: 'killed', by: `${failed.name}: ${failed.error?.kind ?? ''}` };
+  if (doc.cases.length < cases.length) return { status: 'killed', by: `${cases.length - doc.cases.length} cases missing from the report` };
+  return { status: 'survived', cases: doc.cases.length };
+}
+
+/** Builds and runs one mutant; returns { status, by? }. The mutated libraries are compiled at -O0
+ * first (a twentieth of -O2's compile time; the kernels run slower, but most mutants fail their
+ * first cases, and the run stops there); a mutant that passes every case at -O0 is built and run
+ * again at -O2, the suite's own build, and that run decides. */
 async function runMutant(m, k, ctx) {
   const libraries = [...ctx.libraryFiles].filter(([, files]) => files.has(m.file)).map(([lib]) => lib);
-  const cases = Object.entries(ctx.cases).filter(([, c]) => c.libraries.some((l) => libraries.includes(l)));
+  const cases = Object.entries(ctx.cases).filter(([, c]) => c.libraries.some((l) => libraries.includes(l)))
+    .sort(([, a], [, b]) => a.ms - b.ms);
   if (cases.length === 0) return { status: 'uncovered', libraries };
   const dir = join(buildDir, 'mutants', String(k));
   rmSync(dir, { recursive: true, force: true });
@@ -113,35 +165,13 @@ async function runMutant(m, k, ctx) {
     // A copy of shaders/ with the one file mutated: quoted includes between headers resolve there.
     cpSync(join(root, 'shaders'), join(dir, 'shaders'), { recursive: true });
     writeFileSync(join(dir, m.file), applyMutant(readFileSync(join(root, m.file), 'utf8'), m));
-    const objs = [];
-    for (const library of libraries) {
-      const file = `shaders/${library}.metal`;
-      const text = withMetalIncludes(file, dir);
-      const src = join(dir, `${library}.cc`);
-      writeFileSync(src, generate(text, { file, library, variant: VARIANT }));
-      const flags = flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f));
-      const obj = join(dir, `${library}.o`);
-      const c = await exec(cxx, [...flags, '-c', src, '-o', obj]);
-      if (c.code !== 0) return { status: 'stillborn', by: (c.stderr.split('\n').find((l) => l.includes('error')) ?? c.stderr.slice(0, 200)).trim() };
-      objs.push(obj);
-    }
-    const driver = join(dir, 'driver');
-    const l = await exec(cxx, ['-pthread', ...ctx.baseObjects, ...objs, '-o', driver]);
-    if (l.code !== 0) return { status: 'stillborn', by: `link: ${l.stderr.slice(0, 300)}` };
-    const ms = cases.reduce((s, [, c]) => s + c.ms, 0);
-    const timeout = Math.round(30_000 + 10 * ms);
-    const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', '--filter', cases.map(([n]) => n).join(',')], { timeout });
-    if (r.killed) return { status: 'killed', by: `time-out after ${timeout} ms` };
-    if (r.signal) return { status: 'killed', by: `signal ${r.signal}` };
-    let doc;
-    try {
-      doc = JSON.parse(r.stdout);
-    } catch {
-      return { status: 'killed', by: `driver exit ${r.code} without a report` };
-    }
-    const failed = doc.cases.find((c) => !c.ok);
-    if (failed) return { status: 'killed', by: `${failed.name}: ${failed.error?.kind ?? ''}` };
-    return { status: 'survived', cases: doc.cases.length };
+    const quick = await buildMutant(libraries, dir, '-O0', ctx);
+    if (!quick.driver) return quick;
+    const first = await runCases(quick.driver, cases, { failFast: true, msFactor: 40 });
+    if (first.status !== 'survived') return first;
+    const full = await buildMutant(libraries, dir, '-O2', ctx);
+    if (!full.driver) return full;
+    return runCases(full.driver, cases, { failFast: false, msFactor: 10 });
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -1,9 +1,11 @@
 // The MSL suite driver: runs the kernels of shaders/ in the harness through the dispatch plans and
 // prints one JSON document with a result per case (test/msl/msl.test.ts reads it).
 //
-//   msl-driver [--variant NAME] [--filter TEXT[,TEXT...]] [--jobs N] [--list]
+//   msl-driver [--variant NAME] [--filter TEXT[,TEXT...]] [--jobs N] [--fail-fast] [--list]
 // --variant runs a planted-fault build of the kernels (test/msl/faults/faults.json); --filter
-// keeps the cases whose name contains any of the texts. Exit status 0 when every case passed.
+// keeps the cases whose name contains any of the texts, in the order the texts are given;
+// --fail-fast starts no case after one has failed (a mutant needs one failure, not all of them:
+// test/msl/mutants.mjs), and reports only the cases that ran. Exit status 0 when every case passed.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -39,29 +41,33 @@ int main(int argc, char** argv) {
   std::string variant;
   std::vector<std::string> filters;
   unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
-  bool list = false;
+  bool list = false, fail_fast = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--variant" && i + 1 < argc) variant = argv[++i];
     else if (a == "--filter" && i + 1 < argc) filters = split(argv[++i]);
     else if (a == "--jobs" && i + 1 < argc) jobs = unsigned(std::max(1, std::atoi(argv[++i])));
+    else if (a == "--fail-fast") fail_fast = true;
     else if (a == "--list") list = true;
     else {
-      std::fprintf(stderr, "usage: %s [--variant NAME] [--filter TEXT[,TEXT...]] [--jobs N] [--list]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--variant NAME] [--filter TEXT[,TEXT...]] [--jobs N] [--fail-fast] [--list]\n", argv[0]);
       return 2;
     }
   }
 
-  std::vector<Case> cases;
+  // The kept cases, in the order of the first filter each matches (registration order within).
+  std::vector<std::vector<Case>> by_filter(filters.size() + 1);
   for (auto& group : {selftest_cases(), tensorops_cases(), tensor_handle_cases(), table_cases(), plan_cases(), quantize_cases(), linear_cases(),
                        attention_cases(), attention_tensorops_cases(), attention_tensorops_mx_cases(), matmul_cases(), linear_mx_cases(), probe_cases(),
                        elementwise_cases(), norm_cases(), rope_cases(), softmax_cases(), layout_cases(),
                        pick_cases(), embedding_cases(), grouped_linear_cases(), group_rows_cases()})
-    for (const auto& c : group)
-      if (filters.empty() || std::any_of(filters.begin(), filters.end(), [&](const std::string& f) {
-            return c.name.find(f) != std::string::npos;
-          }))
-        cases.push_back(c);
+    for (const auto& c : group) {
+      size_t f = 0;
+      while (f < filters.size() && c.name.find(filters[f]) == std::string::npos) ++f;
+      if (filters.empty() || f < filters.size()) by_filter[f].push_back(c);
+    }
+  std::vector<Case> cases;
+  for (auto& b : by_filter) cases.insert(cases.end(), b.begin(), b.end());
   if (list) {
     for (const auto& c : cases) std::printf("%s\n", c.name.c_str());
     return 0;
@@ -69,9 +75,11 @@ int main(int argc, char** argv) {
 
   const auto t0 = std::chrono::steady_clock::now();
   std::vector<CaseResult> results(cases.size());
+  std::vector<char> ran(cases.size(), 0);
   std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
   auto worker = [&] {
-    for (size_t i; (i = next++) < cases.size();) {
+    for (size_t i; !(fail_fast && failed) && (i = next++) < cases.size();) {
       const auto start = std::chrono::steady_clock::now();
       mtoh::take_libraries_used();  // what an earlier case on this thread left
       CaseResult r;
@@ -89,7 +97,9 @@ int main(int argc, char** argv) {
       r.name = cases[i].name;
       r.libraries = mtoh::take_libraries_used();
       r.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (!r.ok) failed = true;
       results[i] = std::move(r);
+      ran[i] = 1;
     }
   };
   std::vector<std::thread> threads;
@@ -97,12 +107,13 @@ int main(int argc, char** argv) {
   for (auto& t : threads) t.join();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  size_t passed = 0;
-  std::printf("{\"variant\": \"%s\", \"seconds\": %.3f, \"cases\": [\n", variant.c_str(), seconds);
+  size_t passed = 0, run = 0;
+  std::printf("{\"variant\": \"%s\", \"seconds\": %.3f, \"cases\": [", variant.c_str(), seconds);
   for (size_t i = 0; i < results.size(); ++i) {
+    if (!ran[i]) continue;
     passed += results[i].ok ? 1 : 0;
-    std::printf("  %s%s\n", to_json(results[i]).c_str(), i + 1 < results.size() ? "," : "");
+    std::printf("%s\n  %s", run++ ? "," : "", to_json(results[i]).c_str());
   }
-  std::printf("], \"passed\": %zu, \"failed\": %zu}\n", passed, results.size() - passed);
-  return passed == results.size() ? 0 : 1;
+  std::printf("\n], \"passed\": %zu, \"failed\": %zu}\n", passed, run - passed);
+  return passed == run && run == cases.size() ? 0 : 1;
 }
