@@ -184,6 +184,7 @@ struct tensor {
   tensor(ET* data, Ext e) : p_(data), ext_(e) {
     st_[0] = 1;
     for (size_t r = 1; r < R; ++r) st_[r] = index_type(st_[r - 1] * ext_.extent(r - 1));
+    check_extents();
   }
   template <class J>
   tensor(ET* data, Ext e, array<J, R> strides) : p_(data), ext_(e) {
@@ -192,6 +193,15 @@ struct tensor {
       mtoh::tops::fail("tensorops_constraint", "tensor view: strides[0] must be 1 (innermost dimension contiguous), got %d",
                        int(st_[0]));
     }
+    check_extents();
+  }
+  // A view has extents greater than 0, as MTLTensorDescriptor's dimensions must: a kernel clamps
+  // a row origin past its matrix rather than make an empty (or negative) view.
+  void check_extents() const {
+    for (size_t r = 0; r < R; ++r)
+      if (ext_.extent(r) <= 0)
+        mtoh::tops::fail("tensorops_constraint", "tensor view: extent %ld of dimension %zu (innermost first) is not greater than 0",
+                         long(ext_.extent(r)), r);
   }
 
   Ext extents() const { return ext_; }

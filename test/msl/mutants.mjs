@@ -101,40 +101,42 @@ async function caseLibraries(jobs, log, baseReport) {
   return cases;
 }
 
-// A mutant's libraries trap on an index past a fixed-size array (thread-private accumulators,
-// threadgroup tiles): the harness checks device memory by guard regions, but an access past a
-// private array is undefined behaviour that a CPU build may run unnoticed, as a GPU may too.
-// Trapping needs no sanitizer runtime; the trap ends the driver, which kills the mutant.
-const boundsFlags = ['-fsanitize=array-bounds', '-fsanitize-trap=array-bounds'];
+// A mutant's libraries are compiled at -O0 (a twentieth of -O2's compile time, which dominated:
+// the kernels run slower, but most mutants fail one of their first cases, and the run stops
+// there), and trap on an index past a fixed-size array (thread-private accumulators, threadgroup
+// tiles): the harness checks device memory by guard regions, but an access past a private array
+// is undefined behaviour that a CPU build may run unnoticed, as a GPU may too. Trapping needs no
+// sanitizer runtime; the trap ends the driver, which kills the mutant.
+const mutantFlags = (text, dir) => [
+  ...flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? '-O0' : f)),
+  '-fsanitize=array-bounds', '-fsanitize-trap=array-bounds'];
 
-/** Builds the mutated libraries at `opt` and links a driver; returns { driver } or a stillborn result. */
-async function buildMutant(libraries, dir, opt, ctx) {
+/** Builds the mutated libraries and links a driver; returns { driver } or a stillborn result. */
+async function buildMutant(libraries, dir, ctx) {
   const objs = [];
   for (const library of libraries) {
     const file = `shaders/${library}.metal`;
     const text = withMetalIncludes(file, dir);
     const src = join(dir, `${library}.cc`);
     writeFileSync(src, generate(text, { file, library, variant: VARIANT }));
-    const flags = [...flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? opt : f)),
-      ...boundsFlags];
-    const obj = join(dir, `${library}${opt}.o`);
-    const c = await exec(cxx, [...flags, '-c', src, '-o', obj]);
+    const obj = join(dir, `${library}.o`);
+    const c = await exec(cxx, [...mutantFlags(text, dir), '-c', src, '-o', obj]);
     if (c.code !== 0) return { status: 'stillborn', by: (c.stderr.split('\n').find((l) => l.includes('error')) ?? c.stderr.slice(0, 200)).trim() };
     objs.push(obj);
   }
-  const driver = join(dir, `driver${opt}`);
+  const driver = join(dir, 'driver');
   const l = await exec(cxx, ['-pthread', ...ctx.baseObjects, ...objs, '-o', driver]);
   if (l.code !== 0) return { status: 'stillborn', by: `link: ${l.stderr.slice(0, 300)}` };
   return { driver };
 }
 
-/** Runs `cases` ([name, { ms }], cheapest first) on a mutant's driver: killed at the first
- * failure, crash or time-out, survived when every case passes. */
-async function runCases(driver, cases, { failFast, msFactor }) {
+/** Runs `cases` ([name, { ms }] with their -O2 times, cheapest first) on a mutant's driver:
+ * killed at the first failure, crash or time-out, survived when every case passes. */
+async function runCases(driver, cases) {
   const ms = cases.reduce((s, [, c]) => s + c.ms, 0);
-  const timeout = Math.round(30_000 + msFactor * ms);
-  const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', ...(failFast ? ['--fail-fast'] : []),
-    '--filter', cases.map(([n]) => n).join(',')], { timeout });
+  const timeout = Math.round(30_000 + 40 * ms);  // -O0 ran the qlinear cases ~16 times slower
+  const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', '--fail-fast', '--filter', cases.map(([n]) => n).join(',')],
+    { timeout });
   if (r.killed) return { status: 'killed', by: `time-out after ${timeout} ms` };
   if (r.signal) return { status: 'killed', by: `signal ${r.signal}` };
   let doc;
@@ -149,10 +151,7 @@ async function runCases(driver, cases, { failFast, msFactor }) {
   return { status: 'survived', cases: doc.cases.length };
 }
 
-/** Builds and runs one mutant; returns { status, by? }. The mutated libraries are compiled at -O0
- * first (a twentieth of -O2's compile time; the kernels run slower, but most mutants fail their
- * first cases, and the run stops there); a mutant that passes every case at -O0 is built and run
- * again at -O2, the suite's own build, and that run decides. */
+/** Builds and runs one mutant; returns { status, by? }. */
 async function runMutant(m, k, ctx) {
   const libraries = [...ctx.libraryFiles].filter(([, files]) => files.has(m.file)).map(([lib]) => lib);
   const cases = Object.entries(ctx.cases).filter(([, c]) => c.libraries.some((l) => libraries.includes(l)))
@@ -165,13 +164,8 @@ async function runMutant(m, k, ctx) {
     // A copy of shaders/ with the one file mutated: quoted includes between headers resolve there.
     cpSync(join(root, 'shaders'), join(dir, 'shaders'), { recursive: true });
     writeFileSync(join(dir, m.file), applyMutant(readFileSync(join(root, m.file), 'utf8'), m));
-    const quick = await buildMutant(libraries, dir, '-O0', ctx);
-    if (!quick.driver) return quick;
-    const first = await runCases(quick.driver, cases, { failFast: true, msFactor: 40 });
-    if (first.status !== 'survived') return first;
-    const full = await buildMutant(libraries, dir, '-O2', ctx);
-    if (!full.driver) return full;
-    return runCases(full.driver, cases, { failFast: false, msFactor: 10 });
+    const built = await buildMutant(libraries, dir, ctx);
+    return built.driver ? runCases(built.driver, cases) : built;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -250,6 +250,13 @@ std::vector<Case> grouped_linear_cases() {
   std::vector<int32_t> many(128, 0);
   many[3] = 2, many[77] = 1, many[127] = 3;
   add({Format::MXFP4, 32, f32, f32, 37, 96, many, 6}, "many_experts");
+  // More experts than the route kernel stages at a time (QLINEAR_GROUPED_ROUTE_CHUNK, 1024; 256
+  // threads): groups in both chunks, and a negative size in the second.
+  std::vector<int32_t> chunked(1324, 0);
+  chunked[5] = 2, chunked[700] = 1, chunked[1030] = 1, chunked[1323] = 3;
+  add({Format::MXFP4, 32, f32, f32, 37, 96, chunked, 7}, "chunked_experts");
+  chunked[1200] = -1;
+  add({Format::MXFP4, 32, f32, f32, 37, 96, chunked, 7}, "chunked_negative");
   add({Format::MXFP4, 32, f16, bf16, 40, 128, {20, 0, 44}, 64}, "max_rows");
   add({Format::AFFINE4, 64, f32, f32, 37, 128, {0, 0, 64, 0}, 64}, "max_rows");
   // Sizes the op must refuse: the first negative one, or a sum other than T (also one past 2^32).

@@ -3,12 +3,14 @@
 // sides of the decode/tiled switch and at tile edges, N and K not multiples of the tiles,
 // float32, float16 and bfloat16 activations, and y in each of those dtypes (the kernels round once
 // as they store y, as the cpu backend does: one unit in the last place more for float16/bfloat16).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 
 #include "cases.h"
+#include "core/formats.h"
 #include "core/ops.h"
 #include "core/tensor.h"
 #include "cpu/ops.h"
@@ -30,7 +32,7 @@ constexpr double kSumUnits = 4;
 
 // kSumUnits * 2^-24 * (sum_k |x[m,k] w[n,k]| + |bias[n]|) for each output, from the values the kernel reads.
 std::vector<double> sum_slack(const mto::Tensor& x, const mto::QTensor& w, const mto::Tensor* bias, int64_t M,
-                              int64_t N, int64_t K) {
+                              int64_t N, int64_t K, double units = kSumUnits) {
   mto::cpu::ThreadPool pool(1);
   std::vector<float> wd(size_t(N * K)), xd(size_t(M * K));
   mto::cpu::dequantize(pool, w, wd.data());
@@ -40,7 +42,7 @@ std::vector<double> sum_slack(const mto::Tensor& x, const mto::QTensor& w, const
     for (int64_t n = 0; n < N; ++n) {
       double mag = bias ? std::fabs(double(bias->data<float>()[n])) : 0.0;
       for (int64_t k = 0; k < K; ++k) mag += std::fabs(double(xd[size_t(m * K + k)]) * wd[size_t(n * K + k)]);
-      slack[size_t(m * N + n)] = kSumUnits * std::ldexp(mag, -24);
+      slack[size_t(m * N + n)] = units * std::ldexp(mag, -24);
     }
   return slack;
 }
@@ -52,7 +54,72 @@ struct LinearShape {
   // Weight row 5 (in the first N tile only) times 2^w_shift and x times 2^x_shift: block scales
   // outside what a 16-bit staging keeps exact (shaders/mx_stage.h) in one threadgroup of several.
   int w_shift = 0, x_shift = 0;
+  // The 16-bit staging rule at its edges (shaders/mx_stage.h): every weight row made of the
+  // format's own values at a block scale 2^mid that keeps them exact in 16 bits, but row lo_row at
+  // 2^lo, where its small values fall below the 16-bit type's subnormals, and row hi_row at 2^hi,
+  // where its largest overflow float16 (hi_row -1: none). x is zero at the first column of each
+  // block, which holds a row's largest value (the block's scale): so the lo row's output is made
+  // of its small values alone.
+  struct Edges {
+    int mid, lo, hi;
+    int64_t lo_row, hi_row;
+  };
+  std::optional<Edges> edges = std::nullopt;
 };
+
+// The finite values of an element encoding (the cpu backend's codec) no larger in magnitude than
+// its largest positive one: the integer encodings' most negative code (-2 for int8) would raise
+// the block's scale by one.
+std::vector<float> element_values(const mto::FormatInfo& info) {
+  std::vector<float> all;
+  float top = 0;
+  for (int c = 0; c < (1 << info.bits); ++c) {
+    const float x = mto::decode_element(info.element, uint8_t(c));
+    if (!std::isfinite(x)) continue;
+    all.push_back(x);
+    top = std::max(top, x);
+  }
+  std::vector<float> v;
+  for (float x : all)
+    if (std::fabs(x) <= top) v.push_back(x);
+  return v;
+}
+
+// The largest and the smallest nonzero magnitude of element_values.
+std::pair<float, float> element_range(const mto::FormatInfo& info) {
+  float top = 0, lsb = INFINITY;
+  for (float x : element_values(info)) {
+    top = std::max(top, std::fabs(x));
+    if (x != 0) lsb = std::min(lsb, std::fabs(x));
+  }
+  return {top, lsb};
+}
+
+// The weights of an edge case ([N, K]) and each row's scale exponent: every block opens with the
+// format's largest magnitude (its scale is then 2^e exactly), then its smallest nonzero one; the
+// rest is drawn from all of its values, or for the lo row from 1, 2, 3 times the smallest (the
+// values a too-narrow staging loses); the hi row's second value is the largest again.
+std::vector<int> edge_weights(const mto::FormatInfo& info, const LinearShape::Edges& g, int64_t N, int64_t K, Rng& rng,
+                              std::vector<float>& w) {
+  const std::vector<float> values = element_values(info);
+  const auto [top, lsb] = element_range(info);
+  const int most = top / lsb >= 3 ? 3 : int(top / lsb);  // multiples of lsb up to top (int2: lsb = top = 1)
+  std::vector<int> exps(size_t(N), g.mid);
+  exps[size_t(g.lo_row)] = g.lo;
+  if (g.hi_row >= 0) exps[size_t(g.hi_row)] = g.hi;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      const int i = int(k % 32);
+      const float sign = rng.range(0, 1) ? 1.0f : -1.0f;
+      const float v = i == 0                                  ? -top
+                      : i == 1 && n == g.hi_row               ? top
+                      : i == 1                                ? lsb
+                      : n == g.lo_row                         ? sign * lsb * float(rng.range(1, most))
+                                                              : values[size_t(rng.range(0, int(values.size()) - 1))];
+      w[size_t(n * K + k)] = std::ldexp(v, exps[size_t(n)]);
+    }
+  return exps;
+}
 
 Bytes bytes_of(const mto::Buffer& b) {
   const auto* p = static_cast<const unsigned char*>(b.data());
@@ -73,6 +140,8 @@ CaseResult run_case(mto::Format f, mto::DType xt, mto::DType yt, LinearShape s, 
   const uint64_t seed = seed_of(name);
   std::vector<float> xv = normal_data(s.M * s.K, seed);
   for (float& v : xv) v = std::ldexp(v, s.x_shift);
+  if (s.edges)
+    for (int64_t i = 0; i < s.M * s.K; i += 32) xv[size_t(i)] = 0.0f;
   const mto::Tensor x = dense(xv, {s.M, s.K}, xt);
   // Weight rows at different magnitudes, so scales differ from row to row and block to block.
   std::vector<float> wv = normal_data(s.N * s.K, seed + 1);
@@ -83,18 +152,33 @@ CaseResult run_case(mto::Format f, mto::DType xt, mto::DType yt, LinearShape s, 
   }
   if (s.w_shift != 0)
     for (int64_t k = 0; k < s.K; ++k) wv[size_t(5 * s.K + k)] = std::ldexp(wv[size_t(5 * s.K + k)], s.w_shift);
+  const std::vector<int> edge_exps = s.edges ? edge_weights(mto::format_info(f), *s.edges, s.N, s.K, rng, wv)
+                                             : std::vector<int>();
   const mto::Tensor wd = dense(wv, {s.N, s.K});
   const mto::Tensor bias = dense(normal_data(s.N, seed + 3), {s.N});
 
   mto::cpu::ThreadPool pool(1);
   mto::QTensorPtr w = mto::make_qtensor({s.N, s.K}, f, s.block);
   mto::cpu::quantize(pool, wd, *w);
+  for (size_t row = 0; row < edge_exps.size(); ++row)
+    for (int64_t b = 0; b < s.K / 32; ++b) {
+      const int byte = static_cast<const uint8_t*>(w->scales->data())[int64_t(row) * (s.K / 32) + b];
+      if (byte != 127 + edge_exps[row]) {
+        CaseResult r;
+        r.name = name;
+        r.error_kind = "setup";
+        r.message = "edge row " + std::to_string(row) + " block " + std::to_string(b) + ": scale byte " +
+                    std::to_string(byte) + ", meant " + std::to_string(127 + edge_exps[row]);
+        return r;
+      }
+    }
   const mto::Operand xo{&x, nullptr}, wo{nullptr, w.get()};
   const mto::Tensor* bias_ptr = s.bias ? &bias : nullptr;
   const mto::LinearParams lp = mto::check_linear(xo, wo, bias_ptr, yt);
   std::vector<float> ref(size_t(s.M * s.N));  // float32; compare_outputs rounds it to y's dtype
   mto::cpu::linear(pool, xo, wo, bias_ptr, lp, ref.data());
-  const std::vector<double> slack = sum_slack(x, *w, bias_ptr, s.M, s.N, s.K);
+  // An edge case's blocks span their format's whole range (2^32 for E5M2): more units of the sum.
+  const std::vector<double> slack = sum_slack(x, *w, bias_ptr, s.M, s.N, s.K, s.edges ? 4 * kSumUnits : kSumUnits);
 
   std::map<Arg, Bytes> inputs = {{Arg::X, bytes_of(*x.buffer)},
                                  {Arg::WCodes, bytes_of(*w->codes)},
@@ -204,6 +288,30 @@ std::vector<Case> linear_cases() {
     cases.push_back({name, [=](const std::string& v) {
                        return run_case(c.format, DType::BFloat16, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
                      }});
+  }
+  // The same rule at its edges for every MX format (LinearShape::Edges), from the codec's values
+  // rather than mx_stage.h's table: the scale exponents just past float16's subnormals and range,
+  // and bfloat16's subnormals where an E8M0 scale reaches them (x times 2^20 there, so that the
+  // products stay float32 normals), each in an N tile of its own (32 rows) beside tiles that stay
+  // 16-bit. A row staged in 16 bits where it should not be loses or overflows values.
+  for (mto::Format f : {mto::Format::MXFP8_E4M3, mto::Format::MXFP8_E5M2, mto::Format::MXFP6_E3M2,
+                        mto::Format::MXFP6_E2M3, mto::Format::MXFP4, mto::Format::MXINT8, mto::Format::MXINT4,
+                        mto::Format::MXINT2}) {
+    const auto [top, lsb] = element_range(mto::format_info(f));
+    int hi = -127;  // the smallest scale exponent at which top overflows float16
+    while (std::ldexp(top, hi) <= 65504.0f) ++hi;
+    const int lo16 = -25 - std::ilogb(lsb), lo_bf16 = -134 - std::ilogb(lsb), mid = (lo16 + 1 + hi - 1) / 2;
+    for (DType xt : {DType::Float16, DType::BFloat16}) {
+      LinearShape s{40, 70, 96, 32, false};
+      if (xt == DType::Float16) s.edges = LinearShape::Edges{mid, lo16, hi, 5, 45};
+      else if (lo_bf16 >= -127) s.edges = LinearShape::Edges{mid, lo_bf16, 0, 5, -1}, s.x_shift = 20;
+      else continue;  // no E8M0 scale reaches bfloat16's subnormals
+      const std::string name = linear_case_name("linear-tensorops/", f, 32, xt, DType::Float32, s.M, s.N, s.K, false) +
+                               "/edges";
+      cases.push_back({name, [=](const std::string& v) {
+                         return run_case(f, xt, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
+                       }});
+    }
   }
   // 64 x 64 tiles (16-bit x, enough tiles): 16-bit staging, float32 staging with its 32-column K
   // step (an affine weight; a row past float16's range in one threadgroup: overflow to inf, were it
