@@ -247,7 +247,15 @@ function writeReport(report, mutants, results, equivalent, log) {
 /** `baseReport`: the base driver's report of every case when the caller has one (msl.test.ts). */
 export async function main(argv, log = (s) => process.stderr.write(`${s}\n`), { baseReport = null } = {}) {
   const opts = parseArgs(argv);
-  const mutants = selectMutants(opts);
+  let mutants = selectMutants(opts);
+  if (opts.check) {
+    // Only a mutant the report has killed, or has no result for, can fail the check: equivalent
+    // and listed survivors are not run (at -O0 each costs its libraries' whole suite).
+    const report = readJson(reportPath, { files: {} });
+    const equivalentIds = readJson(equivalentPath, {});
+    const known = new Set(Object.values(report.files).flatMap((f) => (f.survived ?? []).map((x) => x.id)));
+    mutants = mutants.filter((m) => !equivalentIds[m.id] && !known.has(m.id));
+  }
   if (opts.list) {
     for (const m of mutants) console.log(`${m.id}\t${m.file}:${m.line}\t${m.from} -> ${m.to}\t${m.mutated.trim()}`);
     return 0;

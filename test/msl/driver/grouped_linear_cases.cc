@@ -46,6 +46,7 @@ struct GroupedCase {
   std::vector<int32_t> sizes;  // E of them
   int64_t T;
   std::optional<DType> dense = std::nullopt;  // set: w dense of this dtype (format and block unused)
+  bool inf_odd_rows = false;  // w[e, n, 0] = +inf for odd n: a run staged past its row's K reads it
 };
 
 Comparison mismatch(const std::string& what) {
@@ -67,6 +68,8 @@ CaseResult run_case(const GroupedCase& c, const std::string& name, const std::st
     const float scale = std::ldexp(1.0f, rng.range(-4, 4));
     for (int i = 0; i < 32; ++i) wv[size_t(b * 32 + i)] *= scale;
   }
+  if (c.inf_odd_rows)
+    for (int64_t en = 1; en < E * c.N; en += 2) wv[size_t(en * c.K)] = INFINITY;
   const mto::Tensor wd = dense(wv, {E, c.N, c.K}, c.dense ? *c.dense : DType::Float32);
   mto::cpu::ThreadPool pool(1);
   mto::QTensorPtr w;
@@ -261,6 +264,7 @@ std::vector<Case> grouped_linear_cases() {
   add({Format::AFFINE4, 64, f32, f32, 37, 128, {0, 0, 64, 0}, 64}, "max_rows");
   // Sizes the op must refuse: the first negative one, or a sum other than T (also one past 2^32).
   add({Format::MXFP4, 32, f32, f32, 37, 96, {2, -1, 3, -4}, 4}, "negative");
+  add({Format::MXFP4, 32, f32, f32, 37, 96, {-2, 3, -1}, 3}, "negative_first");  // the first is expert 0
   add({Format::MXFP4, 32, f32, f32, 37, 96, {1, 2}, 4}, "short_sum");
   add({Format::MXINT8, 32, f32, f32, 37, 96, {3, 2, 0}, 4}, "long_sum");
   add({Format::AFFINE8, 32, f32, f32, 37, 96, {2147483647, 2147483647, 2}, 4}, "huge_sum");
@@ -292,6 +296,10 @@ std::vector<Case> grouped_linear_cases() {
   }
   add({Format::MXFP4, 32, bf16, f32, 40, 96, {0, 0, 70, 0}, 70, f16}, "dense_one_expert");
   add({Format::MXFP4, 32, f32, f32, 37, 45, {3, 3}, 5, f32}, "dense_long_sum");
+  // A K tail (45) with +inf opening every odd row: the even rows' outputs stay finite only if no
+  // value past a row's K is staged (x's zeros there would make inf * 0 = NaN); a group of 33 rows
+  // leaves a slot of one row.
+  add({Format::MXFP4, 32, f32, f32, 37, 45, {30, 0, 33, 0, 14}, 77, f32, true}, "dense_inf_odd_rows");
   cases.push_back({"plan/grouped-linear", [](const std::string&) { return plan_rules(); }});
   return cases;
 }
