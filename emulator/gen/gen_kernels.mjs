@@ -4,14 +4,16 @@
 // messages and the barrier/SIMD-group call sites the runtime reports point at the real file:
 //   1. A planted fault (optional): one exact text replacement, which must match exactly once.
 //   2. Function-scope `threadgroup T name[A][B];` declarations (one per line, the only form the
-//      kernels may use) become references to storage the runtime gives each threadgroup; plain
-//      C++ would make them per-thread locals (and clang rejects address-space-qualified locals).
+//      kernels may use) become references to storage the runtime gives each threadgroup (or
+//      pointers to its first row: rowPointers); plain C++ would make them per-thread locals (and
+//      clang rejects address-space-qualified locals).
 //   3. `1.5h` half literals become half(1.5).
 //   4. `[[threadgroup(n)]]` parameter attributes become `[[mtoh_threadgroup(n)]]`: `threadgroup` is
 //      the shim's address-space macro, which would expand inside the attribute.
 // After the closing brace of every [[kernel]] function it appends (same line) a binder struct,
 // mtoh_kernel_<name>, that calls the function with each argument bound from its MSL attribute:
-// [[buffer(n)]], [[threadgroup(n)]] or a thread-position attribute. MTO_KERNEL_INSTANCE (via the
+// [[buffer(n)]], [[threadgroup(n)]] or a thread-position attribute, and exports the kernel's
+// [[max_total_threads_per_threadgroup(n)]] (1024 without one). MTO_KERNEL_INSTANCE (via the
 // shim's MTOH_KERNEL_INSTANCE) registers template instances with it; a non-template kernel is
 // registered under its own name here.
 //
@@ -55,8 +57,14 @@ export function maskSource(src) {
   return out;
 }
 
-/** Rewrites 2 and 3 (line by line; never changes the number of lines). */
-export function rewriteLines(src) {
+/**
+ * Rewrites 2 and 3 (line by line; never changes the number of lines). With `rowPointers` (for a
+ * build with -fsanitize=array-bounds, which would trap on an index past A of a T[A][B]) a
+ * threadgroup array becomes a pointer to its first row, T (*)[B]: an index past A is left to the
+ * guard region, which reports it as out_of_bounds, as for device memory; sizeof(name) is then a
+ * pointer's, so the reference (the default) is kept where nothing traps (users' kernels).
+ */
+export function rewriteLines(src, { rowPointers = false } = {}) {
   const masked = maskSource(src).split('\n');
   return src.split('\n').map((line, n) => {
     const code = masked[n];
@@ -64,8 +72,11 @@ export function rewriteLines(src) {
     if (decl) {
       const [, indent, type, name, dims] = decl;
       const t = `${type}${dims}`;
+      const inner = dims.slice(dims.indexOf(']') + 1);
+      const declared = rowPointers ? `(*${name})${inner}` : `(&${name})${dims}`;
+      const cast = rowPointers ? `(threadgroup ${type} (*)${inner})` : `*(threadgroup ${type} (*)${dims})`;
       return `${indent}static const char mtoh_key_${name} = 0; ` +
-        `threadgroup ${type} (&${name})${dims} = *(threadgroup ${type} (*)${dims})::mtoh::threadgroup_array(` +
+        `threadgroup ${type} ${declared} = ${cast}::mtoh::threadgroup_array(` +
         `&mtoh_key_${name}, "${name}", sizeof(${t}), alignof(${t}));` + line.slice(decl[0].length);
     }
     if (/^\s+threadgroup\s/.test(code) && /;\s*$/.test(code) && !/[*&(]/.test(code)) {
@@ -128,7 +139,15 @@ export function findKernels(src) {
       if (POSITION_ATTRS.has(kind)) return { call: `a.attr(::mtoh::Attr::${kind})` };
       throw new Error(`kernel ${name}: attribute [[${kind}]] is not supported by the harness`);
     });
-    kernels.push({ name, bodyClose, templated: /\btemplate\s*</.test(before), bindings });
+    // [[max_total_threads_per_threadgroup(n)]] before [[kernel]]: Metal refuses a dispatch with
+    // more threads per threadgroup, so the harness does too (the binder exports n).
+    const limit = /\[\[\s*max_total_threads_per_threadgroup\s*\(/.exec(before);
+    let maxThreads = '1024';
+    if (limit) {
+      const at = m.index - before.length + limit.index + limit[0].length - 1;
+      maxThreads = src.slice(at + 1, matching(masked, at));
+    }
+    kernels.push({ name, bodyClose, templated: /\btemplate\s*</.test(before), bindings, maxThreads });
     re.lastIndex = bodyClose;
   }
   return kernels;
@@ -140,7 +159,8 @@ function binder(k) {
   let text = ` template <class MtohFn, MtohFn* MtohF> struct mtoh_kernel_${k.name} {` +
     ` static void entry(const ::mtoh::ThreadArgs& a) { MtohF(${calls}); }` +
     ` static std::vector<int> buffers() { return {${list('buffer')}}; }` +
-    ` static std::vector<int> threadgroup_buffers() { return {${list('threadgroup')}}; } };`;
+    ` static std::vector<int> threadgroup_buffers() { return {${list('threadgroup')}}; }` +
+    ` static unsigned max_total_threads() { return (${k.maxThreads}); } };`;
   if (!k.templated) {
     text += ` static ::mtoh::KernelRegistrar<mtoh_kernel_${k.name}<decltype(${k.name}), &${k.name}>>` +
       ` mtoh_registrar_${k.name}(MTOH_LIBRARY, MTOH_VARIANT, "${k.name}");`;
@@ -149,13 +169,13 @@ function binder(k) {
 }
 
 /** The whole generated translation unit. */
-export function generate(src, { file, library, variant, find, replace }) {
+export function generate(src, { file, library, variant, find, replace, rowPointers = false }) {
   if (find !== undefined) {
     const count = src.split(find).length - 1;
     if (count !== 1) throw new Error(`planted fault '${variant}': the text to replace occurs ${count} times in ${file} (must be once)`);
     src = src.replace(find, () => replace);
   }
-  src = rewriteLines(src).replace(/\[\[(\s*)threadgroup(\s*\()/g, '[[$1mtoh_threadgroup$2');
+  src = rewriteLines(src, { rowPointers }).replace(/\[\[(\s*)threadgroup(\s*\()/g, '[[$1mtoh_threadgroup$2');
   const kernels = findKernels(src);
   if (kernels.length === 0) throw new Error(`${file}: no [[kernel]] functions found`);
   for (const k of [...kernels].reverse()) src = src.slice(0, k.bodyClose + 1) + binder(k) + src.slice(k.bodyClose + 1);

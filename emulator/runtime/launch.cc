@@ -157,6 +157,12 @@ RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry, std::ve
     return binding_error("threads per threadgroup " + std::to_string(t[0]) + "x" + std::to_string(t[1]) +
                          "x" + std::to_string(t[2]) + " must be 1..1024 in total");
   }
+  // As a Metal pipeline built with [[max_total_threads_per_threadgroup(n)]] refuses larger
+  // threadgroups (its maxTotalThreadsPerThreadgroup is at most n).
+  if (threads > kernel.max_total_threads) {
+    return binding_error("threads per threadgroup " + std::to_string(threads) + " exceed " + kernel.name +
+                         "'s max_total_threads_per_threadgroup(" + std::to_string(kernel.max_total_threads) + ")");
+  }
   for (int i = 0; i < 3; ++i)
     if (geometry.threadgroups[i] == 0) return binding_error("a grid dimension is 0 threadgroups");
 

@@ -87,17 +87,19 @@ struct KernelInfo {
   KernelEntry entry = nullptr;
   std::vector<int> buffers;              // every [[buffer(n)]] index the kernel declares
   std::vector<int> threadgroup_buffers;  // every [[threadgroup(n)]] index
+  uint32_t max_total_threads = 1024;     // [[max_total_threads_per_threadgroup(n)]]
 };
 
 // Called by static registrars in the generated translation units.
 void register_kernel(KernelInfo info);
 
 // A static object per kernel instance (MTOH_KERNEL_INSTANCE in the shim); K is the generated
-// binder with entry(), buffers() and threadgroup_buffers().
+// binder with entry(), buffers(), threadgroup_buffers() and max_total_threads().
 template <class K>
 struct KernelRegistrar {
   KernelRegistrar(const char* library, const char* variant, const char* name) {
-    register_kernel(KernelInfo{library, variant, name, &K::entry, K::buffers(), K::threadgroup_buffers()});
+    register_kernel(KernelInfo{library, variant, name, &K::entry, K::buffers(), K::threadgroup_buffers(),
+                               K::max_total_threads()});
   }
 };
 // The kernel `name` of `library` in `variant`; a variant with no kernels of `library` at all (it

@@ -30,9 +30,12 @@ export const faults = JSON.parse(readFileSync(join(here, 'faults/faults.json'), 
 const cxx = process.env.MSL_CXX || 'clang++-19';
 const common = ['-O2', '-g0', '-pthread', '-fno-fast-math', '-Wall', '-Wno-unused-function'];
 // Kernels: MSL 3.1 is C++14-based, so C++17 in a kernel is an error here too; unknown MSL
-// attributes ([[buffer(n)]] ...) are read by the generator, not by clang.
+// attributes ([[buffer(n)]] ...) are read by the generator, not by clang. A thread-private array
+// indexed out of its bounds traps (no sanitizer runtime: the trap ends the driver): undefined
+// behaviour on the GPU that the guard pages around device memory cannot see.
 const kernelFlags = [...common, '-std=c++14', '-Werror=c++17-extensions', '-Wno-unknown-attributes',
-  '-Wno-unused-variable', '-D__METAL_VERSION__=310', '-Iemulator/shim', '-Iemulator/runtime', '-Ishaders'];
+  '-Wno-unused-variable', '-fsanitize=array-bounds', '-fsanitize-trap=array-bounds',
+  '-D__METAL_VERSION__=310', '-Iemulator/shim', '-Iemulator/runtime', '-Ishaders'];
 const hostFlags = [...common, '-std=c++17', '-Inative', '-Ishaders', '-Iemulator/runtime'];
 // MSL 4.0 (the tensorops tier): a .metal file that includes <metal_tensor> is compiled at
 // __METAL_VERSION__=400 with the TensorOps shim. MSL 4 is C++17-based plus class-type template
@@ -108,7 +111,7 @@ function generateKernels() {
   const out = [];
   const add = (dest, text, opts, std) => {
     stdOf.set(dest, std);
-    writeIfChanged(dest, generate(text, opts));
+    writeIfChanged(dest, generate(text, { ...opts, rowPointers: true }));  // kernelFlags trap on array bounds
     out.push(dest);
   };
   // The product kernels, and the harness's own test kernels. The MSL version is the one each

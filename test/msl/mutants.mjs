@@ -103,13 +103,10 @@ async function caseLibraries(jobs, log, baseReport) {
 
 // A mutant's libraries are compiled at -O0 (a twentieth of -O2's compile time, which dominated:
 // the kernels run slower, but most mutants fail one of their first cases, and the run stops
-// there), and trap on an index past a fixed-size array (thread-private accumulators, threadgroup
-// tiles): the harness checks device memory by guard regions, but an access past a private array
-// is undefined behaviour that a CPU build may run unnoticed, as a GPU may too. Trapping needs no
-// sanitizer runtime; the trap ends the driver, which kills the mutant.
-const mutantFlags = (text, dir) => [
-  ...flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? '-O0' : f)),
-  '-fsanitize=array-bounds', '-fsanitize-trap=array-bounds'];
+// there). Like the suite's, they trap on an index past a thread-private array (build.mjs
+// kernelFlags), which ends the driver and kills the mutant.
+const mutantFlags = (text, dir) =>
+  flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? '-O0' : f));
 
 /** Builds the mutated libraries and links a driver; returns { driver } or a stillborn result. */
 async function buildMutant(libraries, dir, ctx) {
@@ -118,7 +115,7 @@ async function buildMutant(libraries, dir, ctx) {
     const file = `shaders/${library}.metal`;
     const text = withMetalIncludes(file, dir);
     const src = join(dir, `${library}.cc`);
-    writeFileSync(src, generate(text, { file, library, variant: VARIANT }));
+    writeFileSync(src, generate(text, { file, library, variant: VARIANT, rowPointers: true }));
     const obj = join(dir, `${library}.o`);
     const c = await exec(cxx, [...mutantFlags(text, dir), '-c', src, '-o', obj]);
     if (c.code !== 0) return { status: 'stillborn', by: (c.stderr.split('\n').find((l) => l.includes('error')) ?? c.stderr.slice(0, 200)).trim() };

@@ -60,6 +60,10 @@ enum class Pattern {
   NegInf,      // row 2 all -inf, the rest normal: sample has no distribution there
   Boundary,    // 0, -1, then -inf: weights 2^32 and 2^31 at temperature log2(e) (c = 1), so a
                // chosen seed puts the draw exactly on the first element's end (kBoundarySeed)
+  Tiny,        // negative values, +0 or -0, and the smallest subnormal (2^-149) last: it is larger
+  Negligible,  // the first half -inf, then -1000 (weight 0: below 2^-33 of the largest), 0 last
+  FlushEdge,   // 2^-126 (the smallest normal float), 2^-125, then -inf: at temperature 2^-126 the
+               // weights are 2^-log2(e) and 1, and flushing +-2^-126 (not only below) changes them
 };
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -73,6 +77,9 @@ const char* pattern_name(Pattern p) {
     case Pattern::PosInf: return "/posinf";
     case Pattern::NegInf: return "/neginf";
     case Pattern::Boundary: return "/boundary";
+    case Pattern::Tiny: return "/tiny";
+    case Pattern::Negligible: return "/negligible";
+    case Pattern::FlushEdge: return "/flush_edge";
   }
   return "";
 }
@@ -120,6 +127,18 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
         break;
       case Pattern::Boundary:
         for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0.0f : c == 1 ? -1.0f : -inf;
+        break;
+      case Pattern::Tiny:
+        for (int64_t c = 0; c < cols; ++c) v[c] = -std::fabs(v[c]) - 1.0f;
+        v[r % 2 == 0 ? 0 : cols / 3] = r % 2 == 0 ? 0.0f : -0.0f;
+        v[cols - 1] = std::numeric_limits<float>::denorm_min();
+        break;
+      case Pattern::Negligible:
+        for (int64_t c = 0; c < cols; ++c) v[c] = c < cols / 2 ? -inf : -1000.0f;
+        v[cols - 1] = 0.0f;
+        break;
+      case Pattern::FlushEdge:
+        for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0x1p-126f : c == 1 ? 0x1p-125f : -inf;
         break;
       default:
         break;
@@ -222,6 +241,10 @@ CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pa
 // weight passes the target strictly: the second element, not the first.
 constexpr uint64_t kBoundarySeed = 274846086044649502ull;
 constexpr double kLog2e = 1.4426950408889634;  // temperature giving c = log2(e) / T = 1 exactly
+// Row 0's bits for this seed are 2^30 (splitmix64 inverted): with Pattern::Negligible's 4096
+// columns the draw is at 2^30 / 2^53 of the row's weight, so a weight of 1 (not 0) for -inf or for
+// a value below 2^-33 of the largest would take the draw (position 512 in 2^32 + 2048).
+constexpr uint64_t kSmallDrawSeed = 16925604865497404159ull;
 
 struct SampleOptions {
   double temperature = 1.0;
@@ -368,9 +391,9 @@ std::vector<Case> pick_cases() {
   // argmax: widths that one thread, a few or many loads per thread cover.
   for (DType dt : dtypes) {
     for (int64_t cols : {1, 5, 50, 1001, 5003}) {
-      for (Pattern pat : {Pattern::Normal, Pattern::Special, Pattern::Constant}) {
+      for (Pattern pat : {Pattern::Normal, Pattern::Special, Pattern::Constant, Pattern::Tiny}) {
         const int64_t rows = pat == Pattern::Special ? 5 : 3;
-        if (pat == Pattern::Special && cols < 5) continue;
+        if ((pat == Pattern::Special || pat == Pattern::Tiny) && cols < 5) continue;
         const std::string name = std::string("pick/argmax/") + tag(dt) + shape(rows, cols) + pattern_name(pat);
         cases.push_back({name, [=](const std::string& v) { return run_argmax(dt, rows, cols, pat, name, v); }});
       }
@@ -393,6 +416,7 @@ std::vector<Case> pick_cases() {
       {5, 50, 50, Pattern::Special},    {2, 300, 64, Pattern::Normal},      {2, 1001, 256, Pattern::Normal},
       {5, 1001, 8, Pattern::Special},   {2, 5003, 1, Pattern::Normal},      {2, 5003, 64, Pattern::Constant},
       {2, 5003, 40, Pattern::Ascending}, {2, 3000, 8, Pattern::Stride},     {1, 20480, 256, Pattern::Bisect},
+      {3, 50, 3, Pattern::Tiny},
   };
   for (DType dt : dtypes) {
     for (const TopK& t : topks) {
@@ -411,7 +435,7 @@ std::vector<Case> pick_cases() {
   const TopK wide_topks[] = {
       {2, 300, 257, Pattern::Normal},     {2, 1001, 1000, Pattern::Normal},   {5, 1001, 1001, Pattern::Special},
       {5, 3000, 500, Pattern::Special},   {2, 5003, 300, Pattern::Constant},  {2, 5003, 2000, Pattern::Ascending},
-      {2, 3000, 600, Pattern::Stride},
+      {2, 3000, 600, Pattern::Stride},    {3, 300, 260, Pattern::Tiny},
   };
   for (DType dt : dtypes) {
     for (const TopK& t : wide_topks) {
@@ -458,6 +482,8 @@ std::vector<Case> pick_cases() {
       {2, 1, Pattern::Normal, {1.0, 0, 1.0, 2}, "t1"},
       {5, 50, Pattern::Special, {1.0, 0, 1.0, 2}, "t1"},      // row 1 holds NaN: E_ARG
       {5, 50, Pattern::Special, {0.0, 5, 1.0, 2}, "t0.k5"},   // NaN fails temperature 0 too
+      {1, 4096, Pattern::Negligible, {1.0, 0, 1.0, kSmallDrawSeed}, "t1"},
+      {64, 40, Pattern::FlushEdge, {0x1p-126, 0, 1.0, 10}, "t2^-126"},
   };
   for (DType dt : dtypes) {
     for (const Sample& s : samples) {

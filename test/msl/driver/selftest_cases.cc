@@ -113,6 +113,15 @@ std::vector<Case> selftest_cases() {
     c.name += "/params_too_small";
     cases.push_back(c);
   }
+  // [[max_total_threads_per_threadgroup(32)]]: 32 threads run, 64 are refused as Metal refuses them.
+  cases.push_back(feature("thread_limit_kept", [](const std::string& variant) {
+    std::vector<uint32_t> want(32);
+    for (uint32_t i = 0; i < 32; ++i) want[i] = i;
+    const auto plan = selftest_plan("misuse_thread_limit", 1, 32, {{0, Arg::Y}});
+    return run_plan_case("harness", plan, variant, {}, {{Arg::Y, 32 * 4}},
+                         [&](const std::map<Arg, Bytes>& out) { return expect_values(out.at(Arg::Y), want); });
+  }));
+  cases.push_back(catches_misuse("binding", selftest_plan("misuse_thread_limit", 1, 64, {{0, Arg::Y}}), {}, {{Arg::Y, 64 * 4}}));
   return cases;
 }
 

@@ -140,3 +140,9 @@ using namespace metal;
   simdgroup_load(m, a + (lane & 1), 8);
   simdgroup_store(m, out, 8);
 }
+
+// Declares at most 32 threads per threadgroup; the test launches 64, which Metal refuses.
+[[max_total_threads_per_threadgroup(16 * 2)]] [[kernel]] void misuse_thread_limit(
+    device uint* out [[buffer(0)]], ushort tid [[thread_index_in_threadgroup]]) {
+  out[tid] = tid;
+}
