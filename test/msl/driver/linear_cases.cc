@@ -57,12 +57,13 @@ struct LinearShape {
   // The 16-bit staging rule at its edges (shaders/mx_stage.h): every weight row made of the
   // format's own values at a block scale 2^mid that keeps them exact in 16 bits, but row lo_row at
   // 2^lo, where its small values fall below the 16-bit type's subnormals, and row hi_row at 2^hi,
-  // where its largest overflow float16 (hi_row -1: none). x is zero at the first column of each
+  // where its largest overflow float16 (-1: no such row). x is zero at the first column of each
   // block, which holds a row's largest value (the block's scale): so the lo row's output is made
   // of its small values alone.
   struct Edges {
     int mid, lo, hi;
     int64_t lo_row, hi_row;
+    bool every_row_lo = false;  // every row made as lo_row is
   };
   std::optional<Edges> edges = std::nullopt;
 };
@@ -104,17 +105,18 @@ std::vector<int> edge_weights(const mto::FormatInfo& info, const LinearShape::Ed
   const std::vector<float> values = element_values(info);
   const auto [top, lsb] = element_range(info);
   const int most = top / lsb >= 3 ? 3 : int(top / lsb);  // multiples of lsb up to top (int2: lsb = top = 1)
-  std::vector<int> exps(size_t(N), g.mid);
-  exps[size_t(g.lo_row)] = g.lo;
+  std::vector<int> exps(size_t(N), g.every_row_lo ? g.lo : g.mid);
+  if (g.lo_row >= 0) exps[size_t(g.lo_row)] = g.lo;
   if (g.hi_row >= 0) exps[size_t(g.hi_row)] = g.hi;
   for (int64_t n = 0; n < N; ++n)
     for (int64_t k = 0; k < K; ++k) {
+      const bool lo_row = g.every_row_lo || n == g.lo_row;
       const int i = int(k % 32);
       const float sign = rng.range(0, 1) ? 1.0f : -1.0f;
       const float v = i == 0                                  ? -top
                       : i == 1 && n == g.hi_row               ? top
                       : i == 1                                ? lsb
-                      : n == g.lo_row                         ? sign * lsb * float(rng.range(1, most))
+                      : lo_row                                ? sign * lsb * float(rng.range(1, most))
                                                               : values[size_t(rng.range(0, int(values.size()) - 1))];
       w[size_t(n * K + k)] = std::ldexp(v, exps[size_t(n)]);
     }
@@ -310,6 +312,18 @@ std::vector<Case> linear_cases() {
                                "/edges";
       cases.push_back({name, [=](const std::string& v) {
                          return run_case(f, xt, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
+                       }});
+    }
+    // 10 blocks a row (a threadgroup's scan of its rows' scales takes more than one pass of its
+    // threads): one row past float16's range in the second N tile alone (scale index 130 of its
+    // 320), and every row below float16's subnormals (every SIMD-group's share finds one).
+    for (bool all_lo : {false, true}) {
+      LinearShape s{40, 70, 320, 32, false};
+      s.edges = all_lo ? LinearShape::Edges{mid, lo16, 0, -1, -1, true} : LinearShape::Edges{mid, 0, hi, -1, 45};
+      const std::string name = linear_case_name("linear-tensorops/", f, 32, DType::Float16, DType::Float32, s.M,
+                                                s.N, s.K, false) + (all_lo ? "/edges/all_lo" : "/edges/tile1");
+      cases.push_back({name, [=](const std::string& v) {
+                         return run_case(f, DType::Float16, DType::Float32, s, name, v, mto::Tier::TensorOps, 0);
                        }});
     }
   }

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "../../../shaders/pick_params.h"
+#include "../../../shaders/pick_sample.h"
 #include "cases.h"
 #include "core/error.h"
 #include "core/plan/pick.h"
@@ -47,6 +48,11 @@ Bytes bytes_of(const mto::Tensor& t) {
   return Bytes(p, p + t.bytes());
 }
 
+// At temperature log2(e) (c = 1) its weight is 2^-(1 + 37/64 + r/2^24) of the largest, r = 2^18 - 12:
+// every step of shaders/pick_sample.h's weight (the halving, the table, each term of e^-a) shapes
+// it, and it is odd (1422962715), so halving every weight loses a bit of it.
+constexpr float kThresholdValue = -float((1 << 24) + (37 << 18) + (1 << 18) - 12) / 16777216.0f;
+
 // The rows of a case. Each pattern plants what a rule of core/ops.h decides.
 enum class Pattern {
   Normal,      // N(0, 1)
@@ -64,6 +70,7 @@ enum class Pattern {
   Negligible,  // the first half -inf, then -1000 (weight 0: below 2^-33 of the largest), 0 last
   FlushEdge,   // 2^-126 (the smallest normal float), 2^-125, then -inf: at temperature 2^-126 the
                // weights are 2^-log2(e) and 1, and flushing +-2^-126 (not only below) changes them
+  Threshold,   // 0, kThresholdValue, then -inf (row 0's draw set at the boundary between the two)
 };
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -80,6 +87,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::Tiny: return "/tiny";
     case Pattern::Negligible: return "/negligible";
     case Pattern::FlushEdge: return "/flush_edge";
+    case Pattern::Threshold: return "/threshold";
   }
   return "";
 }
@@ -136,6 +144,9 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
       case Pattern::Negligible:
         for (int64_t c = 0; c < cols; ++c) v[c] = c < cols / 2 ? -inf : -1000.0f;
         v[cols - 1] = 0.0f;
+        break;
+      case Pattern::Threshold:
+        for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0.0f : c == 1 ? kThresholdValue : -inf;
         break;
       case Pattern::FlushEdge:
         for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0x1p-126f : c == 1 ? 0x1p-125f : -inf;
@@ -245,6 +256,34 @@ constexpr double kLog2e = 1.4426950408889634;  // temperature giving c = log2(e)
 // columns the draw is at 2^30 / 2^53 of the row's weight, so a weight of 1 (not 0) for -inf or for
 // a value below 2^-33 of the largest would take the draw (position 512 in 2^32 + 2048).
 constexpr uint64_t kSmallDrawSeed = 16925604865497404159ull;
+
+// The seed whose draw for row 0 is `bits` (< 2^53): splitmix64 (shaders/pick_sample.h
+// mto_sample_bits) run backwards, each xor-shift and odd multiplier undone.
+uint64_t seed_for_bits(uint64_t bits) {
+  const auto unshift = [](uint64_t z, int s) {
+    uint64_t x = z;
+    for (int i = 0; i < 64 / s + 1; ++i) x = z ^ (x >> s);
+    return x;
+  };
+  const auto inverse = [](uint64_t a) {  // a^-1 mod 2^64 (Newton: each step doubles the good bits)
+    uint64_t x = a;
+    for (int i = 0; i < 6; ++i) x *= 2 - a * x;
+    return x;
+  };
+  uint64_t z = unshift(bits << 11, 31);
+  z = unshift(z * inverse(0x94D049BB133111EBull), 27);
+  z = unshift(z * inverse(0xBF58476D1CE4E5B9ull), 30);
+  return z - 0x9E3779B97F4A7C15ull;
+}
+
+// Pattern::Threshold's draws at the boundary of its first element: the largest bits that take it
+// (below) and the next (above): floor(bits * total / 2^53) < 2^32, total = 2^32 + its weight. A
+// weight one unit off on either side, or weights all halved (the last bit lost), moves the boundary.
+uint64_t threshold_seed(bool above) {
+  const uint64_t total = (uint64_t(1) << 32) + mto_sample_weight(kThresholdValue, 0.0f, 1.0f);
+  const uint64_t below = uint64_t((((unsigned __int128)1 << 85) - 1) / total);
+  return seed_for_bits(below + (above ? 1 : 0));
+}
 
 struct SampleOptions {
   double temperature = 1.0;
@@ -483,6 +522,8 @@ std::vector<Case> pick_cases() {
       {5, 50, Pattern::Special, {1.0, 0, 1.0, 2}, "t1"},      // row 1 holds NaN: E_ARG
       {5, 50, Pattern::Special, {0.0, 5, 1.0, 2}, "t0.k5"},   // NaN fails temperature 0 too
       {1, 4096, Pattern::Negligible, {1.0, 0, 1.0, kSmallDrawSeed}, "t1"},
+      {1, 40, Pattern::Threshold, {kLog2e, 0, 1.0, threshold_seed(false)}, "below"},
+      {1, 40, Pattern::Threshold, {kLog2e, 0, 1.0, threshold_seed(true)}, "above"},
       {64, 40, Pattern::FlushEdge, {0x1p-126, 0, 1.0, 10}, "t2^-126"},
   };
   for (DType dt : dtypes) {
