@@ -52,7 +52,7 @@ async function memory() {
   const q = await dev.quantize(big, { format: 'mxfp8' });  // 64 MiB of codes
   // Two full collections before the limit applies: the marking that the tensors' external memory
   // starts would otherwise end after it, and V8 aborts the process when committing new-space pages
-  // then fails ("NewSpace::EnsureCurrentCapacity": 1 run in 6 under load, none in 54 with these).
+  // then fails ("NewSpace::EnsureCurrentCapacity": 8 runs in 36 under load, none in 64 with these).
   require('node:v8').setFlagsFromString('--expose-gc');
   const gc = require('node:vm').runInNewContext('gc');
   gc();
