@@ -17,6 +17,7 @@
 #include "core/plan/pick.h"
 #include "cpu/ops.h"
 #include "data.h"
+#include "sample_seed.h"
 
 namespace mtoh_driver {
 namespace {
@@ -252,29 +253,11 @@ CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pa
 // weight passes the target strictly: the second element, not the first.
 constexpr uint64_t kBoundarySeed = 274846086044649502ull;
 constexpr double kLog2e = 1.4426950408889634;  // temperature giving c = log2(e) / T = 1 exactly
-// Row 0's bits for this seed are 2^30 (splitmix64 inverted): with Pattern::Negligible's 4096
+// Row 0's bits for this seed are 2^30: with Pattern::Negligible's 4096
 // columns the draw is at 2^30 / 2^53 of the row's weight, so a weight of 1 (not 0) for -inf or for
 // a value below 2^-33 of the largest would take the draw (position 512 in 2^32 + 2048).
-constexpr uint64_t kSmallDrawSeed = 16925604865497404159ull;
+const uint64_t kSmallDrawSeed = seed_for_bits(uint64_t(1) << 30);
 
-// The seed whose draw for row 0 is `bits` (< 2^53): splitmix64 (shaders/pick_sample.h
-// mto_sample_bits) run backwards, each xor-shift and odd multiplier undone.
-uint64_t seed_for_bits(uint64_t bits) {
-  const auto unshift = [](uint64_t z, int s) {
-    uint64_t x = z;
-    for (int i = 0; i < 64 / s + 1; ++i) x = z ^ (x >> s);
-    return x;
-  };
-  const auto inverse = [](uint64_t a) {  // a^-1 mod 2^64 (Newton: each step doubles the good bits)
-    uint64_t x = a;
-    for (int i = 0; i < 6; ++i) x *= 2 - a * x;
-    return x;
-  };
-  uint64_t z = unshift(bits << 11, 31);
-  z = unshift(z * inverse(0x94D049BB133111EBull), 27);
-  z = unshift(z * inverse(0xBF58476D1CE4E5B9ull), 30);
-  return z - 0x9E3779B97F4A7C15ull;
-}
 
 // Pattern::Threshold's draws at the boundary of its first element: the largest bits that take it
 // (below) and the next (above): floor(bits * total / 2^53) < 2^32, total = 2^32 + its weight. A
