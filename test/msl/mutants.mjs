@@ -17,6 +17,9 @@
 //   --check            exit 1 when a mutant the report says is killed survives now, unless
 //                      test/msl/mutants-equivalent.json explains it (CI's sampled run)
 //   --list             print the mutants and exit
+//   --refresh          run nothing: rewrite the report for today's shaders and equivalents (the
+//                      ids of edited lines drop out; survivors with a recorded reason become
+//                      equivalent), after editing shaders/ or mutants-equivalent.json
 //
 // Equivalent mutants (no behaviour can tell them apart) are reviewed by hand and recorded with
 // the reason in mutants-equivalent.json; they are reported as such, never as survivors.
@@ -128,8 +131,21 @@ async function buildMutant(libraries, dir, ctx) {
 }
 
 /** Runs `cases` ([name, { ms }] with their -O2 times, cheapest first) on a mutant's driver:
- * killed at the first failure, crash or time-out, survived when every case passes. */
+ * killed at the first failure, crash or time-out, survived when every case passes. The cheapest
+ * cases run first on their own, so that a mutant that never ends (a loop that no longer stops)
+ * is killed by their short time-out, not by the whole suite's. */
 async function runCases(driver, cases) {
+  const FIRST = 8;
+  if (cases.length > FIRST) {
+    const first = await runBatch(driver, cases.slice(0, FIRST));
+    if (first.status !== 'survived') return first;
+    const rest = await runBatch(driver, cases.slice(FIRST));
+    return rest.status === 'survived' ? { status: 'survived', cases: first.cases + rest.cases } : rest;
+  }
+  return runBatch(driver, cases);
+}
+
+async function runBatch(driver, cases) {
   const ms = cases.reduce((s, [, c]) => s + c.ms, 0);
   const timeout = Math.round(30_000 + 40 * ms);  // -O0 ran the qlinear cases ~16 times slower
   const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', '--fail-fast', '--filter', cases.map(([n]) => n).join(',')],
@@ -140,7 +156,7 @@ async function runCases(driver, cases) {
   try {
     doc = JSON.parse(r.stdout);
   } catch {
-    return { status: 'killed', by: `driver exit ${r.code} without a report` };
+    return { status: 'killed', by: `driver exit ${r.code} without a report: ${r.stderr.trim().split('\n').pop() ?? ''}`.trim() };
   }
   const failed = doc.cases.find((c) => !c.ok);
   if (failed) return { status: 'killed', by: `${failed.name}: ${failed.error?.kind ?? ''}` };
@@ -162,14 +178,14 @@ async function runMutant(m, k, ctx) {
     cpSync(join(root, 'shaders'), join(dir, 'shaders'), { recursive: true });
     writeFileSync(join(dir, m.file), applyMutant(readFileSync(join(root, m.file), 'utf8'), m));
     const built = await buildMutant(libraries, dir, ctx);
-    return built.driver ? runCases(built.driver, cases) : built;
+    return built.driver ? await runCases(built.driver, cases) : built;  // awaited: the finally removes the driver
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
 }
 
 function parseArgs(argv) {
-  const a = { files: null, match: null, survivors: false, unrun: false, sample: null, seed: 1, budget: Infinity, jobs: availableParallelism(), update: false, check: false, list: false };
+  const a = { files: null, match: null, survivors: false, unrun: false, sample: null, seed: 1, budget: Infinity, jobs: availableParallelism(), update: false, check: false, list: false, refresh: false };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i];
     switch (argv[i]) {
@@ -184,6 +200,7 @@ function parseArgs(argv) {
       case '--update': a.update = true; break;
       case '--check': a.check = true; break;
       case '--list': a.list = true; break;
+      case '--refresh': a.refresh = true; break;
       default: throw new Error(`unknown option ${argv[i]} (see the comment at the top of test/msl/mutants.mjs)`);
     }
   }
@@ -224,6 +241,7 @@ function writeReport(report, mutants, results, equivalent, log) {
     for (const s of prev.survived ?? []) status.set(s.id, 'survived');
     for (const s of prev.equivalent ?? []) status.set(s.id, 'equivalent');
     for (const m of ofFile) if (results.has(m.id)) status.set(m.id, results.get(m.id).status);
+    for (const m of ofFile) if (status.get(m.id) === 'survived' && equivalent[m.id]) status.set(m.id, 'equivalent');
     const pick = (st) => ofFile.filter((m) => status.get(m.id) === st);
     const detail = (m) => ({ id: m.id, line: m.line, edit: `${m.from} -> ${m.to}`, mutated: m.mutated.trim() });
     report.files[file] = {
@@ -252,6 +270,10 @@ export async function main(argv, log = (s) => process.stderr.write(`${s}\n`), { 
     const equivalentIds = readJson(equivalentPath, {});
     const known = new Set(Object.values(report.files).flatMap((f) => (f.survived ?? []).map((x) => x.id)));
     mutants = mutants.filter((m) => !equivalentIds[m.id] && !known.has(m.id));
+  }
+  if (opts.refresh) {
+    writeReport(readJson(reportPath, { files: {} }), mutants, new Map(), readJson(equivalentPath, {}), log);
+    return 0;
   }
   if (opts.list) {
     for (const m of mutants) console.log(`${m.id}\t${m.file}:${m.line}\t${m.from} -> ${m.to}\t${m.mutated.trim()}`);

@@ -72,4 +72,20 @@ describe('mutant generation', () => {
     expect(unrun.map((m) => m.id)).toEqual(all.filter((m) => !done.has(m.id)).map((m) => m.id));
     expect(unrun.length).toBeLessThan(all.length);
   });
+
+  it('the committed report is current: ids of today\'s shaders, every reviewed equivalent with its reason', () => {
+    const report = JSON.parse(readFileSync(join(__dirname, 'mutants.json'), 'utf8')) as {
+      files: Record<string, { mutants: number; run: number; killed: string[]; stillborn: string[]; uncovered: string[]; survived: { id: string }[]; equivalent: { id: string; reason: string }[] }>;
+    };
+    const reasons = JSON.parse(readFileSync(join(__dirname, 'mutants-equivalent.json'), 'utf8')) as Record<string, string>;
+    for (const [file, f] of Object.entries(report.files)) {
+      const ids = new Set((selectMutants({ files: [file] }) as Mutant[]).map((m) => m.id));
+      const listed = [...f.killed, ...f.stillborn, ...f.uncovered, ...f.survived.map((s) => s.id), ...f.equivalent.map((s) => s.id)];
+      expect(f.mutants, file).toBe(ids.size);
+      expect(listed.filter((id) => !ids.has(id)), `${file}: ids of edited lines (npm run test:mutants -- --refresh)`).toEqual([]);
+      expect(f.run, file).toBe(listed.length);
+      expect(f.survived.filter((s) => reasons[s.id]).map((s) => s.id), `${file}: survivors since explained`).toEqual([]);
+      for (const e of f.equivalent) expect(e.reason, e.id).toBe(reasons[e.id]);
+    }
+  });
 });

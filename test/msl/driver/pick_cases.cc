@@ -6,6 +6,7 @@
 // send topK down its exact path (and its bisection), and a [1, 128256] vocabulary row; k and
 // sample's candidates past PICK_MAX_K (the wide kernels' radix walks and sort), and plans made
 // for a pipeline's thread limit.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -72,6 +73,8 @@ enum class Pattern {
   FlushEdge,   // 2^-126 (the smallest normal float), 2^-125, then -inf: at temperature 2^-126 the
                // weights are 2^-log2(e) and 1, and flushing +-2^-126 (not only below) changes them
   Threshold,   // 0, kThresholdValue, then -inf (row 0's draw set at the boundary between the two)
+  FarBelow,    // every value in [-3e30, -1e30], below -2^97: every key's top digit is 0 (the walk's
+               // lowest bin holds the whole row), weights spread at temperature 1e30
 };
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -89,6 +92,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::Negligible: return "/negligible";
     case Pattern::FlushEdge: return "/flush_edge";
     case Pattern::Threshold: return "/threshold";
+    case Pattern::FarBelow: return "/far_below";
   }
   return "";
 }
@@ -151,6 +155,9 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
         break;
       case Pattern::FlushEdge:
         for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0x1p-126f : c == 1 ? 0x1p-125f : -inf;
+        break;
+      case Pattern::FarBelow:
+        for (int64_t c = 0; c < cols; ++c) v[c] = -1e30f * (2.0f + std::max(-1.0f, std::min(1.0f, v[c])));
         break;
       default:
         break;
@@ -552,6 +559,12 @@ std::vector<Case> pick_cases() {
       {4, 600, Pattern::PosInf, {1.0, 0, 0.8, 4}, "p0.8"},
       {4, 600, Pattern::NegInf, {1.0, 400, 1.0, 4}, "k400"},
       {1, 301, Pattern::Boundary, {kLog2e, 300, 1.0, kBoundarySeed}, "k300"},
+      // The radix walk's sums at the first element's boundary: the weights have bits in each part
+      // pick_simd_sum_wide adds separately (2^32 in the high half, the second's in both 16-bit parts).
+      {1, 301, Pattern::Threshold, {kLog2e, 300, 1.0, threshold_seed(false)}, "k300.below"},
+      {1, 301, Pattern::Threshold, {kLog2e, 300, 1.0, threshold_seed(true)}, "k300.above"},
+      {5, 1001, Pattern::FarBelow, {1e30, 0, 0.9, 30}, "p0.9"},
+      {5, 1001, Pattern::FarBelow, {1e30, 300, 1.0, 31}, "k300"},
   };
   for (DType dt : dtypes) {
     for (const Sample& s : wide_samples) {
