@@ -106,10 +106,11 @@ function compileProxy(t, dir) {
   return readFileSync(asm, 'utf8');
 }
 
-/** Dispatch geometry of every shape, from native/core/dispatch_plan.cc (report-kernels/plans.cc). */
+/** Dispatch geometry of every shape, from the dispatch plans (report-kernels/plans.cc). */
 function plans(shapes, dir) {
   const exe = join(dir, 'plans');
-  const sources = ['scripts/report-kernels/plans.cc', 'native/core/dispatch_plan.cc', 'native/core/formats.cc',
+  const sources = ['scripts/report-kernels/plans.cc', 'native/core/dispatch_plan.cc', 'native/core/plan/linear.cc',
+    'native/core/plan/attention.cc', 'native/core/formats.cc',
     'native/core/dtype.cc', 'native/core/capabilities.cc', 'native/core/tiers.cc', 'native/core/pipeline_key.cc',
     'native/core/scale_plane.cc', 'native/core/tensor.cc'];
   // Sections the plans never reach (the formats' codecs and their host kernels) are dropped, so
@@ -216,7 +217,7 @@ export function markdown(r) {
   }
   lines.push('', '## Parallelism', '',
     'Threadgroups per pass for reference shapes, and per GPU core on GPUs of ' + profiles.join(', ') + ' cores. Ours',
-    'from the dispatch plans (native/core/dispatch_plan.cc) given each core count as their',
+    'from the dispatch plans (native/core/plan/) given each core count as their',
     'DeviceProfile (the decode GEMV reads none; the attention decode sizes its key split by it; the',
     'same for every weight format); MLX\'s from its host code, which picks the sdpa kernel and its',
     'block count by device class (– where a profile does not run that pass).',

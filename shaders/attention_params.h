@@ -1,6 +1,5 @@
 // The attention kernels (shaders/attention.metal, attention_tensorops.metal): buffer slots, tile
-// geometry and parameters, declared once for the kernels and the host (native/core/dispatch_plan.cc,
-// plan_attention).
+// geometry and parameters, declared once for the kernels and the host (native/core/plan/attention.cc).
 //
 // o[B, Hq, Lq, D] = softmax(q k^T * scale + mask) v, FlashAttention as in docs/design/API.md:
 // bottom-right causal, bool or additive mask broadcast by element strides, GQA (query head h reads

@@ -2,7 +2,7 @@
 // types for parameter structs, and the macro that names a kernel instance in the Metal library.
 //
 // Parameter structs hold only 4-byte integers, so their layout is the same in MSL and in C++
-// (native/core/dispatch_plan.cc static_asserts the sizes). Buffer indices are macros, not
+// (each plan in native/core/plan/ static_asserts its size). Buffer indices are macros, not
 // constants, so they expand to plain integer literals inside [[buffer(n)]].
 #ifndef MTO_SHADERS_KERNEL_ABI_H
 #define MTO_SHADERS_KERNEL_ABI_H

@@ -1,6 +1,6 @@
 // The dense matmul kernels (shaders/matmul.metal, shaders/matmul_tensorops.metal): buffer slots,
 // tile geometry and parameters, declared once for the kernels and the host
-// (native/core/dispatch_plan.cc).
+// (native/core/plan/matmul.cc).
 //
 // y[batch, M, N] = a[batch, M, K] @ b[K, N] (b shared by every batch) or b[batch, K, N]; a and b
 // of one dtype T (float32, float16 or bfloat16), float32 accumulation, y of T as well (matmul's

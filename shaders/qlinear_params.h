@@ -1,5 +1,5 @@
 // The quantized linear kernels (shaders/qlinear.metal): buffer slots, tile geometry and
-// parameters, declared once for the kernels and the host (native/core/dispatch_plan.cc).
+// parameters, declared once for the kernels and the host (native/core/plan/linear.cc).
 //
 // y[M, N] = x[M, K] @ dequantize(w)[N, K]^T (+ bias[N]), float32 accumulation, y stored in the
 // op's output dtype (one kernel instance per x dtype and y dtype).

@@ -1,5 +1,5 @@
 // The MX quantization kernels (shaders/quantize.metal): buffer slots, geometry and parameters,
-// declared once for the kernels and the host (native/core/dispatch_plan.cc).
+// declared once for the kernels and the host (native/core/plan/quantize.cc).
 #ifndef MTO_SHADERS_QUANTIZE_PARAMS_H
 #define MTO_SHADERS_QUANTIZE_PARAMS_H
 

@@ -1,4 +1,4 @@
-// The dispatch plans' own rules (native/core/dispatch_plan.cc): what they refuse, with which error
+// The dispatch plans' own rules (native/core/plan/): what they refuse, with which error
 // code, and what a tier without its own kernels falls back to. Kernel runs are the other cases.
 #include <functional>
 #include <optional>
