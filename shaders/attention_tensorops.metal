@@ -390,7 +390,7 @@ template <typename T, typename Out, int KV, int D, typename KS>
     ushort sg [[simdgroup_index_in_threadgroup]],
     ushort lane [[thread_index_in_simdgroup]]) {
   constexpr int SR = ATTN_TOPS_SG_ROWS, NSG = ATTN_TOPS_SIMDGROUPS, BK = ATTN_TOPS_BK;
-  constexpr int BQ = SR * NSG, THREADS = 32 * NSG, LDP = BK + 4;
+  constexpr int BQ = SR * NSG, LDP = BK + 4;
   static_assert(D / (D > 128 ? D / 2 : D) <= 2 && (D > 128 ? D / 2 : D) % 16 == 0, "P V tiles");
   threadgroup float stage[attn_tops_stage_floats<D>::value];
   threadgroup float ps[NSG * SR * LDP];  // P through threadgroup memory when it cannot go directly
@@ -408,14 +408,8 @@ template <typename T, typename Out, int KV, int D, typename KS>
     const ulong kv_base = (ulong(group.z) * uint(p.Hkv) + group.y / uint(p.G)) * uint(p.Lk);
     int kend = p.Lk;  // as the body's key loop: keys past the block's causal diagonal are not visited
     if (p.causal) kend = min(p.Lk, int(group.x * BQ) + BQ + p.Lk - p.Lq);
-    bool bad = false;
-    for (uint e = tid; e < uint(max(kend, 0)) * blocks; e += uint(THREADS))
-      bad = bad || !mto_mx_block_fits<narrow::format, T>(uint(k_scales[kv_base * blocks + e]));
-    bad = simd_any(bad);
-    if (lane == 0) misfit[sg] = bad ? 1 : 0;
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    in_16_bits = true;
-    for (int s = 0; s < NSG; ++s) in_16_bits = in_16_bits && misfit[s] == 0;
+    in_16_bits = mto_mx_blocks_fit<narrow::format, T, NSG>(k_scales + kv_base * blocks, uint(max(kend, 0)) * blocks,
+                                                            misfit, tid, sg, lane);
   }
   if (in_16_bits) {
     attn_tops_prefill_body<T, Out, KV, D, typename narrow::type>(q, k, v, k_scales, v_scales, mask, o, p, sinks, group,

@@ -61,6 +61,22 @@ inline bool mto_mx_block_fits(uint scale_byte) {
   return e + mto_element_lsb_exp(FMT) >= mto_stage_range<S>::min_exp &&
          e + mto_element_top_exp(FMT) <= mto_stage_range<S>::top_exp;
 }
+
+// Whether every block of scales[0, count) fits S, the same answer in every thread of a threadgroup
+// of SIMDGROUPS SIMD-groups (a kernel branches on it around barriers). Each thread reads every
+// (32 * SIMDGROUPS)th byte; misfit holds a flag per SIMD-group, read after the barrier this passes.
+template <int FMT, typename S, int SIMDGROUPS, typename Scale>
+inline bool mto_mx_blocks_fit(device const Scale* scales, uint count, threadgroup int* misfit, uint tid, ushort simd,
+                              ushort lane) {
+  bool bad = false;
+  for (uint e = tid; e < count; e += uint(32 * SIMDGROUPS)) bad = bad || !mto_mx_block_fits<FMT, S>(uint(scales[e]));
+  bad = simd_any(bad);
+  if (lane == 0) misfit[simd] = bad ? 1 : 0;
+  threadgroup_barrier(mem_flags::mem_threadgroup);
+  bool fits = true;
+  for (int s = 0; s < SIMDGROUPS; ++s) fits = fits && misfit[s] == 0;
+  return fits;
+}
 #endif  // __METAL_VERSION__
 
 #endif  // MTO_SHADERS_MX_STAGE_H

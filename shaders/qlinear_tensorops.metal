@@ -145,16 +145,8 @@ template <typename T, typename Out, int FMT, int BM, int BN>
   // either way, and uniform across the threadgroup (its barriers).
   bool narrow = false;
   if (stage::narrow) {
-    const uint N = uint(p.N), blocks = uint(p.K) / 32u, n0 = group.x * uint(BN);
-    const uint rows = min(uint(BN), N - n0);
-    bool bad = false;
-    for (uint e = tid; e < rows * blocks; e += uint(32 * SIMDGROUPS))
-      bad = bad || !mto_mx_block_fits<FMT, S>(uint(scales[ulong(n0) * blocks + e]));
-    bad = simd_any(bad);
-    if (lane == 0) misfit[simd] = bad ? 1 : 0;
-    threadgroup_barrier(mem_flags::mem_threadgroup);
-    narrow = true;
-    for (int s = 0; s < SIMDGROUPS; ++s) narrow = narrow && misfit[s] == 0;
+    const uint blocks = uint(p.K) / 32u, n0 = group.x * uint(BN), rows = min(uint(BN), uint(p.N) - n0);
+    narrow = mto_mx_blocks_fit<FMT, S, SIMDGROUPS>(scales + ulong(n0) * blocks, rows * blocks, misfit, tid, simd, lane);
   }
   if (narrow) {
     qlinear_tops_tiles<S, BM, BN, T, Out, FMT>(x, codes, scales, biases, bias, y, p, group, tid, (threadgroup S*)&tiles[0]);
