@@ -531,9 +531,9 @@ template <typename T>
         lo = mid + 1u;
       }
     }
+    // The draw's candidates are then those the cut keeps: its walk's total is theirs,
+    // cut.weight_above + lo * each.
     least = mto_pick_rank(cut.key, pick_nth_of_key(xr, n, cut.key, lo, slots, found, tid, threads, simd, lane));
-    draw.has_target = true;
-    draw.target = mto_sample_target(bits, cut.weight_above + ulong(lo) * each);
   }
   pick_walk(xr, n, least, m, c, draw, part_c, part_w, tid, threads, simd, lane);
   // The draw falls on the j-th element of its key: the cpu's first candidate whose running

@@ -36,9 +36,8 @@ struct PickWalk {
   uint mode;
   uint k;             // PICK_WALK_COUNT
   ulong top_p;        // PICK_WALK_TOP_P: round(top_p * 2^32)
-  ulong bits;         // PICK_WALK_DRAW: the row's random bits, when has_target is false
-  bool has_target;    // PICK_WALK_DRAW: target is given; else the walk takes it from bits and
-                      // the candidates' total
+  ulong bits;         // PICK_WALK_DRAW: the row's random bits; the walk draws the target from
+                      // them and the candidates' total
   ulong target;
   // Out: the key found, and over the candidates the count and weight of larger keys and of it.
   ulong total;        // the candidates' weight
@@ -128,7 +127,7 @@ inline void pick_walk(device const T* row, uint n, ulong least, float m, float s
       ulong total = 0;
       for (int b = 0; b < PICK_BINS; ++b) total += w[b];
       wk.total = total;
-      if (wk.mode == PICK_WALK_DRAW && !wk.has_target) wk.target = mto_sample_target(wk.bits, total);
+      if (wk.mode == PICK_WALK_DRAW) wk.target = mto_sample_target(wk.bits, total);
     }
     // Larger digits first; an empty bin never meets (a condition that holds at the start, topP
     // with top_p near 0, must stop at the first element, not before it). The condition holds
