@@ -70,9 +70,9 @@ inline bool mto_mx_blocks_fit(device const Scale* scales, uint count, threadgrou
                               ushort lane) {
   bool bad = false;
   for (uint e = tid; e < count; e += uint(32 * SIMDGROUPS)) bad = bad || !mto_mx_block_fits<FMT, S>(uint(scales[e]));
-  bad = simd_any(bad);
+  bad = metal::simd_any(bad);
   if (lane == 0) misfit[simd] = bad ? 1 : 0;
-  threadgroup_barrier(mem_flags::mem_threadgroup);
+  metal::threadgroup_barrier(metal::mem_flags::mem_threadgroup);
   bool fits = true;
   for (int s = 0; s < SIMDGROUPS; ++s) fits = fits && misfit[s] == 0;
   return fits;
