@@ -131,18 +131,18 @@ async function buildMutant(libraries, dir, ctx) {
 }
 
 /** Runs `cases` ([name, { ms }] with their -O2 times, cheapest first) on a mutant's driver:
- * killed at the first failure, crash or time-out, survived when every case passes. The cheapest
- * cases run first on their own, so that a mutant that never ends (a loop that no longer stops)
- * is killed by their short time-out, not by the whole suite's. */
+ * killed at the first failure, crash or time-out, survived when every case passes. The cases run
+ * in batches of 8, 32, 128, ... cases, each under its own time-out, so that a mutant that never
+ * ends (a loop that no longer stops) is killed by the time-out of the batch that reaches it, not
+ * by the whole suite's. */
 async function runCases(driver, cases) {
-  const FIRST = 8;
-  if (cases.length > FIRST) {
-    const first = await runBatch(driver, cases.slice(0, FIRST));
-    if (first.status !== 'survived') return first;
-    const rest = await runBatch(driver, cases.slice(FIRST));
-    return rest.status === 'survived' ? { status: 'survived', cases: first.cases + rest.cases } : rest;
+  let done = 0;
+  for (let at = 0, size = 8; at < cases.length; at += size, size *= 4) {
+    const r = await runBatch(driver, cases.slice(at, at + size));
+    if (r.status !== 'survived') return r;
+    done += r.cases;
   }
-  return runBatch(driver, cases);
+  return { status: 'survived', cases: done };
 }
 
 async function runBatch(driver, cases) {

@@ -19,6 +19,7 @@ const SOURCE = [
   '  if (i < 8 && out[i] != 1.0f) out[i] = min(out[i] * 2, 3.5f);',  // 7
   '  threadgroup_barrier(mem_flags::mem_threadgroup);',  // 8
   '  out[i] += "x - y"[0];',                // 9: a string
+  '  metal::simdgroup_barrier(metal::mem_flags::mem_none);',  // 10: a barrier named with its namespace
   '}',
 ].join('\n');
 
@@ -29,6 +30,7 @@ describe('mutant generation', () => {
   it('mutates operators, bounds, constants, min/max and barriers in code', () => {
     expect(on(7).sort()).toEqual(['arithmetic:*->/', 'bound:<-><=', 'comparison:!=->==', 'constant:1.0f->0.0f', 'logical:&&->||', 'minmax:min->max'].sort());
     expect(on(8)).toEqual(['barrier:threadgroup_barrier(mem_flags::mem_threadgroup);->;']);
+    expect(mutants.find((m) => m.line === 10)!.mutated).toBe('  ;');
     expect(on(5)).toEqual(['constant:0->1']);
     expect(mutants.find((m) => m.line === 7 && m.kind === 'bound')!.mutated).toBe('  if (i <= 8 && out[i] != 1.0f) out[i] = min(out[i] * 2, 3.5f);');
   });

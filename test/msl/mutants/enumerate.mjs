@@ -36,8 +36,8 @@ const RULES = [
   // Integer and float literals 0 and 1 (not digits of a larger literal).
   [/(?<![\w.])0(?:\.0*)?[fuU]?(?![\w.])/g, (m) => m.replace('0', '1'), 'constant'],
   [/(?<![\w.])1(?:\.0*)?[fuU]?(?![\w.])/g, (m) => m.replace('1', '0'), 'constant'],
-  // A barrier statement dropped.
-  [/\b(?:threadgroup_barrier|simdgroup_barrier)\s*\([^;]*\)\s*;/g, ';', 'barrier'],
+  // A barrier statement dropped (with its namespace, where a header names it).
+  [/(?:\bmetal::)?\b(?:threadgroup_barrier|simdgroup_barrier)\s*\([^;]*\)\s*;/g, ';', 'barrier'],
 ];
 
 /** Lines that belong to a preprocessor directive (a #line and its backslash continuations). */
