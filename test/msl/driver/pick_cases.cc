@@ -446,6 +446,8 @@ std::vector<Case> pick_cases() {
       {5, 1001, 8, Pattern::Special},   {2, 5003, 1, Pattern::Normal},      {2, 5003, 64, Pattern::Constant},
       {2, 5003, 40, Pattern::Ascending}, {2, 3000, 8, Pattern::Stride},     {1, 20480, 256, Pattern::Bisect},
       {3, 50, 3, Pattern::Tiny},
+      // The exact path's bisection meets a count of k - 1 (the 252 elements at 200, above every 150).
+      {1, 20480, 253, Pattern::Bisect},
   };
   for (DType dt : dtypes) {
     for (const TopK& t : topks) {
