@@ -102,9 +102,11 @@ inline uint pick_group_scan(uint v, thread uint* before, threadgroup ulong* slot
 #include "pick_radix.h"  // the wide kernels' passes, which use the reductions above
 
 // Sorts ranks[0, size) largest first (size a power of two, at most 2 * threads * PICK_KEEP
-// pairs per thread and stage): a bitonic network, one barrier per stage.
-inline void pick_sort(threadgroup ulong* ranks, uint size, uint tid, uint threads) {
-  for (uint block = 2; block <= size; block <<= 1) {
+// pairs per thread and stage): a bitonic network, one barrier per stage. Every aligned run of
+// `run` entries must be bitonic already (any run of 2 is; so is a thread's PICK_KEEP ranks kept
+// largest first), so the merges start at blocks of that size.
+inline void pick_sort(threadgroup ulong* ranks, uint size, uint run, uint tid, uint threads) {
+  for (uint block = run; block <= size; block <<= 1) {
     for (uint stride = block >> 1; stride > 0; stride >>= 1) {
       for (uint pair = tid; pair < size / 2u; pair += threads) {
         const uint i = (pair / stride) * 2u * stride + pair % stride;
@@ -128,7 +130,7 @@ inline void pick_sort(threadgroup ulong* ranks, uint size, uint tid, uint thread
 // or +inf seen (0xFFFFFFFF: none) for sample. Four loads are issued before any is used, so that
 // memory streams while ranks are compared.
 template <typename T, int KEEP>
-inline void pick_scan(device const T* row, uint n, uint tid, uint threads, thread ulong* best,
+inline void pick_scan(device const T* row, uint n, uint tid, uint threads, thread ulong (&best)[KEEP],
                       thread uint* first_bad) {
   for (int j = 0; j < KEEP; ++j) best[j] = 0;
   uint bad = 0xFFFFFFFFu;
@@ -171,12 +173,13 @@ inline uint pick_count_from(device const T* row, uint n, ulong tau, uint tid, ui
 // The k best ranks of the row, largest first, in ranks[0, k) (k <= PICK_MAX_K, k <= n); ranks
 // holds threads * PICK_KEEP entries. best[] and first_bad come from pick_scan<T, PICK_KEEP>.
 template <typename T>
-inline void pick_select(device const T* row, uint n, uint k, thread const ulong* best, threadgroup ulong* ranks,
-                        threadgroup ulong* slots, uint tid, uint threads, ushort simd, ushort lane) {
+inline void pick_select(device const T* row, uint n, uint k, thread const ulong (&best)[PICK_KEEP],
+                        threadgroup ulong* ranks, threadgroup ulong* slots, uint tid, uint threads, ushort simd,
+                        ushort lane) {
   const uint size = threads * PICK_KEEP;
   for (int j = 0; j < PICK_KEEP; ++j) ranks[tid * PICK_KEEP + uint(j)] = best[j];
   threadgroup_barrier(mem_flags::mem_threadgroup);
-  pick_sort(ranks, size, tid, threads);
+  pick_sort(ranks, size, PICK_KEEP, tid, threads);
   ulong tau = ranks[k - 1u];
   // A thread may have dropped an element that belongs only if it saw more than PICK_KEEP and kept
   // PICK_KEEP ranks >= tau (what it dropped ranks below its last one).
@@ -212,7 +215,7 @@ inline void pick_select(device const T* row, uint n, uint k, thread const ulong*
   }
   for (uint i = count + tid; i < size; i += threads) ranks[i] = 0;
   threadgroup_barrier(mem_flags::mem_threadgroup);
-  pick_sort(ranks, size, tid, threads);
+  pick_sort(ranks, size, 2u, tid, threads);
 }
 
 template <typename T>

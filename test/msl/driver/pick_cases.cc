@@ -125,6 +125,7 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
         break;
       case Pattern::Bisect:
         // Threads 0..62 (of 512): all elements at 150, the first four at 200; thread 63 at 100.
+        // Of 64 threads the same: thread t < 64 holds those of thread t of 512, the rest N(0, 1).
         for (int64_t c = 0; c < cols; ++c) {
           const int64_t t = c % 512, j = c / 512;
           if (t < 63) v[c] = j < 4 ? 200.0f : 150.0f;
@@ -260,6 +261,19 @@ CaseResult run_top_k(DType dt, int64_t rows, int64_t cols, int64_t k, Pattern pa
 // weight passes the target strictly: the second element, not the first.
 constexpr uint64_t kBoundarySeed = 274846086044649502ull;
 constexpr double kLog2e = 1.4426950408889634;  // temperature giving c = log2(e) / T = 1 exactly
+// top_p = 2863311531 / 2^32 (just above 2/3): with Pattern::Boundary's weights 2^32 and 2^31 the cut
+// is at 2^32 + 1/2, so the first element's running weight falls short of it by half a unit and the
+// cut keeps the second element too.
+constexpr double kTopPPastFirst = 2863311531.0 / 4294967296.0;
+// A temperature (c = 1 - 2^-22) at which Pattern::Threshold's total T = 2^32 + w has a top_p_q32,
+// floor(2^64 / T), whose cut (top_p * T) reaches 2^32, the first element's weight, while one unit
+// more of total would not: top_p_at_first() keeps that element alone, one unit from keeping two.
+constexpr double kCutTemperature = 1.4426951851584675;
+double top_p_at_first() {
+  const unsigned __int128 total =
+      (uint64_t(1) << 32) + mto_sample_weight(kThresholdValue, 0.0f, mto::sample_log2e_over_t(kCutTemperature));
+  return double(uint64_t(((unsigned __int128)1 << 64) / total)) / 4294967296.0;
+}
 // Row 0's bits for this seed are 2^30: with Pattern::Negligible's 4096
 // columns the draw is at 2^30 / 2^53 of the row's weight, so a weight of 1 (not 0) for -inf or for
 // a value below 2^-33 of the largest would take the draw (position 512 in 2^32 + 2048).
@@ -448,6 +462,9 @@ std::vector<Case> pick_cases() {
       {3, 50, 3, Pattern::Tiny},
       // The exact path's bisection meets a count of k - 1 (the 252 elements at 200, above every 150).
       {1, 20480, 253, Pattern::Bisect},
+      // Every one of the 512 threads sees PICK_KEEP + 1 elements, thread 0 the five largest: the
+      // one it drops belongs, which only its count of elements seen tells.
+      {2, 2560, 8, Pattern::Stride},
   };
   for (DType dt : dtypes) {
     for (const TopK& t : topks) {
@@ -487,6 +504,9 @@ std::vector<Case> pick_cases() {
     cases.push_back({lim, [=](const std::string& v) { return run_top_k(DType::Float32, 3, 1001, 256, Pattern::Normal, lim, v, 63); }});
     const std::string lim96 = "pick/topk/f16/3x5003/k64/constant/limit96";
     cases.push_back({lim96, [=](const std::string& v) { return run_top_k(DType::Float16, 3, 5003, 64, Pattern::Constant, lim96, v, 96); }});
+    // k = threads * PICK_KEEP (64 threads): the bisection must stop at a count of exactly k.
+    const std::string bis64 = "pick/topk/f32/1x20480/k256/bisect/limit64";
+    cases.push_back({bis64, [=](const std::string& v) { return run_top_k(DType::Float32, 1, 20480, 256, Pattern::Bisect, bis64, v, 64); }});
     const std::string arg96 = "pick/argmax/f32/1x128256/limit96";
     cases.push_back({arg96, [=](const std::string& v) { return run_argmax(DType::Float32, 1, 128256, Pattern::Normal, arg96, v, 96); }});
   }
@@ -517,6 +537,13 @@ std::vector<Case> pick_cases() {
       {1, 40, Pattern::Threshold, {kLog2e, 0, 1.0, threshold_seed(false)}, "below"},
       {1, 40, Pattern::Threshold, {kLog2e, 0, 1.0, threshold_seed(true)}, "above"},
       {64, 40, Pattern::FlushEdge, {0x1p-126, 0, 1.0, 10}, "t2^-126"},
+      {16, 50, Pattern::Boundary, {kLog2e, 40, kTopPPastFirst, 32}, "k40.p-past-first"},
+      // The same draws in ranked mode (topK 40: the candidates sorted, then walked).
+      {1, 40, Pattern::Threshold, {kLog2e, 40, 1.0, threshold_seed(false)}, "k40.below"},
+      {1, 40, Pattern::Threshold, {kLog2e, 40, 1.0, threshold_seed(true)}, "k40.above"},
+      {16, 40, Pattern::Threshold, {kCutTemperature, 40, top_p_at_first(), 34}, "k40.p-at-first"},
+      // top_p rounds to 2^32 in 32.32 fixed point (its high word 1): the cut at the whole weight.
+      {9, 200, Pattern::Normal, {1.0, 40, 1.0 - 0x1p-40, 33}, "k40.p1-2^-40"},
   };
   for (DType dt : dtypes) {
     for (const Sample& s : samples) {
