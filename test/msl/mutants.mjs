@@ -148,8 +148,10 @@ async function runCases(driver, cases) {
 async function runBatch(driver, cases) {
   const ms = cases.reduce((s, [, c]) => s + c.ms, 0);
   const timeout = Math.round(30_000 + 40 * ms);  // -O0 ran the qlinear cases ~16 times slower
-  const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', '--fail-fast', '--filter', cases.map(([n]) => n).join(',')],
-    { timeout });
+  // Each case under its own limit too (the driver's watchdog): an endless loop costs its case's.
+  const limits = cases.map(([, c]) => Math.round(10_000 + 40 * c.ms));
+  const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', '--fail-fast', '--filter', cases.map(([n]) => n).join(','),
+    '--limits', limits.join(',')], { timeout });
   if (r.killed) return { status: 'killed', by: `time-out after ${timeout} ms` };
   if (r.signal) return { status: 'killed', by: `signal ${r.signal}` };
   let doc;

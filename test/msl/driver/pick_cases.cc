@@ -75,6 +75,8 @@ enum class Pattern {
   Threshold,   // 0, kThresholdValue, then -inf (row 0's draw set at the boundary between the two)
   FarBelow,    // every value in [-3e30, -1e30], below -2^97: every key's top digit is 0 (the walk's
                // lowest bin holds the whole row), weights spread at temperature 1e30
+  PartEdge,    // Threshold's pair at elements 95 and 96, the rest -inf: on 160 columns (64 threads,
+               // two parts of 96) the first part weighs 2^32, so its end is the draw's boundary
 };
 const char* pattern_name(Pattern p) {
   switch (p) {
@@ -93,6 +95,7 @@ const char* pattern_name(Pattern p) {
     case Pattern::FlushEdge: return "/flush_edge";
     case Pattern::Threshold: return "/threshold";
     case Pattern::FarBelow: return "/far_below";
+    case Pattern::PartEdge: return "/part_edge";
   }
   return "";
 }
@@ -156,6 +159,9 @@ std::vector<float> make_rows(Pattern pat, int64_t rows, int64_t cols, uint64_t s
         break;
       case Pattern::FlushEdge:
         for (int64_t c = 0; c < cols; ++c) v[c] = c == 0 ? 0x1p-126f : c == 1 ? 0x1p-125f : -inf;
+        break;
+      case Pattern::PartEdge:
+        for (int64_t c = 0; c < cols; ++c) v[c] = c == 95 ? 0.0f : c == 96 ? kThresholdValue : -inf;
         break;
       case Pattern::FarBelow:
         for (int64_t c = 0; c < cols; ++c) v[c] = -1e30f * (2.0f + std::max(-1.0f, std::min(1.0f, v[c])));
@@ -544,6 +550,11 @@ std::vector<Case> pick_cases() {
       {16, 40, Pattern::Threshold, {kCutTemperature, 40, top_p_at_first(), 34}, "k40.p-at-first"},
       // top_p rounds to 2^32 in 32.32 fixed point (its high word 1): the cut at the whole weight.
       {9, 200, Pattern::Normal, {1.0, 40, 1.0 - 0x1p-40, 33}, "k40.p1-2^-40"},
+      // Index order: the draw at the end of the narrowing's first part, and a row one element past
+      // 16 parts of 256 whose last element holds most of the weight (the parts must reach it).
+      {1, 160, Pattern::PartEdge, {kLog2e, 0, 1.0, threshold_seed(false)}, "below"},
+      {1, 160, Pattern::PartEdge, {kLog2e, 0, 1.0, threshold_seed(true)}, "above"},
+      {3, 4097, Pattern::Ascending, {0.3, 0, 1.0, 35}, "t0.3"},
   };
   for (DType dt : dtypes) {
     for (const Sample& s : samples) {
@@ -594,6 +605,7 @@ std::vector<Case> pick_cases() {
       {1, 301, Pattern::Threshold, {kLog2e, 300, 1.0, threshold_seed(true)}, "k300.above"},
       {5, 1001, Pattern::FarBelow, {1e30, 0, 0.9, 30}, "p0.9"},
       {5, 1001, Pattern::FarBelow, {1e30, 300, 1.0, 31}, "k300"},
+      {4, 600, Pattern::Normal, {1.0, 0, 1.0 - 0x1p-40, 36}, "p1-2^-40"},  // top_p's high word 1
   };
   for (DType dt : dtypes) {
     for (const Sample& s : wide_samples) {
