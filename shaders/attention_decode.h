@@ -43,16 +43,17 @@ inline uint attn_decode_feature(ushort lane, int e) {
 }
 
 // E consecutive elements from p as O (float values, or uint codes): one load of 2 or 4 elements (two for 8), element by
-// element otherwise (3: D = 96). p is aligned to E elements (row * D + lane * E).
+// element otherwise (3: D = 96). p is aligned to E elements (row * D + lane * E). `out` is an array reference, not
+// a pointer, so that the harness's bounds check sees an index past it.
 template <typename S, int E, typename O>
 struct attn_decode_run {
-  static void at(device const S* p, thread O* out) {
+  static void at(device const S* p, thread O (&out)[E]) {
     for (int e = 0; e < E; ++e) out[e] = O(p[e]);
   }
 };
 template <typename S, typename O>
 struct attn_decode_run<S, 2, O> {
-  static void at(device const S* p, thread O* out) {
+  static void at(device const S* p, thread O (&out)[2]) {
     const vec<S, 2> w = *(device const vec<S, 2>*)p;
     out[0] = O(w.x);
     out[1] = O(w.y);
@@ -60,7 +61,7 @@ struct attn_decode_run<S, 2, O> {
 };
 template <typename S, typename O>
 struct attn_decode_run<S, 4, O> {
-  static void at(device const S* p, thread O* out) {
+  static void at(device const S* p, thread O (&out)[4]) {
     const vec<S, 4> w = *(device const vec<S, 4>*)p;
     out[0] = O(w.x);
     out[1] = O(w.y);
@@ -70,9 +71,17 @@ struct attn_decode_run<S, 4, O> {
 };
 template <typename S, typename O>
 struct attn_decode_run<S, 8, O> {
-  static void at(device const S* p, thread O* out) {
-    attn_decode_run<S, 4, O>::at(p, out);
-    attn_decode_run<S, 4, O>::at(p + 4, out + 4);
+  static void at(device const S* p, thread O (&out)[8]) {
+    const vec<S, 4> w0 = *(device const vec<S, 4>*)p;
+    const vec<S, 4> w1 = *(device const vec<S, 4>*)(p + 4);
+    out[0] = O(w0.x);
+    out[1] = O(w0.y);
+    out[2] = O(w0.z);
+    out[3] = O(w0.w);
+    out[4] = O(w1.x);
+    out[5] = O(w1.y);
+    out[6] = O(w1.z);
+    out[7] = O(w1.w);
   }
 };
 
@@ -83,7 +92,7 @@ struct attn_decode_run<S, 8, O> {
 template <int KV, int D>
 struct attn_decode_kv {
   static void at(device const uchar* src, device const uchar* scales, ulong row, ushort lane,
-                 threadgroup const float* table, thread float* out) {
+                 threadgroup const float* table, thread float (&out)[D / 32]) {
     constexpr int E = D / 32;
     uint code[E];
     attn_decode_run<uchar, E, uint>::at(src + row * uint(D) + uint(lane) * uint(E), code);
@@ -98,7 +107,7 @@ template <int D>
 struct attn_decode_kv<ATTN_KV_DENSE, D> {
   template <typename T>
   static void at(device const T* src, device const uchar*, ulong row, ushort lane, threadgroup const float*,
-                 thread float* out) {
+                 thread float (&out)[(D + 31) / 32]) {
     constexpr int E = (D + 31) / 32;
     if (D % 32 == 0) {
       attn_decode_run<T, E, float>::at(src + row * uint(D) + uint(lane) * uint(E), out);

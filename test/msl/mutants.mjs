@@ -20,6 +20,9 @@
 //   --refresh          run nothing: rewrite the report for today's shaders and equivalents (the
 //                      ids of edited lines drop out; survivors with a recorded reason become
 //                      equivalent), after editing shaders/ or mutants-equivalent.json
+//   --merge REPORT     run nothing: take another machine's results (its mutants.json, from a run
+//                      over the same shaders/) for the mutants this report has no result for, or
+//                      lists as survivors (killed there by a newer test or harness)
 //
 // Equivalent mutants (no behaviour can tell them apart) are reviewed by hand and recorded with
 // the reason in mutants-equivalent.json; they are reported as such, never as survivors.
@@ -187,7 +190,7 @@ async function runMutant(m, k, ctx) {
 }
 
 function parseArgs(argv) {
-  const a = { files: null, match: null, survivors: false, unrun: false, sample: null, seed: 1, budget: Infinity, jobs: availableParallelism(), update: false, check: false, list: false, refresh: false };
+  const a = { files: null, match: null, survivors: false, unrun: false, sample: null, seed: 1, budget: Infinity, jobs: availableParallelism(), update: false, check: false, list: false, refresh: false, merge: null };
   for (let i = 0; i < argv.length; i++) {
     const v = () => argv[++i];
     switch (argv[i]) {
@@ -203,6 +206,7 @@ function parseArgs(argv) {
       case '--check': a.check = true; break;
       case '--list': a.list = true; break;
       case '--refresh': a.refresh = true; break;
+      case '--merge': a.merge = v(); break;
       default: throw new Error(`unknown option ${argv[i]} (see the comment at the top of test/msl/mutants.mjs)`);
     }
   }
@@ -275,6 +279,19 @@ export async function main(argv, log = (s) => process.stderr.write(`${s}\n`), { 
   }
   if (opts.refresh) {
     writeReport(readJson(reportPath, { files: {} }), mutants, new Map(), readJson(equivalentPath, {}), log);
+    return 0;
+  }
+  if (opts.merge) {
+    // A status by id; equivalence is decided here again, from mutants-equivalent.json.
+    const results = new Map();
+    for (const f of Object.values(readJson(opts.merge, { files: {} }).files)) {
+      for (const st of ['killed', 'stillborn', 'uncovered']) for (const id of f[st] ?? []) results.set(id, { status: st });
+      for (const x of [...(f.survived ?? []), ...(f.equivalent ?? [])]) results.set(x.id, { status: 'survived' });
+    }
+    const open = [...selectMutants({ ...opts, unrun: true }), ...selectMutants({ ...opts, survivors: true })]
+      .filter((m) => results.has(m.id));
+    log(`${open.length} results taken from ${opts.merge}`);
+    writeReport(readJson(reportPath, { files: {} }), open, new Map(open.map((m) => [m.id, results.get(m.id)])), readJson(equivalentPath, {}), log);
     return 0;
   }
   if (opts.list) {
