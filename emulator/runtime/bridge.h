@@ -69,6 +69,11 @@ void simdgroup_barrier(const Site& site);
 // declaration (the address of a static local next to it).
 void* threadgroup_array(const void* key, const char* name, size_t bytes, size_t align);
 
+// One pointer slot per thread of the running threadgroup, for the shim's exchanges among a scope's
+// threads (a cooperative tensor's elements): the running threadgroup's own, as another threadgroup
+// runs between its rendezvous.
+const void** threadgroup_pointer_slots();
+
 // simdgroup_matrix operations are executed per lane on a full copy of the matrix, which is only
 // faithful when every lane performs the same operations on the same memory. Each operation is
 // recorded (a count and a running fingerprint of its site and arguments: pointer, stride, origin,

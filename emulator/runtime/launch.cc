@@ -3,6 +3,7 @@
 #include "launch_tensors.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -226,26 +227,40 @@ RunResult run_kernel(const KernelInfo& kernel, const Geometry& geometry, std::ve
     launch.buffers.push_back(std::move(r));
   }
 
+  // Threadgroups run two at a time, interleaved rendezvous by rendezvous: on a GPU they run at
+  // once, so a threadgroup that writes device memory another one uses between two of its barriers
+  // (scratch shared by mistake) reads the other's values here too, as it would there.
   RunResult result;
   {
-    ThreadgroupRunner runner(launch);
     const auto& n = geometry.threadgroups;
-    for (uint32_t z = 0; z < n[2] && result.ok; ++z)
-      for (uint32_t y = 0; y < n[1] && result.ok; ++y)
-        for (uint32_t x = 0; x < n[0] && result.ok; ++x) {
-          const uint32_t group[3] = {x, y, z};
-          result = runner.run(group);
-          // Every thread has built its arguments by now: a tensor that no parameter took as a
-          // tensor was read through a pointer or reference (an MTLTensor where the kernel
-          // declares a buffer: garbage on a GPU).
-          for (const BoundRegion& b : launch.buffers) {
-            if (result.ok && b.is_tensor && !b.taken_as_tensor) {
-              result = binding_error("buffer(" + std::to_string(b.index) + ") '" + b.name +
-                                     "' is bound to a tensor (an MTLTensor set by resource id), but " + kernel.name +
-                                     " declares a pointer or reference there");
-            }
-          }
+    std::vector<std::array<uint32_t, 3>> groups;
+    for (uint32_t z = 0; z < n[2]; ++z)
+      for (uint32_t y = 0; y < n[1]; ++y)
+        for (uint32_t x = 0; x < n[0]; ++x) groups.push_back({x, y, z});
+    ThreadgroupRunner first(launch, 0), second(launch, 1);
+    for (size_t i = 0; i < groups.size() && result.ok; i += 2) {
+      const bool pair = i + 1 < groups.size();
+      first.start(groups[i].data());
+      if (pair) second.start(groups[i + 1].data());
+      bool done_first = false, done_second = !pair;
+      while (!done_first || !done_second) {
+        if (!done_first) done_first = first.step();
+        if (done_first && !first.result().ok) break;
+        if (!done_second) done_second = second.step();
+        if (done_second && !second.result().ok) break;
+      }
+      result = !first.result().ok || !pair ? first.result() : second.result();
+      // Every thread has built its arguments by now: a tensor that no parameter took as a
+      // tensor was read through a pointer or reference (an MTLTensor where the kernel
+      // declares a buffer: garbage on a GPU).
+      for (const BoundRegion& b : launch.buffers) {
+        if (result.ok && b.is_tensor && !b.taken_as_tensor) {
+          result = binding_error("buffer(" + std::to_string(b.index) + ") '" + b.name +
+                                 "' is bound to a tensor (an MTLTensor set by resource id), but " + kernel.name +
+                                 " declares a pointer or reference there");
         }
+      }
+    }
   }
   for (size_t i = 0; i < buffers.size(); ++i) {
     const BoundRegion& r = launch.buffers[i];

@@ -16,8 +16,9 @@ namespace {
 constexpr size_t kFiberStackBytes = 128 * 1024;
 
 thread_local ThreadgroupRunner* tls_runner = nullptr;
-// Stacks are reused by every launch on this OS thread (mapping them is the slow part).
-thread_local std::vector<std::unique_ptr<FiberStack>> tls_stacks;
+// Stacks are reused by every launch on this OS thread (mapping them is the slow part), one set per
+// runner slot (two threadgroups of a launch run interleaved: launch.cc).
+thread_local std::vector<std::unique_ptr<FiberStack>> tls_stacks[ThreadgroupRunner::kSlots];
 
 bool same_site(const Site& a, const Site& b) {
   return a.line == b.line && a.column == b.column && std::strcmp(a.file, b.file) == 0 &&
@@ -52,12 +53,14 @@ const BoundRegion* LaunchState::find_buffer(int index) const {
   return nullptr;
 }
 
-ThreadgroupRunner::ThreadgroupRunner(const LaunchState& launch) : launch_(launch) {
+ThreadgroupRunner::ThreadgroupRunner(const LaunchState& launch, uint32_t slot) : launch_(launch), slot_(slot) {
   const auto& t = launch.geometry.threads;
   threads_ = t[0] * t[1] * t[2];
   simdgroups_ = (threads_ + kSimdWidth - 1) / kSimdWidth;
   lanes_.resize(threads_);
+  pointer_slots_.resize(threads_);
   simd_.resize(simdgroups_);
+  auto& tls_stacks = mtoh::tls_stacks[slot_];
   while (tls_stacks.size() < threads_) tls_stacks.push_back(std::make_unique<FiberStack>(kFiberStackBytes));
   for (const auto& [index, bytes] : launch.threadgroup_memory)
     dynamic_.push_back(std::make_unique<GuardedRegion>(bytes, launch.options.align_end));
@@ -315,6 +318,7 @@ std::string ThreadgroupRunner::describe_fault(const FaultTrap& trap) const {
     if (dynamic_[i]->owns(trap.address, &off))
       return where("threadgroup(" + std::to_string(launch_.threadgroup_memory[i].first) + ") memory", off,
                    dynamic_[i]->bytes());
+  const auto& tls_stacks = mtoh::tls_stacks[slot_];
   for (size_t i = 0; i < tls_stacks.size(); ++i) {
     const char* a = static_cast<const char*>(trap.address);
     if (a >= tls_stacks[i]->guard_begin() && a < tls_stacks[i]->guard_end())
@@ -326,7 +330,7 @@ std::string ThreadgroupRunner::describe_fault(const FaultTrap& trap) const {
          " at address " + buf + who;
 }
 
-RunResult ThreadgroupRunner::run(const uint32_t group[3]) {
+void ThreadgroupRunner::start(const uint32_t group[3]) {
   const Geometry& g = launch_.geometry;
   for (int i = 0; i < 3; ++i) group_[i] = group[i];
   for (auto& a : arrays_) a.fresh = false;
@@ -352,65 +356,71 @@ RunResult ThreadgroupRunner::run(const uint32_t group[3]) {
     lanes_[l].wait = Wait::Runnable;
     lanes_[l].matrix_ops = 0;
     lanes_[l].matrix_fingerprint = 0;
-    tls_stacks[l]->start(&lanes_[l].ctx, &ThreadgroupRunner::fiber_entry);
+    tls_stacks[slot_][l]->start(&lanes_[l].ctx, &ThreadgroupRunner::fiber_entry);
   }
   failed_ = false;
+  finished_ = false;
   result_ = RunResult();
+}
 
+bool ThreadgroupRunner::step() {
+  if (finished_) return true;
   ThreadgroupRunner* const saved = tls_runner;
   tls_runner = this;
   FaultTrap trap;
   prepare_fault_handling();
   if (sigsetjmp(trap.jump, 1) == 0) {
     arm_fault_trap(&trap);
-    const bool simd_major = launch_.options.reverse_order && simd_major_schedule();
-    for (;;) {
-      bool all_done = true;
-      if (simd_major) {
-        // SIMD-groups one at a time, the last first: each runs, its own rendezvous resolved at
-        // once, until it waits at a threadgroup barrier or returns. One SIMD-group then gets as
-        // far ahead of the others as the barriers allow, which the lockstep order below never
-        // lets happen (a SIMD-group overwriting a threadgroup slot that another has yet to read).
-        for (uint32_t g = simdgroups_; g-- > 0 && !failed_;) {
-          const uint32_t first = g * kSimdWidth, last = std::min(threads_, first + kSimdWidth);
-          for (bool progressed = true; progressed && !failed_;) {
-            for (uint32_t l = last; l-- > first && !failed_;) {
-              if (lanes_[l].wait != Wait::Runnable) continue;
-              running_ = l;
-              context_switch(&scheduler_, &lanes_[l].ctx);
-            }
-            progressed = false;
-            if (!failed_ && !resolve_simdgroup(g, &progressed)) break;
-          }
-        }
-        for (uint32_t l = 0; l < threads_; ++l) all_done = all_done && lanes_[l].wait == Wait::Done;
-      } else {
-        for (uint32_t k = 0; k < threads_ && !failed_; ++k) {
-          const uint32_t l = launch_.options.reverse_order ? threads_ - 1 - k : k;
-          if (lanes_[l].wait == Wait::Runnable) {
-            running_ = l;
-            context_switch(&scheduler_, &lanes_[l].ctx);
-          }
-          all_done = all_done && lanes_[l].wait == Wait::Done;
-        }
-      }
-      if (failed_) break;
-      if (all_done) {
-        std::vector<uint32_t> all(threads_);
-        for (uint32_t l = 0; l < threads_; ++l) all[l] = l;
-        check_matrix_uniform(all, "at the end of the kernel");
-        break;
-      }
-      if (!resolve()) break;
-    }
+    finished_ = advance();
   } else {
     const std::string message = describe_fault(trap);
     const bool oob = message.rfind("out-of-bounds", 0) == 0;
     result_ = {false, oob ? "out_of_bounds" : "crash", message};
+    finished_ = true;
   }
   arm_fault_trap(nullptr);
   tls_runner = saved;
-  return result_;
+  return finished_;
+}
+
+bool ThreadgroupRunner::advance() {
+  bool all_done = true;
+  if (launch_.options.reverse_order && simd_major_schedule()) {
+    // SIMD-groups one at a time, the last first: each runs, its own rendezvous resolved at
+    // once, until it waits at a threadgroup barrier or returns. One SIMD-group then gets as
+    // far ahead of the others as the barriers allow, which the lockstep order below never
+    // lets happen (a SIMD-group overwriting a threadgroup slot that another has yet to read).
+    for (uint32_t g = simdgroups_; g-- > 0 && !failed_;) {
+      const uint32_t first = g * kSimdWidth, last = std::min(threads_, first + kSimdWidth);
+      for (bool progressed = true; progressed && !failed_;) {
+        for (uint32_t l = last; l-- > first && !failed_;) {
+          if (lanes_[l].wait != Wait::Runnable) continue;
+          running_ = l;
+          context_switch(&scheduler_, &lanes_[l].ctx);
+        }
+        progressed = false;
+        if (!failed_ && !resolve_simdgroup(g, &progressed)) break;
+      }
+    }
+    for (uint32_t l = 0; l < threads_; ++l) all_done = all_done && lanes_[l].wait == Wait::Done;
+  } else {
+    for (uint32_t k = 0; k < threads_ && !failed_; ++k) {
+      const uint32_t l = launch_.options.reverse_order ? threads_ - 1 - k : k;
+      if (lanes_[l].wait == Wait::Runnable) {
+        running_ = l;
+        context_switch(&scheduler_, &lanes_[l].ctx);
+      }
+      all_done = all_done && lanes_[l].wait == Wait::Done;
+    }
+  }
+  if (failed_) return true;
+  if (all_done) {
+    std::vector<uint32_t> all(threads_);
+    for (uint32_t l = 0; l < threads_; ++l) all[l] = l;
+    check_matrix_uniform(all, "at the end of the kernel");
+    return true;
+  }
+  return !resolve();
 }
 
 // ---- The bridge (bridge.h): the shim's entry points, forwarded to the running threadgroup.
@@ -424,6 +434,7 @@ void simdgroup_barrier(const Site& site) { tls_runner->barrier(site, true); }
 void* threadgroup_array(const void* key, const char* name, size_t bytes, size_t align) {
   return tls_runner->threadgroup_array(key, name, bytes, align);
 }
+const void** threadgroup_pointer_slots() { return tls_runner->pointer_slots(); }
 void count_simdgroup_matrix_op(const Site& site, uint64_t args) { tls_runner->count_matrix_op(site, args); }
 void kernel_error(const char* kind, const char* message) { tls_runner->fail(kind, message); }
 

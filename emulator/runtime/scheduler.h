@@ -41,10 +41,16 @@ struct LaunchState {
 
 class ThreadgroupRunner {
  public:
-  explicit ThreadgroupRunner(const LaunchState& launch);
+  // Runners alive at once on one OS thread, each on its own fiber stacks (`slot`).
+  static constexpr uint32_t kSlots = 2;
+  ThreadgroupRunner(const LaunchState& launch, uint32_t slot);
   ~ThreadgroupRunner();
-  // Runs threadgroup `group` to completion or to the first error.
-  RunResult run(const uint32_t group[3]);
+  // Runs threadgroup `group` in steps, so that two runners' threadgroups can interleave: start
+  // readies its threads; each step runs them to their next rendezvous and resolves it, and returns
+  // true once the threadgroup has finished or failed (result() says which).
+  void start(const uint32_t group[3]);
+  bool step();
+  const RunResult& result() const { return result_; }
 
   // ---- For the bridge functions and ThreadArgs (called on a fiber of this runner).
   static ThreadgroupRunner* current();
@@ -53,6 +59,7 @@ class ThreadgroupRunner {
   void barrier(const Site& site, bool simd_only);
   void* threadgroup_array(const void* key, const char* name, size_t bytes, size_t align);
   void* dynamic_threadgroup_memory(int index, size_t* bytes);
+  const void** pointer_slots() { return pointer_slots_.data(); }
   void count_matrix_op(const Site& site, uint64_t args);
   [[noreturn]] void fail(const std::string& kind, const std::string& message);
   const LaunchState& launch() const { return launch_; }
@@ -82,6 +89,7 @@ class ThreadgroupRunner {
   };
 
   static void fiber_entry();
+  bool advance();
   void block(Wait wait, const Site& site);
   bool resolve();
   bool resolve_simdgroup(uint32_t s, bool* progressed);
@@ -91,15 +99,18 @@ class ThreadgroupRunner {
   size_t threadgroup_bytes_in_use() const;
 
   const LaunchState& launch_;
+  const uint32_t slot_;
   uint32_t threads_ = 0, simdgroups_ = 0;
   uint32_t group_[3] = {0, 0, 0};
   std::vector<Lane> lanes_;
   std::vector<SimdState> simd_;
   std::vector<TgArray> arrays_;
   std::vector<std::unique_ptr<GuardedRegion>> dynamic_;  // per [[threadgroup(n)]] entry
+  std::vector<const void*> pointer_slots_;                // threadgroup_pointer_slots()
   Context scheduler_;
   uint32_t running_ = 0;
   bool failed_ = false;
+  bool finished_ = false;
   RunResult result_;
 };
 

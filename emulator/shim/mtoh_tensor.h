@@ -447,7 +447,7 @@ struct row_layout {
 // order), waits again (so nobody changes its elements while others read them).
 template <class Scope, class F>
 void exchange(const void* mine, const Site& site, F use) {
-  static thread_local const void* table[1024];
+  const void** table = threadgroup_pointer_slots();
   table[current_ids().thread_index_in_threadgroup] = mine;
   scope_traits<Scope>::sync(site);
   use(&table[scope_traits<Scope>::base()]);
