@@ -107,27 +107,32 @@ async function caseLibraries(jobs, log, baseReport) {
   return cases;
 }
 
-// A mutant's libraries are compiled at -O0 (a twentieth of -O2's compile time, which dominated:
-// the kernels run slower, but most mutants fail one of their first cases, and the run stops
-// there). Like the suite's, they trap on an index past a thread-private array (build.mjs
-// kernelFlags), which ends the driver and kills the mutant.
-const mutantFlags = (text, dir) =>
-  flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? '-O0' : f));
+// A mutant's libraries are compiled at -O0 first (a twentieth of -O2's compile time): most mutants
+// fail one of their first cases, and the run stops there. One that passes its first EARLY_CASES is
+// compiled again at -O2 for the rest: at -O0 the kernels run about sixteen times slower, and a
+// survivor runs every case of its libraries (the attention files' took over 20 minutes a mutant).
+// Like the suite's, they trap on an index past a thread-private array (build.mjs kernelFlags),
+// which ends the driver and kills the mutant.
+const EARLY_CASES = 40;
+const SLOWDOWN = { '-O0': 40, '-O2': 10 };  // time-outs: this many times a case's -O2 time, plus a floor
+const mutantFlags = (text, dir, level) =>
+  flagsByStd[libraryStd(text)].map((f) => (f === '-Ishaders' ? `-I${join(dir, 'shaders')}` : f === '-O2' ? level : f));
 
-/** Builds the mutated libraries and links a driver; returns { driver } or a stillborn result. */
-async function buildMutant(libraries, dir, ctx) {
+/** Builds the mutated libraries at `level` and links a driver; returns { driver } or a stillborn
+ * result. */
+async function buildMutant(libraries, dir, ctx, level) {
   const objs = [];
   for (const library of libraries) {
     const file = `shaders/${library}.metal`;
     const text = withMetalIncludes(file, dir);
     const src = join(dir, `${library}.cc`);
     writeFileSync(src, generate(text, { file, library, variant: VARIANT, rowPointers: true }));
-    const obj = join(dir, `${library}.o`);
-    const c = await exec(cxx, [...mutantFlags(text, dir), '-c', src, '-o', obj]);
+    const obj = join(dir, `${library}${level}.o`);
+    const c = await exec(cxx, [...mutantFlags(text, dir, level), '-c', src, '-o', obj]);
     if (c.code !== 0) return { status: 'stillborn', by: (c.stderr.split('\n').find((l) => l.includes('error')) ?? c.stderr.slice(0, 200)).trim() };
     objs.push(obj);
   }
-  const driver = join(dir, 'driver');
+  const driver = join(dir, `driver${level}`);
   const l = await exec(cxx, ['-pthread', ...ctx.baseObjects, ...objs, '-o', driver]);
   if (l.code !== 0) return { status: 'stillborn', by: `link: ${l.stderr.slice(0, 300)}` };
   return { driver };
@@ -138,21 +143,21 @@ async function buildMutant(libraries, dir, ctx) {
  * in batches of 8, 32, 128, ... cases, each under its own time-out, so that a mutant that never
  * ends (a loop that no longer stops) is killed by the time-out of the batch that reaches it, not
  * by the whole suite's. */
-async function runCases(driver, cases) {
+async function runCases(driver, cases, slowdown) {
   let done = 0;
   for (let at = 0, size = 8; at < cases.length; at += size, size *= 4) {
-    const r = await runBatch(driver, cases.slice(at, at + size));
+    const r = await runBatch(driver, cases.slice(at, at + size), slowdown);
     if (r.status !== 'survived') return r;
     done += r.cases;
   }
   return { status: 'survived', cases: done };
 }
 
-async function runBatch(driver, cases) {
+async function runBatch(driver, cases, slowdown) {
   const ms = cases.reduce((s, [, c]) => s + c.ms, 0);
-  const timeout = Math.round(30_000 + 40 * ms);  // -O0 ran the qlinear cases ~16 times slower
+  const timeout = Math.round(30_000 + slowdown * ms);
   // Each case under its own limit too (the driver's watchdog): an endless loop costs its case's.
-  const limits = cases.map(([, c]) => Math.round(10_000 + 40 * c.ms));
+  const limits = cases.map(([, c]) => Math.round(10_000 + slowdown * c.ms));
   const r = await exec(driver, ['--variant', VARIANT, '--jobs', '1', '--fail-fast', '--filter', cases.map(([n]) => n).join(','),
     '--limits', limits.join(',')], { timeout });
   if (r.killed) return { status: 'killed', by: `time-out after ${timeout} ms` };
@@ -182,8 +187,15 @@ async function runMutant(m, k, ctx) {
     // A copy of shaders/ with the one file mutated: quoted includes between headers resolve there.
     cpSync(join(root, 'shaders'), join(dir, 'shaders'), { recursive: true });
     writeFileSync(join(dir, m.file), applyMutant(readFileSync(join(root, m.file), 'utf8'), m));
-    const built = await buildMutant(libraries, dir, ctx);
-    return built.driver ? await runCases(built.driver, cases) : built;  // awaited: the finally removes the driver
+    // Awaited before returning: the finally removes the drivers.
+    const early = await buildMutant(libraries, dir, ctx, '-O0');
+    if (!early.driver) return early;
+    const first = await runCases(early.driver, cases.slice(0, EARLY_CASES), SLOWDOWN['-O0']);
+    if (first.status !== 'survived' || cases.length <= EARLY_CASES) return first;
+    const fast = await buildMutant(libraries, dir, ctx, '-O2');
+    if (!fast.driver) return fast;
+    const rest = await runCases(fast.driver, cases.slice(EARLY_CASES), SLOWDOWN['-O2']);
+    return rest.status === 'survived' ? { status: 'survived', cases: first.cases + rest.cases } : rest;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
