@@ -88,11 +88,10 @@ inline void attn_tops_scale_rows(thread CT& ct, threadgroup const float* factor)
 
 // factor[row] = value of the row-reduction element that holds `row`.
 template <typename RT>
-inline void attn_tops_rows_to_threadgroup(thread RT& rt, threadgroup float* factor, bool reciprocal) {
+inline void attn_tops_rows_to_threadgroup(thread RT& rt, threadgroup float* factor) {
   for (int i = 0; i < rt.get_capacity(); ++i) {
     if (!rt.is_valid_element(i)) continue;
-    const float x = rt[i];
-    factor[rt.get_multidimensional_index(i)[0]] = reciprocal ? (x == 0.0f ? 0.0f : 1.0f / x) : x;
+    factor[rt.get_multidimensional_index(i)[0]] = rt[i];
   }
 }
 
@@ -310,7 +309,7 @@ inline void attn_tops_prefill_body(device const T* q, typename KS::arg_t k,
       if (cL.is_valid_element(r)) cL[r] = cL[r] * cF[r] + cTileSum[r];
 
     // 3. O = diag(factor) O + P V.
-    attn_tops_rows_to_threadgroup(cF, row_factor, false);
+    attn_tops_rows_to_threadgroup(cF, row_factor);
     simdgroup_barrier(mem_flags::mem_threadgroup);
     attn_tops_scale_rows(cO0, row_factor);
     if (NV > 1) attn_tops_scale_rows(cO1, row_factor);
@@ -357,7 +356,7 @@ inline void attn_tops_prefill_body(device const T* q, typename KS::arg_t k,
   // never stored.
   for (int r = 0; r < cL.get_capacity(); ++r)
     if (cL.is_valid_element(r)) cL[r] = attn_out_scale(p, sinks, h, cM[r], cL[r]);
-  attn_tops_rows_to_threadgroup(cL, row_factor, false);
+  attn_tops_rows_to_threadgroup(cL, row_factor);
   simdgroup_barrier(mem_flags::mem_threadgroup);
   attn_tops_store(cO0, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), 0u, uint(D), row_factor);
   if (NV > 1) attn_tops_store(cO1, o + q_base * uint(D), q0 + uint(r0), uint(p.Lq), uint(DV), uint(D), row_factor);

@@ -7,7 +7,8 @@
 //
 //   npm run test:mutants [-- options]
 //   --files a,b        only mutants of these files (shaders/norm.metal, shaders/mx_formats.h, ...)
-//   --match TEXT       only mutants whose mutated line contains TEXT (or whose id is TEXT)
+//   --match TEXT       only mutants whose mutated line contains TEXT (or whose id is TEXT); given
+//                      again, those that match any of them
 //   --survivors        only mutants the report lists as survived (after adding tests)
 //   --unrun            only mutants the report has no result for (finishing a file run in part)
 //   --sample N         N mutants drawn with --seed (default 1) instead of all of them
@@ -207,7 +208,7 @@ function parseArgs(argv) {
     const v = () => argv[++i];
     switch (argv[i]) {
       case '--files': a.files = v().split(',').filter(Boolean); break;
-      case '--match': a.match = v(); break;
+      case '--match': a.match = [...(a.match ?? []), v()]; break;
       case '--survivors': a.survivors = true; break;
       case '--unrun': a.unrun = true; break;
       case '--sample': a.sample = Number(v()); break;
@@ -231,7 +232,10 @@ const readJson = (path, fallback) => (existsSync(path) ? JSON.parse(readFileSync
 export function selectMutants({ files = null, match = null, survivors = false, unrun = false, sample = null, seed = 1 } = {}) {
   let all = [];
   for (const file of files ?? mutableFiles()) all.push(...enumerateMutants(file, readFileSync(join(root, file), 'utf8')));
-  if (match !== null) all = all.filter((m) => m.id === match || m.mutated.includes(match));
+  if (match !== null) {
+    const texts = [match].flat();
+    all = all.filter((m) => texts.some((t) => m.id === t || m.mutated.includes(t)));
+  }
   if (survivors) {
     const report = readJson(reportPath, { files: {} });
     const ids = new Set(Object.values(report.files).flatMap((f) => (f.survived ?? []).map((x) => x.id)));

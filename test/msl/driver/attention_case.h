@@ -24,7 +24,9 @@ enum class MaskKind { None, Bool, Additive, AdditiveHalf, AdditiveBF16, HeadKeys
 // key Lk - 2. Mask: one additive value. Always batch 0 / kv head 0, so other heads stay finite.
 // InfV: +inf in column 6 of the key at Lk/3 and -inf in the same column of the key Lk - 2, +inf in
 // column 7 of both: +inf, NaN where the two meet, or nothing where the row sees neither.
-enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8, kInfV = 16 };
+// EdgeV (Lk > 32): NaN in column 4 of key 31 and +inf in column 3 of key 32, the last key of one
+// key tile and the first of the next (tiles of 16 and 32 keys).
+enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8, kInfV = 16, kEdgeV = 32 };
 
 struct AttnShape {
   int64_t B, Hq, Hkv, Lq, Lk, D;
@@ -45,6 +47,9 @@ struct AttnShape {
   // leave float16's (16) or bfloat16's (-118) range, where the tensorops prefill's 16-bit staging
   // of K gives way to float32 for that head's threadgroups.
   int k_exp = 0;
+  // The last key of the last (batch, KV head) scaled by 2^k_exp_last: its blocks are the only ones
+  // out of the 16-bit range, in the last key the last causal block visits.
+  int k_exp_last = 0;
 };
 
 // "<prefix>decode|prefill/<dtype>/<kv>/d<D>/B.Hq.Hkv/Lq.Lk[/causal][/mask_...][/scale][/nan_...]

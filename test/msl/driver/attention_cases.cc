@@ -70,11 +70,13 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
     if (s.nan & kNanV) n += "v";
     if (s.nan & kNanMask) n += "m";
     if (s.nan & kInfV) n += "_vinf";
+    if (s.nan & kEdgeV) n += "_vedge";
   }
   if (s.sinks == 1) n += "/sinks";
   if (s.sinks == 2) n += "/sinks_nonfinite";
   if (s.splits) n += "/splits" + std::to_string(s.splits);
   if (s.k_exp) n += "/k_exp" + std::to_string(s.k_exp);
+  if (s.k_exp_last) n += "/k_exp_last" + std::to_string(s.k_exp_last);
   return n;
 }
 
@@ -161,8 +163,16 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
     vd[a + 7] = inf;
     vd[z + 7] = inf;
   }
+  if (s.nan & kEdgeV) {
+    vd[size_t(31 * s.D + 4)] = nan;
+    vd[size_t(32 * s.D + 3)] = std::numeric_limits<float>::infinity();
+  }
   if (s.k_exp) {
     for (int64_t i = 0; i < s.Lk * s.D; ++i) kd[size_t(i)] = std::ldexp(kd[size_t(i)], s.k_exp);
+  }
+  if (s.k_exp_last) {
+    const size_t last = size_t((s.B * s.Hkv * s.Lk - 1) * s.D);
+    for (int64_t d = 0; d < s.D; ++d) kd[last + size_t(d)] = std::ldexp(kd[last + size_t(d)], s.k_exp_last);
   }
   const mto::Tensor q = tensor(qd, {s.B, s.Hq, s.Lq, s.D}, s.dtype);
   const mto::Shape kv_shape = {s.B, s.Hkv, s.Lk, s.D};
@@ -511,6 +521,7 @@ std::vector<Case> attention_cases() {
   add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
   add({2, 2, 2, 33, 300, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
   add({1, 4, 2, 7, 300, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});  // split
+  add({1, 2, 1, 129, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kEdgeV});  // at a tile's first key
   // Attention sinks (gpt-oss): one logit per head in each row's denominator, joined once where o is
   // normalised: one-pass decode, split decode (the merge, not each split), prefill; rows that see
   // no key stay zeros; NaN / -inf / +inf sinks.
@@ -524,6 +535,7 @@ std::vector<Case> attention_cases() {
   add({1, 4, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, 0, 2});  // split
   add({1, 4, 2, 7, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
   add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
+  add({1, 4, 4, 129, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});  // rows with no key
   // Forced key splits (the plan's own counts stop at ATTN_SPLIT_MIN_LEN keys each): splits of one
   // key; more splits than keys (empty splits, with causal rows that see no key at all); an odd Lk
   // whose last split is short; the most splits, mxfp8 and float16; NaN and sinks through a split.

@@ -61,6 +61,10 @@ std::vector<Case> attention_tensorops_cases() {
   // staging in its threadgroups while head 1's stay 16-bit.
   add({1, 4, 2, 33, 129, 64, f16, KV::E4M3, true, MaskKind::None, {}, 0, 0, 0, 16});
   add({1, 2, 2, 129, 33, 128, bf16, KV::E4M3, false, MaskKind::Bool, {}, 0, 0, 0, -118});
+  // Only the last key of the last (batch, KV head) out of float16's range, E5M2 (whose blocks
+  // reach 2^15 times their scale, E4M3's 2^8): the check must read that head's scales, up to the
+  // last key the causal block visits, by K's own format.
+  add({2, 4, 2, 129, 129, 64, f16, KV::E5M2, true, MaskKind::None, {}, 0, 0, 0, 0, 18});
   // Masks broadcast per head, a custom scale, MQA with GQA 8.
   add({2, 4, 1, 33, 129, 80, f32, KV::Dense, false, MaskKind::HeadKeys});
   add({1, 8, 1, 33, 33, 64, f32, KV::Dense, false, MaskKind::AdditiveHalf, 0.3f});
@@ -85,11 +89,13 @@ std::vector<Case> attention_tensorops_cases() {
   add({2, 2, 2, 1, 300, 64, f32, KV::Dense, false, MaskKind::None, {}, qkv});  // decode: split
   add({1, 2, 1, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});
   add({2, 2, 2, 33, 300, 256, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
+  add({1, 2, 1, 129, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kEdgeV});  // at a tile's first key
   // Attention sinks (attention_case.h), joined once where o is normalised.
   add({1, 4, 2, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 1});
   add({1, 2, 1, 129, 33, 128, f16, KV::Dense, true, MaskKind::Bool, {}, 0, 1});  // rows with no key
   add({1, 4, 2, 1, 300, 64, bf16, KV::Dense, false, MaskKind::None, {}, 0, 1});  // decode: split
   add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
+  add({1, 4, 4, 129, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});  // rows with no key
   return cases;
 }
 
