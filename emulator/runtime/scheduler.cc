@@ -386,11 +386,16 @@ bool ThreadgroupRunner::step() {
 bool ThreadgroupRunner::advance() {
   bool all_done = true;
   if (launch_.options.reverse_order && simd_major_schedule()) {
-    // SIMD-groups one at a time, the last first: each runs, its own rendezvous resolved at
-    // once, until it waits at a threadgroup barrier or returns. One SIMD-group then gets as
-    // far ahead of the others as the barriers allow, which the lockstep order below never
-    // lets happen (a SIMD-group overwriting a threadgroup slot that another has yet to read).
-    for (uint32_t g = simdgroups_; g-- > 0 && !failed_;) {
+    // SIMD-groups one at a time: each runs, its own rendezvous resolved at once, until it waits
+    // at a threadgroup barrier or returns. One SIMD-group then gets as far ahead of the others as
+    // the barriers allow, which the lockstep order below never lets happen (a SIMD-group
+    // overwriting a threadgroup slot that another has yet to read). Which one goes first turns
+    // with the threadgroup (the last first in threadgroup 0, then the one before, ...), so that
+    // each SIMD-group is the one ahead somewhere: a slot that SIMD-group 0 alone rewrites (a flag
+    // thread 0 clears) is caught as well as one the last rewrites.
+    const uint32_t turn = (group_[0] + group_[1] + group_[2]) % simdgroups_;
+    for (uint32_t k = 0; k < simdgroups_ && !failed_; ++k) {
+      const uint32_t g = (2 * simdgroups_ - 1 - turn - k) % simdgroups_;
       const uint32_t first = g * kSimdWidth, last = std::min(threads_, first + kSimdWidth);
       for (bool progressed = true; progressed && !failed_;) {
         for (uint32_t l = last; l-- > first && !failed_;) {

@@ -61,9 +61,11 @@ std::vector<Case> attention_tensorops_cases() {
   // staging in its threadgroups while head 1's stay 16-bit.
   add({1, 4, 2, 33, 129, 64, f16, KV::E4M3, true, MaskKind::None, {}, 0, 0, 0, 16});
   add({1, 2, 2, 129, 33, 128, bf16, KV::E4M3, false, MaskKind::Bool, {}, 0, 0, 0, -118});
-  // Only the last key of the last (batch, KV head) out of float16's range, E5M2 (whose blocks
-  // reach 2^15 times their scale, E4M3's 2^8): the check must read that head's scales, up to the
-  // last key the causal block visits, by K's own format.
+  // Only the last key of the last (batch, KV head) out of float16's range: the check must read
+  // that head's scales, up to the last key the causal block visits (E4M3, whose other blocks fit
+  // float16), by K's own format (E5M2: blocks reach 2^15 times their scale, E4M3's 2^8; its
+  // other blocks' smallest values lie below float16's, so only the format decides there).
+  add({2, 4, 2, 129, 129, 64, f16, KV::E4M3, true, MaskKind::None, {}, 0, 0, 0, 0, 18});
   add({2, 4, 2, 129, 129, 64, f16, KV::E5M2, true, MaskKind::None, {}, 0, 0, 0, 0, 18});
   // Masks broadcast per head, a custom scale, MQA with GQA 8.
   add({2, 4, 1, 33, 129, 80, f32, KV::Dense, false, MaskKind::HeadKeys});

@@ -104,6 +104,13 @@ std::vector<Case> selftest_cases() {
                          {{Arg::X, Bytes(32 * 4, 0)}}, {{Arg::Y, 32 * 4}}));
   cases.push_back(catches_misuse("out_of_bounds", selftest_plan("misuse_threadgroup_overrun", 1, 128, {{0, Arg::Y}}), {},
                          {{Arg::Y, 128 * 4}}));
+  {
+    auto plan = selftest_plan("misuse_matrix_past_array", 1, 32, {{0, Arg::Y}, {1, Arg::Params}});
+    plan.params = {2, 0, 0, 0};  // n = 2: m[2] is one past the end
+    cases.push_back(catches_misuse("simdgroup_matrix_bounds", plan, {}, out256));
+  }
+  cases.push_back(catches_misuse("divergent_simdgroup_matrix",
+                         selftest_plan("misuse_missing_simd_barrier", 1, 32, {{0, Arg::Y}}), {}, out256));
   // A declared buffer the plan leaves unbound, and a constant argument bound with too few bytes.
   cases.push_back(catches_misuse("binding", selftest_plan("misuse_params_size", 1, 1, {{1, Arg::Y}}), {}, {{Arg::Y, 4}}));
   {

@@ -146,3 +146,22 @@ using namespace metal;
     device uint* out [[buffer(0)]], ushort tid [[thread_index_in_threadgroup]]) {
   out[tid] = tid;
 }
+
+// An index one past an array of matrices (array-bounds allows forming that address).
+[[kernel]] void misuse_matrix_past_array(device float* out [[buffer(0)]], constant uint& n [[buffer(1)]]) {
+  simdgroup_float8x8 m[2];
+  for (uint t = 0; t <= n; ++t) m[t] = make_filled_simdgroup_matrix<float, 8, 8>(1.0f);
+  simdgroup_store(m[0], out, 8);
+}
+
+// Lanes write threadgroup memory that the SIMD-group then loads as a matrix, with no
+// simdgroup_barrier in between: lanes that load early read what others have not written yet.
+[[kernel]] void misuse_missing_simd_barrier(device float* out [[buffer(0)]],
+                                            ushort lane [[thread_index_in_simdgroup]]) {
+  threadgroup float tile[64];
+  tile[lane] = float(lane);
+  tile[lane + 32] = float(lane + 32);
+  simdgroup_float8x8 m;
+  simdgroup_load(m, tile, 8);
+  simdgroup_store(m, out, 8);
+}
