@@ -74,6 +74,11 @@ void* threadgroup_array(const void* key, const char* name, size_t bytes, size_t 
 // runs between its rendezvous.
 const void** threadgroup_pointer_slots();
 
+// How the running launch lays cooperative tensors out: false, elements scattered over the scope's
+// threads (every row in many threads); true, in row blocks (a row in few threads), the reverse
+// pass's, so a kernel that skips a slot a row is held in is seen under one of the two.
+bool coop_row_blocks();
+
 // simdgroup_matrix operations are executed per lane on a full copy of the matrix, which is only
 // faithful when every lane performs the same operations on the same memory. Each operation is
 // recorded (a count and a running fingerprint of its site and arguments: pointer, stride, origin,

@@ -431,6 +431,7 @@ bool ThreadgroupRunner::advance() {
 // ---- The bridge (bridge.h): the shim's entry points, forwarded to the running threadgroup.
 
 const ThreadIds& current_ids() { return tls_runner->ids(); }
+bool coop_row_blocks() { return tls_runner->launch().options.reverse_order; }
 const SimdView& simd_exchange(const void* value, size_t bytes, const Site& site) {
   return tls_runner->simd_exchange(value, bytes, site);
 }

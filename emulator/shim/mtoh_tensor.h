@@ -12,7 +12,10 @@
 //     implementation defined manner" and not every element a thread holds is valid. Here the
 //     order is a seeded random permutation (MTOH_COOP_SEED, default below) with at least one
 //     invalid slot per thread, so only kernels that use is_valid_element and
-//     get_multidimensional_index get right answers. Touching an invalid element through
+//     get_multidimensional_index get right answers. The reverse pass lays them out in row blocks
+//     instead (each thread a run of consecutive row-major elements, its slots scrambled), so
+//     that a row lies in one or two threads and a kernel that skips one of a thread's slots
+//     loses it (::mtoh::coop_row_blocks). Touching an invalid element through
 //     operator[], or asking is_valid_element about a slot outside [0, get_capacity()), is
 //     reported (`tensorops_invalid_element`). Fresh elements are NaN.
 //   - Row-reduction destinations hold, in each thread, the rows its destination elements touch
@@ -355,18 +358,31 @@ struct Rng {
 };
 
 // salt distinguishes layouts that must not coincide (a left input that is not compatible).
-inline Table make_matrix_table(int rows, int cols, int threads, uint64_t salt) {
+// Scattered: the elements in a random permutation of all slots. Row blocks: thread t holds the
+// elements [t * per, (t + 1) * per) in row-major order (a row in one or two threads), its slots in
+// random order. Either way at least one invalid slot somewhere in each thread's range.
+inline Table make_matrix_table(int rows, int cols, int threads, uint64_t salt, bool row_blocks) {
   Table t;
   t.threads = threads;
   t.rows = rows;
   t.cols = cols;
   t.elems = rows * cols;
-  t.cap = (t.elems + threads - 1) / threads + 1;  // at least one invalid slot somewhere in each thread's range
+  const int per = (t.elems + threads - 1) / threads;
+  t.cap = per + 1;
   const int slots = t.cap * threads;
   t.slot.resize(size_t(slots));
-  for (int i = 0; i < slots; ++i) t.slot[size_t(i)] = i < t.elems ? i : -1;
-  Rng rng{mix(mix(mix(mix(coop_seed(), salt), uint64_t(rows)), uint64_t(cols)), uint64_t(threads)) | 1};
-  for (int i = slots - 1; i > 0; --i) std::swap(t.slot[size_t(i)], t.slot[size_t(rng.below(i + 1))]);
+  const uint64_t h = mix(mix(mix(mix(coop_seed(), salt), uint64_t(rows)), uint64_t(cols)), uint64_t(threads));
+  Rng rng{(row_blocks ? mix(h, 1) : h) | 1};
+  if (!row_blocks) {
+    for (int i = 0; i < slots; ++i) t.slot[size_t(i)] = i < t.elems ? i : -1;
+    for (int i = slots - 1; i > 0; --i) std::swap(t.slot[size_t(i)], t.slot[size_t(rng.below(i + 1))]);
+    return t;
+  }
+  for (int th = 0; th < threads; ++th) {
+    int* s = &t.slot[size_t(th * t.cap)];
+    for (int i = 0; i < t.cap; ++i) s[i] = i < per && th * per + i < t.elems ? th * per + i : -1;
+    for (int i = t.cap - 1; i > 0; --i) std::swap(s[i], s[rng.below(i + 1)]);
+  }
   return t;
 }
 
@@ -403,15 +419,18 @@ inline Table make_row_table(const Table& m) {
 
 enum : uint64_t { kSaltDest = 0xD357, kSaltLeft = 0x1EF7 };
 
+// The launch's layout (::mtoh::coop_row_blocks): each of the two made once.
 template <int Rows, int Cols, int T, uint64_t Salt>
 const Table& matrix_table() {
-  static const Table t = make_matrix_table(Rows, Cols, T, Salt);
-  return t;
+  static const Table scattered = make_matrix_table(Rows, Cols, T, Salt, false);
+  static const Table blocks = make_matrix_table(Rows, Cols, T, Salt, true);
+  return ::mtoh::coop_row_blocks() ? blocks : scattered;
 }
 template <int Rows, int Cols, int T>
 const Table& row_table() {
-  static const Table t = make_row_table(matrix_table<Rows, Cols, T, kSaltDest>());
-  return t;
+  static const Table scattered = make_row_table(make_matrix_table(Rows, Cols, T, kSaltDest, false));
+  static const Table blocks = make_row_table(make_matrix_table(Rows, Cols, T, kSaltDest, true));
+  return ::mtoh::coop_row_blocks() ? blocks : scattered;
 }
 
 // Layout kinds of cooperative tensors (the third template argument of metal::cooperative_tensor).
