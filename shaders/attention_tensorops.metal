@@ -402,7 +402,7 @@ template <typename T, typename Out, int KV, int D, typename KS>
   // else as float32: exact either way, and uniform across the threadgroup (its barriers).
   typedef attn_tops_narrow<KS> narrow;
   bool in_16_bits = false;
-  if (narrow::value) {
+  if constexpr (narrow::value) {  // constexpr: instances without a 16-bit staging hold no kend
     const uint blocks = uint(D) / 32u;
     const ulong kv_base = (ulong(group.z) * uint(p.Hkv) + group.y / uint(p.G)) * uint(p.Lk);
     int kend = p.Lk;  // as the body's key loop: keys past the block's causal diagonal are not visited
