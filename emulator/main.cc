@@ -150,6 +150,9 @@ int run_passes(const mtoh::KernelInfo& kernel, const mtoh::Geometry& geometry, c
     mtoh::RunOptions options;
     options.align_end = passes[p].align_end;
     options.reverse_order = passes[p].reverse;
+    // Both passes on one cooperative layout: a difference between them is then a race, and
+    // layouts are compared by seed (run_with_layout), so that each cause gets its own name.
+    options.row_blocks_in_reverse = false;
     options.threadgroup_poison = passes[p].poison;
     const mtoh::RunResult r = mtoh::run_kernel(kernel, geometry, buffers, tensors, threadgroup_memory, options);
     if (!r.ok) {
@@ -209,9 +212,6 @@ int run_with_layout(uint64_t seed, const std::string& suffix, const std::functio
 
 int main(int argc, char** argv) {
   if (argc < 12) return usage("too few arguments");
-  // Both passes on one cooperative layout (the harness's reverse pass would use row blocks): a
-  // difference between the passes is then a race, and layouts are compared by seed below.
-  setenv("MTOH_COOP_ROW_BLOCKS", "0", 1);
   const std::string dir = argv[1], name = argv[2];
   mtoh::Geometry geometry;
   uint32_t layouts = 0, n = 0;

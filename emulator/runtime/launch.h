@@ -126,6 +126,9 @@ struct Geometry {
 struct RunOptions {
   bool align_end = true;       // guarded regions abut their upper (true) or lower guard page
   bool reverse_order = false;  // run fibers from the last thread to the first
+  // The reverse pass lays cooperative tensors out in row blocks (::mtoh::coop_row_blocks); false
+  // keeps it on the scattered layout (the user-kernel program compares seeded layouts itself).
+  bool row_blocks_in_reverse = true;
   unsigned char threadgroup_poison = 0xFF;  // fill of fresh threadgroup memory (0xFF: NaN floats)
 };
 

@@ -431,16 +431,10 @@ bool ThreadgroupRunner::advance() {
 // ---- The bridge (bridge.h): the shim's entry points, forwarded to the running threadgroup.
 
 const ThreadIds& current_ids() { return tls_runner->ids(); }
-// MTOH_COOP_ROW_BLOCKS=0 keeps the reverse pass on the scattered layout: the user-kernel program
-// (emulator/main.cc) compares layouts itself, by seed, so that it can name the cause.
-static bool row_blocks_in_reverse_pass() {
-  static const bool on = [] {
-    const char* v = std::getenv("MTOH_COOP_ROW_BLOCKS");
-    return !(v && v[0] == '0');
-  }();
-  return on;
+bool coop_row_blocks() {
+  const RunOptions& o = tls_runner->launch().options;
+  return o.reverse_order && o.row_blocks_in_reverse;
 }
-bool coop_row_blocks() { return tls_runner->launch().options.reverse_order && row_blocks_in_reverse_pass(); }
 const SimdView& simd_exchange(const void* value, size_t bytes, const Site& site) {
   return tls_runner->simd_exchange(value, bytes, site);
 }

@@ -87,18 +87,24 @@ inline Table make_row_table(const Table& m) {
 
 enum : uint64_t { kSaltDest = 0xD357, kSaltLeft = 0x1EF7 };
 
-// The launch's layout (::mtoh::coop_row_blocks): each of the two made once.
+// The launch's layout (::mtoh::coop_row_blocks): each made once, on first use.
 template <int Rows, int Cols, int T, uint64_t Salt>
 const Table& matrix_table() {
+  if (::mtoh::coop_row_blocks()) {
+    static const Table blocks = make_matrix_table(Rows, Cols, T, Salt, true);
+    return blocks;
+  }
   static const Table scattered = make_matrix_table(Rows, Cols, T, Salt, false);
-  static const Table blocks = make_matrix_table(Rows, Cols, T, Salt, true);
-  return ::mtoh::coop_row_blocks() ? blocks : scattered;
+  return scattered;
 }
 template <int Rows, int Cols, int T>
 const Table& row_table() {
+  if (::mtoh::coop_row_blocks()) {
+    static const Table blocks = make_row_table(make_matrix_table(Rows, Cols, T, kSaltDest, true));
+    return blocks;
+  }
   static const Table scattered = make_row_table(make_matrix_table(Rows, Cols, T, kSaltDest, false));
-  static const Table blocks = make_row_table(make_matrix_table(Rows, Cols, T, kSaltDest, true));
-  return ::mtoh::coop_row_blocks() ? blocks : scattered;
+  return scattered;
 }
 
 // Layout kinds of cooperative tensors (the third template argument of metal::cooperative_tensor).
