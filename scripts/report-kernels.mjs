@@ -267,8 +267,7 @@ export function markdown(r) {
     behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.',
     '- What the decode key loop does that sdpa_vector does not: it skips a key whose score is -inf (a',
     '  hidden key\'s non-finite V must not reach the output: the NaN/Inf rule both backends keep) and',
-    '  takes the running maximum NaN-aware; its one exp2 per key sits on two paths (a new maximum or',
-    '  not), and the count takes both.');
+    '  takes the running maximum NaN-aware; its two exp2 per key and row are sdpa_vector\'s.');
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }

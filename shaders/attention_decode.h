@@ -166,7 +166,7 @@ inline void attn_decode_rows(
     ATTN_DECODE_COST(T, KV, R, E, MASKED);
     float kr[E], vr[E];
     attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), lane, table, kr);
-    attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
+    if (R != 1) attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
     for (int r = 0; r < R; ++r) {
       if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
       float partial = qr[r][0] * kr[0];
@@ -179,17 +179,14 @@ inline void attn_decode_rows(
         s += bias;
       }
       if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
-      // factor = 2^(m - m_new) and pr = 2^(s - m_new) with one exp2: one of the two exponents is
-      // m_new - m_new, which float arithmetic makes 0 (the power 1), or NaN when m_new is +inf or
-      // NaN; 1 + (m_new - m_new) is that power without a call, bit for bit. So a NaN score (m_new
-      // NaN: everything NaN from now on), +inf (pr NaN) and the first key (m = -inf: factor 0)
-      // come out as two exp2 calls would make them.
-      const bool up = s > m[r] || isnan(s);  // attn_max_nan(m, s) is s
-      const float m_new = up ? s : m[r];
-      const float e = exp2(up ? m[r] - s : s - m[r]);
-      const float one = 1.0f + (m_new - m_new);
-      const float factor = up ? e : one;
-      const float pr = up ? one : e;
+      // Two exp2, as sdpa_vector takes them: the first key (m = -inf) gets factor 0, a score of
+      // +inf or NaN makes pr NaN, and a NaN maximum every later factor and pr.
+      const float m_new = attn_max_nan(m[r], s);
+      const float factor = exp2(m[r] - m_new);
+      const float pr = exp2(s - m_new);
+      // One row reads V here, as sdpa_vector reads it in its update: a hidden key reads none, and
+      // the values are not held across the simd_sum and the exp2. Rows share it: read before them.
+      if (R == 1) attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
       l[r] = l[r] * factor + pr;
       for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
       m[r] = m_new;

@@ -1,6 +1,6 @@
 // Compile-time properties of each quantized format and the dequantization of a run of weights,
 // for kernels specialised on a format id (MTO_FORMAT_*). Decoding itself is mx_formats.h's, so
-// kernels and the cpu backend read the same bits the same way. The format traits compile as C++
+// kernels and the cpu backend read the same bits the same way. The format accessors compile as C++
 // too (the harness driver checks them against native/core/formats.cc); the rest is MSL only, in
 // the C++14 subset MSL 3 accepts (no `if constexpr`: constant conditions fold away).
 #ifndef MTO_SHADERS_MX_DEQUANT_H
@@ -8,38 +8,11 @@
 
 #include "mx_formats.h"
 
-// Bits per code. Mirrors the format table of native/core/formats.cc (the harness driver checks
-// that they agree for every format).
-constexpr int mto_format_bits(int f) {
-  return (f == MTO_FORMAT_MXFP8_E4M3 || f == MTO_FORMAT_MXFP8_E5M2 || f == MTO_FORMAT_MXINT8 ||
-          f == MTO_FORMAT_AFFINE8)
-             ? 8
-         : (f == MTO_FORMAT_MXFP6_E3M2 || f == MTO_FORMAT_MXFP6_E2M3) ? 6
-         : (f == MTO_FORMAT_MXFP4 || f == MTO_FORMAT_MXINT4 || f == MTO_FORMAT_AFFINE4) ? 4
-                                                                                        : 2;
-}
-constexpr bool mto_format_is_affine(int f) {
-  return f == MTO_FORMAT_AFFINE4 || f == MTO_FORMAT_AFFINE8;
-}
-// The MX element encoding (MTO_ELEM_*) of an MX format.
-constexpr int mto_format_element(int f) {
-  return f == MTO_FORMAT_MXFP8_E4M3   ? MTO_ELEM_FP8_E4M3
-         : f == MTO_FORMAT_MXFP8_E5M2 ? MTO_ELEM_FP8_E5M2
-         : f == MTO_FORMAT_MXFP6_E3M2 ? MTO_ELEM_FP6_E3M2
-         : f == MTO_FORMAT_MXFP6_E2M3 ? MTO_ELEM_FP6_E2M3
-         : f == MTO_FORMAT_MXFP4      ? MTO_ELEM_FP4_E2M1
-         : f == MTO_FORMAT_MXINT8     ? MTO_ELEM_INT8
-         : f == MTO_FORMAT_MXINT4     ? MTO_ELEM_INT4
-                                      : MTO_ELEM_INT2;
-}
-// emax of the element (OCP MX scale rule): the exponent of its largest normal.
-constexpr int mto_format_emax(int f) {
-  return f == MTO_FORMAT_MXFP8_E4M3   ? 8
-         : f == MTO_FORMAT_MXFP8_E5M2 ? 15
-         : f == MTO_FORMAT_MXFP6_E3M2 ? 4
-         : (f == MTO_FORMAT_MXFP6_E2M3 || f == MTO_FORMAT_MXFP4) ? 2
-                                                                  : 0;
-}
+// A format's row of mx_formats.h's table, by name.
+constexpr int mto_format_bits(int f) { return mto_format_table(f).bits; }
+constexpr bool mto_format_is_affine(int f) { return mto_format_table(f).affine; }
+constexpr int mto_format_element(int f) { return mto_format_table(f).element; }
+constexpr int mto_format_emax(int f) { return mto_element_table(mto_format_element(f)).emax; }
 
 #if defined(__METAL_VERSION__)
 // Code of element i of a packed row (docs/design/API.md "Packing").

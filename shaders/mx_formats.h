@@ -59,6 +59,49 @@ MTO_CONSTANT constexpr int MTO_ELEM_INT4 = 6;
 MTO_CONSTANT constexpr int MTO_ELEM_INT2 = 7;
 MTO_CONSTANT constexpr int MTO_ELEM_E8M0 = 8;
 
+// ---- What a kernel specialised on a format id needs to know about it, one row per format and
+// one per element encoding (mx_dequant.h and mx_stage.h read them through named accessors). The
+// format rows mirror native/core/formats.cc's table, and the harness driver checks that they agree
+// for every id (table/format_traits) and that every code of each element lies in its range
+// (table/element_range). C++14 constexpr functions: a constant id gives constant fields.
+struct mto_format_row {
+  int bits;     // bits per code
+  bool affine;  // a float16 scale and bias per group, not an E8M0 scale per block of 32
+  int element;  // MTO_ELEM_*: the MX element; affine formats: the integer element of their width
+};
+constexpr mto_format_row mto_format_table(int f) {
+  switch (f) {
+    case MTO_FORMAT_MXFP8_E4M3: return mto_format_row{8, false, MTO_ELEM_FP8_E4M3};
+    case MTO_FORMAT_MXFP8_E5M2: return mto_format_row{8, false, MTO_ELEM_FP8_E5M2};
+    case MTO_FORMAT_MXFP6_E3M2: return mto_format_row{6, false, MTO_ELEM_FP6_E3M2};
+    case MTO_FORMAT_MXFP6_E2M3: return mto_format_row{6, false, MTO_ELEM_FP6_E2M3};
+    case MTO_FORMAT_MXFP4: return mto_format_row{4, false, MTO_ELEM_FP4_E2M1};
+    case MTO_FORMAT_MXINT8: return mto_format_row{8, false, MTO_ELEM_INT8};
+    case MTO_FORMAT_MXINT4: return mto_format_row{4, false, MTO_ELEM_INT4};
+    case MTO_FORMAT_MXINT2: return mto_format_row{2, false, MTO_ELEM_INT2};
+    case MTO_FORMAT_AFFINE4: return mto_format_row{4, true, MTO_ELEM_INT4};
+    default: return mto_format_row{8, true, MTO_ELEM_INT8};  // MTO_FORMAT_AFFINE8
+  }
+}
+// An element's magnitudes: every nonzero one is a multiple of 2^lsb_exp, the smallest, and all are
+// below 2^top_exp (448, 57344, 28, 7.5, 6; the integers' 2); emax is the exponent of its largest
+// normal (the OCP MX scale rule; the integers' is 0).
+struct mto_element_row {
+  int emax, lsb_exp, top_exp;
+};
+constexpr mto_element_row mto_element_table(int elem) {
+  switch (elem) {
+    case MTO_ELEM_FP8_E4M3: return mto_element_row{8, -9, 9};
+    case MTO_ELEM_FP8_E5M2: return mto_element_row{15, -16, 16};
+    case MTO_ELEM_FP6_E3M2: return mto_element_row{4, -4, 5};
+    case MTO_ELEM_FP6_E2M3: return mto_element_row{2, -3, 3};
+    case MTO_ELEM_FP4_E2M1: return mto_element_row{2, -1, 3};
+    case MTO_ELEM_INT8: return mto_element_row{0, -6, 2};
+    case MTO_ELEM_INT4: return mto_element_row{0, -2, 2};
+    default: return mto_element_row{0, 0, 2};  // MTO_ELEM_INT2
+  }
+}
+
 // MX block size (OCP MX v1.0): one E8M0 scale per 32 elements along the last axis.
 MTO_CONSTANT constexpr int MTO_MX_BLOCK = 32;
 // E8M0 byte meaning "NaN scale": the whole block decodes to NaN.

@@ -16,25 +16,10 @@
 
 #include "mx_formats.h"
 
-// Exponent of the smallest nonzero element magnitude of an MX format.
-constexpr int mto_element_lsb_exp(int f) {
-  return f == MTO_FORMAT_MXFP8_E4M3   ? -9
-         : f == MTO_FORMAT_MXFP8_E5M2 ? -16
-         : f == MTO_FORMAT_MXFP6_E3M2 ? -4
-         : f == MTO_FORMAT_MXFP6_E2M3 ? -3
-         : f == MTO_FORMAT_MXFP4      ? -1
-         : f == MTO_FORMAT_MXINT8     ? -6
-         : f == MTO_FORMAT_MXINT4     ? -2
-                                      : 0;
-}
-// Every element magnitude of an MX format is below 2^top (448, 57344, 28, 7.5, 6; integers 2).
-constexpr int mto_element_top_exp(int f) {
-  return f == MTO_FORMAT_MXFP8_E4M3   ? 9
-         : f == MTO_FORMAT_MXFP8_E5M2 ? 16
-         : f == MTO_FORMAT_MXFP6_E3M2 ? 5
-         : (f == MTO_FORMAT_MXFP6_E2M3 || f == MTO_FORMAT_MXFP4) ? 3
-                                                                  : 2;
-}
+// The exponents of an MX format's smallest nonzero element magnitude and of the bound of all of
+// them (mx_formats.h's element table).
+constexpr int mto_element_lsb_exp(int f) { return mto_element_table(mto_format_table(f).element).lsb_exp; }
+constexpr int mto_element_top_exp(int f) { return mto_element_table(mto_format_table(f).element).top_exp; }
 
 #if defined(__METAL_VERSION__)
 // The staging type's range: its smallest subnormal is 2^min_exp; magnitudes below 2^top_exp with 8
