@@ -266,8 +266,8 @@ export function markdown(r) {
     ...versus.map((v) => `  ${v};`),
     behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.',
     '- What the decode key loop does that sdpa_vector does not: it skips a key whose score is -inf (a',
-    '  hidden key\'s non-finite V must not reach the output: the NaN/Inf rule both backends keep) and',
-    '  takes the running maximum NaN-aware; its two exp2 per key and row are sdpa_vector\'s.');
+    '  hidden key\'s non-finite V must not reach the output: the NaN/Inf rule both backends keep); its',
+    '  fmax and two exp2 per key and row are sdpa_vector\'s.');
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }

@@ -179,9 +179,10 @@ inline void attn_decode_rows(
         s += bias;
       }
       if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
-      // Two exp2, as sdpa_vector takes them: the first key (m = -inf) gets factor 0, a score of
-      // +inf or NaN makes pr NaN, and a NaN maximum every later factor and pr.
-      const float m_new = attn_max_nan(m[r], s);
+      // sdpa_vector's step: fmax and two exp2. The first key (m = -inf) gets factor 0; a NaN
+      // score, which fmax drops, or +inf makes pr NaN, and so l and every accumulator NaN for good
+      // (m itself is never NaN: the merges below read a NaN row from l).
+      const float m_new = fmax(m[r], s);
       const float factor = exp2(m[r] - m_new);
       const float pr = exp2(s - m_new);
       // One row reads V here, as sdpa_vector reads it in its update: a hidden key reads none, and
@@ -227,7 +228,7 @@ inline void attn_decode_rows(
       else part_o[prow * uint(D) + d] = O;
     }
     if (p.splits > 1 && tid == 0) {
-      part_ml[prow * 2] = M;
+      part_ml[prow * 2] = isnan(L) ? L : M;  // a NaN row: attention_merge must not skip it as keyless
       part_ml[prow * 2 + 1] = L;
     }
     // tg_o is rewritten for the next row.
