@@ -265,9 +265,10 @@ export function markdown(r) {
     '  MLX\'s 2pass_1 has one SIMD-group per query row; ours against MLX\'s first pass):',
     ...versus.map((v) => `  ${v};`),
     behind.length ? `  fewer than MLX's on ${behind.join(', ')}.` : '  at least MLX\'s on every profile.',
-    '- What the decode key loop does that sdpa_vector does not: it skips a key whose score is -inf (a',
-    '  hidden key\'s non-finite V must not reach the output: the NaN/Inf rule both backends keep); its',
-    '  fmax and two exp2 per key and row are sdpa_vector\'s.');
+    '- The decode key loop is sdpa_vector\'s step (fmax and two exp2 per key and row, the running',
+    '  maximum starting at the lowest finite float). The NaN/Inf rule both backends keep (a hidden key\'s',
+    '  non-finite V must not reach the output) costs nothing in it: a SIMD-group whose accumulators end',
+    '  non-finite reruns its keys with hidden keys skipped, outside the measured loop.');
   lines.push('', '## MLX, measured by hand', '', ...r.mlx.method, '');
   return `${lines.join('\n')}\n`;
 }

@@ -16,6 +16,8 @@ using namespace metal;
 #define ATTN_LOG2E 1.44269504088896340736f
 
 inline float attn_neg_inf() { return as_type<float>(0xff800000u); }
+// The lowest finite float (-FLT_MAX): the decode key loop's first running maximum (attention_decode.h).
+inline float attn_lowest() { return as_type<float>(0xff7fffffu); }
 
 // max(m, s) that returns a NaN s (MSL's max may drop a NaN operand); a NaN m stays NaN. Either
 // argument order gives a NaN when one is NaN, so lanes that exchange maxima agree.

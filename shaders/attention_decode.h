@@ -17,6 +17,9 @@
 //     the causal limit of each row is computed once, not per key;
 //   - a lane's features of a key or value come in one wide load (2 or 4 elements, two of 4 for
 //     D = 256; element by element for D = 96 and 80);
+//   - no per-key test for the NaN/Inf rule's hidden keys (score -inf): the running max starts at
+//     the lowest finite float, and a SIMD-group that ends with a non-finite accumulator reruns its
+//     keys skipping them (attn_decode_keys), as the cpu backend's pv_tile redoes such a row;
 //   - mxfp8 codes decode through a table of the 256 element values in threadgroup memory, filled
 //     once per threadgroup by mx_formats.h's decoder (so the values are the cpu backend's bit for
 //     bit), and a lane's features share one E8M0 block scale (E = 2, 4, 8 divide 32).
@@ -120,6 +123,66 @@ struct attn_decode_kv<ATTN_KV_DENSE, D> {
   }
 };
 
+// One SIMD-group's pass over its keys (every NSG-th from jfirst), R rows' (m, l, O) from scratch.
+// Hidden keys (score -inf: the NaN/Inf rule, native/core/ops.h) are handled as the cpu backend's
+// pv_tile handles them: the fast pass (HIDDEN_SKIPPED false, the loop the cost report measures)
+// starts m at the lowest finite float, as sdpa_vector does, so a -inf score needs no test: fmax
+// keeps m, its factor is 1 and its weight 0. Its V then meets that 0, which is 0 for a finite V
+// and NaN for a non-finite one; so where the pass ends with a non-finite accumulator, the
+// caller reruns it with HIDDEN_SKIPPED true, which starts m at -inf and skips those keys (and so
+// never reads their V).
+template <typename T, int KV, int D, int R, bool MASKED, bool HIDDEN_SKIPPED>
+inline void attn_decode_keys(
+    device const typename attn_kv_storage<T, KV>::type* k, device const typename attn_kv_storage<T, KV>::type* v,
+    device const uchar* k_scales, device const uchar* v_scales, device const uchar* mask,
+    constant AttentionKernelParams& p, uint b, thread const uint (&head)[R], thread const int (&qi)[R],
+    thread const int (&jlast)[R], int jfirst, int jend, ulong kv_base, ushort lane, int nr,
+    threadgroup const float* table, thread const float (&qr)[R][(D + 31) / 32], thread float (&acc)[R][(D + 31) / 32],
+    thread float (&m)[R], thread float (&l)[R]) {
+  constexpr int NSG = ATTN_DECODE_SIMDGROUPS;
+  constexpr int E = (D + 31) / 32;
+  const float ninf = attn_neg_inf();
+  for (int r = 0; r < R; ++r) {
+    m[r] = HIDDEN_SKIPPED ? ninf : attn_lowest();
+    l[r] = 0.0f;
+    for (int e = 0; e < E; ++e) acc[r][e] = 0.0f;
+  }
+  for (int j = jfirst; j < jend; j += NSG) {
+    if (!HIDDEN_SKIPPED) {
+      ATTN_DECODE_COST(T, KV, R, E, MASKED);
+    }
+    float kr[E], vr[E];
+    attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), lane, table, kr);
+    if (R != 1) attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
+    for (int r = 0; r < R; ++r) {
+      if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
+      float partial = qr[r][0] * kr[0];
+      for (int e = 1; e < E; ++e) partial += qr[r][e] * kr[e];
+      float s = simd_sum(partial);
+      if (R > 1 && j > jlast[r]) continue;  // causal
+      if (MASKED) {
+        float bias;
+        if (!attn_mask_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
+        s += bias;
+      }
+      if (HIDDEN_SKIPPED && s == ninf) continue;
+      // sdpa_vector's step: fmax and two exp2. The first seen key's factor (0, from m = -inf or
+      // the lowest float) multiplies l = 0 and O = 0, so whatever it is, they restart there; a
+      // NaN score, which fmax drops, or +inf makes pr NaN, and so l and every accumulator NaN for
+      // good (m itself is never NaN: the merges below read a NaN row from l).
+      const float m_new = fmax(m[r], s);
+      const float factor = exp2(m[r] - m_new);
+      const float pr = exp2(s - m_new);
+      // One row reads V here, as sdpa_vector reads it in its update: the values are not held
+      // across the simd_sum and the exp2. Rows share it: read before them.
+      if (R == 1) attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
+      l[r] = l[r] * factor + pr;
+      for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
+      m[r] = m_new;
+    }
+  }
+}
+
 // Everything after the table: R rows (R >= nr, the chunk's rows), the mask read when MASKED.
 template <typename T, typename Out, int KV, int D, int R, bool MASKED>
 inline void attn_decode_rows(
@@ -150,10 +213,7 @@ inline void attn_decode_rows(
     for (int e = 0; e < E; ++e) {
       const uint d = attn_decode_feature<D>(lane, e);
       qr[r][e] = (D % 32 == 0 || d < uint(D)) ? float(qrow[d]) * p.scale_log2 : 0.0f;
-      acc[r][e] = 0.0f;
     }
-    m[r] = ninf;
-    l[r] = 0.0f;
   }
 
   // Keys past every row's causal limit are seen by none: the loop stops there, and with one row
@@ -162,37 +222,17 @@ inline void attn_decode_rows(
   for (int r = 1; r < R; ++r) jseen = max(jseen, jlast[r]);
   const int jend = min(j1, jseen + 1);
   const ulong kv_base = ulong(b * uint(p.Hkv) + kvh) * uint(p.Lk);
-  for (int j = j0 + int(sg); j < jend; j += NSG) {
-    ATTN_DECODE_COST(T, KV, R, E, MASKED);
-    float kr[E], vr[E];
-    attn_decode_kv<KV, D>::at(k, k_scales, kv_base + uint(j), lane, table, kr);
-    if (R != 1) attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
-    for (int r = 0; r < R; ++r) {
-      if (r >= nr) break;  // uniform: every lane of the threadgroup agrees
-      float partial = qr[r][0] * kr[0];
-      for (int e = 1; e < E; ++e) partial += qr[r][e] * kr[e];
-      float s = simd_sum(partial);
-      if (R > 1 && j > jlast[r]) continue;  // causal
-      if (MASKED) {
-        float bias;
-        if (!attn_mask_visible(p, mask, b, head[r], qi[r], j, bias)) continue;
-        s += bias;
-      }
-      if (s == ninf) continue;  // a score of -inf hides the key; a NaN one poisons the row
-      // sdpa_vector's step: fmax and two exp2. The first key (m = -inf) gets factor 0; a NaN
-      // score, which fmax drops, or +inf makes pr NaN, and so l and every accumulator NaN for good
-      // (m itself is never NaN: the merges below read a NaN row from l).
-      const float m_new = fmax(m[r], s);
-      const float factor = exp2(m[r] - m_new);
-      const float pr = exp2(s - m_new);
-      // One row reads V here, as sdpa_vector reads it in its update: a hidden key reads none, and
-      // the values are not held across the simd_sum and the exp2. Rows share it: read before them.
-      if (R == 1) attn_decode_kv<KV, D>::at(v, v_scales, kv_base + uint(j), lane, table, vr);
-      l[r] = l[r] * factor + pr;
-      for (int e = 0; e < E; ++e) acc[r][e] = acc[r][e] * factor + pr * vr[e];
-      m[r] = m_new;
-    }
+  attn_decode_keys<T, KV, D, R, MASKED, false>(k, v, k_scales, v_scales, mask, p, b, head, qi, jlast, j0 + int(sg),
+                                                jend, kv_base, lane, nr, table, qr, acc, m, l);
+  bool nonfinite = false;
+  for (int r = 0; r < R; ++r)
+    for (int e = 0; e < E; ++e) nonfinite = nonfinite || !isfinite(acc[r][e]);
+  if (simd_any(nonfinite)) {  // a hidden key's non-finite V, or the row's own NaN/inf: rerun without hidden keys
+    attn_decode_keys<T, KV, D, R, MASKED, true>(k, v, k_scales, v_scales, mask, p, b, head, qi, jlast, j0 + int(sg),
+                                                 jend, kv_base, lane, nr, table, qr, acc, m, l);
   }
+  // A row that saw no key: the fast pass leaves m at the lowest float, the merges expect -inf.
+  for (int r = 0; r < R; ++r) m[r] = l[r] == 0.0f ? ninf : m[r];
 
   // Merge the SIMD-groups' (m, l, O) row by row (tg_m, tg_l: [NSG][ATTN_DECODE_ROWS]; tg_o: [NSG][D]).
   if (lane == 0) {

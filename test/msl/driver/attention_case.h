@@ -26,7 +26,10 @@ enum class MaskKind { None, Bool, Additive, AdditiveHalf, AdditiveBF16, HeadKeys
 // column 7 of both: +inf, NaN where the two meet, or nothing where the row sees neither.
 // EdgeV (Lk > 32): NaN in column 4 of key 31 and +inf in column 3 of key 32, the last key of one
 // key tile and the first of the next (tiles of 16 and 32 keys).
-enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8, kInfV = 16, kEdgeV = 32 };
+// NegInfK (dense K): feature 0 of every query row made positive and K's feature 0 -inf at key 0
+// and key Lk/2 of every (batch, kv head), whose V holds NaN in column 3 and +inf in column 4: keys
+// hidden by their own score (the rule's "any score of -inf"), so none of that V may reach o.
+enum NanIn { kNanQ = 1, kNanK = 2, kNanV = 4, kNanMask = 8, kInfV = 16, kEdgeV = 32, kNegInfK = 64 };
 
 struct AttnShape {
   int64_t B, Hq, Hkv, Lq, Lk, D;

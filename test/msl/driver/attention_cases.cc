@@ -71,6 +71,7 @@ std::string attention_case_name(const AttnShape& s, const char* prefix) {
     if (s.nan & kNanMask) n += "m";
     if (s.nan & kInfV) n += "_vinf";
     if (s.nan & kEdgeV) n += "_vedge";
+    if (s.nan & kNegInfK) n += "_kninf";
   }
   if (s.sinks == 1) n += "/sinks";
   if (s.sinks == 2) n += "/sinks_nonfinite";
@@ -167,6 +168,19 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
     vd[size_t(31 * s.D + 4)] = nan;
     vd[size_t(32 * s.D + 3)] = std::numeric_limits<float>::infinity();
   }
+  if (s.nan & kNegInfK) {
+    for (int64_t row = 0; row < s.B * s.Hq * s.Lq; ++row) {
+      float& q0 = qd[size_t(row * s.D)];
+      q0 = std::fabs(q0) + 0.25f;
+    }
+    for (int64_t bh = 0; bh < s.B * s.Hkv; ++bh)
+      for (int64_t j : {int64_t(0), s.Lk / 2}) {
+        const size_t at = size_t((bh * s.Lk + j) * s.D);
+        kd[at] = -std::numeric_limits<float>::infinity();
+        vd[at + 3] = nan;
+        vd[at + 4] = std::numeric_limits<float>::infinity();
+      }
+  }
   if (s.k_exp) {
     for (int64_t i = 0; i < s.Lk * s.D; ++i) kd[size_t(i)] = std::ldexp(kd[size_t(i)], s.k_exp);
   }
@@ -234,7 +248,16 @@ CaseResult run_attention_case(const AttnShape& s, const std::string& name, const
   const mto::AttentionParams ap = mto::check_attention(qo, ko, vo, s.scale, s.causal, mask_ptr, sinks_ptr);
   std::vector<float> ref(size_t(s.B * s.Hq * s.Lq * s.D));
   mto::cpu::attention(pool, qo, ko, vo, ap, ref.data());
-  if (s.nan || s.sinks == 2) {  // a NaN case must be able to tell rows (or columns) apart
+  if (s.nan == kNegInfK) {  // every NaN and inf sits in a key hidden by its own score: none may show
+    for (float x : ref)
+      if (!std::isfinite(x)) {
+        CaseResult r;
+        r.op = "attention";
+        r.error_kind = "bad_case";
+        r.message = "the cpu reference is not finite where every non-finite value is hidden";
+        return r;
+      }
+  } else if (s.nan || s.sinks == 2) {  // a NaN case must be able to tell rows (or columns) apart
     size_t nans = 0;
     for (float x : ref) nans += std::isnan(x) ? 1 : 0;
     if (nans == 0 || nans == ref.size()) {
@@ -522,6 +545,15 @@ std::vector<Case> attention_cases() {
   add({2, 2, 2, 33, 300, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNanK | kInfV});
   add({1, 4, 2, 7, 300, 64, f32, KV::Dense, true, MaskKind::None, {}, kNanQ | kInfV});  // split
   add({1, 2, 1, 129, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kEdgeV});  // at a tile's first key
+  // Keys hidden by a -inf score of their own (the decode loop's rerun; the first key of a
+  // SIMD-group; a split of that key alone sees no key), with and without a mask, one and 4 rows.
+  add({1, 4, 2, 1, 129, 64, f32, KV::Dense, false, MaskKind::None, {}, kNegInfK});
+  add({1, 2, 2, 1, 129, 80, f32, KV::Dense, false, MaskKind::None, {}, kNegInfK});  // one row, NaN at e = 0
+  add({2, 8, 2, 1, 300, 128, f16, KV::Dense, false, MaskKind::None, {}, kNegInfK});
+  add({1, 4, 1, 7, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, kNegInfK});
+  add({1, 4, 2, 1, 129, 96, f32, KV::Dense, false, MaskKind::Bool, {}, kNegInfK});
+  add({1, 2, 1, 1, 7, 64, f32, KV::Dense, false, MaskKind::None, {}, kNegInfK, 0, 7});
+  add({1, 2, 1, 129, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, kNegInfK});  // prefill
   // Attention sinks (gpt-oss): one logit per head in each row's denominator, joined once where o is
   // normalised: one-pass decode, split decode (the merge, not each split), prefill; rows that see
   // no key stay zeros; NaN / -inf / +inf sinks.
@@ -536,6 +568,8 @@ std::vector<Case> attention_cases() {
   add({1, 4, 2, 7, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
   add({1, 4, 4, 33, 129, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});
   add({1, 4, 4, 129, 33, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});  // rows with no key
+  add({1, 4, 1, 7, 5, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2});     // decode rows with no key
+  add({1, 4, 1, 7, 5, 64, f32, KV::Dense, true, MaskKind::None, {}, 0, 2, 8});  // the same through splits
   // Forced key splits (the plan's own counts stop at ATTN_SPLIT_MIN_LEN keys each): splits of one
   // key; more splits than keys (empty splits, with causal rows that see no key at all); an odd Lk
   // whose last split is short; the most splits, mxfp8 and float16; NaN and sinks through a split.
